@@ -1,0 +1,146 @@
+// A manifest is the list of everything in a tree that a restore must bring back: path, type, permission bits,
+// size, mtime (whole seconds, which is what tar keeps), symlink target, SHA-256 of content, and hard-link
+// grouping. Backup takes one of the source; restore takes one of the result and compares.
+//
+// The walk is depth-first in sorted order (so two manifests of equal trees are equal arrays) and hashes
+// files with a small pool of concurrent readers, since a workspace is mostly small files and the cost is I/O.
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { lstat, readdir, readFile, readlink } from "node:fs/promises";
+import { join } from "node:path";
+
+export type EntryType = "file" | "dir" | "symlink" | "other";
+
+export interface ManifestEntry {
+  /** relative to the tree's root, '/'-separated; the root itself is not listed */
+  path: string;
+  type: EntryType;
+  /** permission bits (mode & 0o7777) */
+  mode: number;
+  size: number;
+  /** seconds since the epoch, floored */
+  mtime: number;
+  target?: string;
+  sha256?: string;
+  /** for the second and later names of a hard-linked file: the first name (in walk order) */
+  link?: string;
+}
+
+export interface Manifest {
+  version: 1;
+  entries: ManifestEntry[];
+  totals: { files: number; dirs: number; symlinks: number; bytes: number };
+}
+
+export interface Difference {
+  path: string;
+  kind: "missing" | "extra" | "changed";
+  fields?: { name: string; expected: unknown; actual: unknown }[];
+}
+
+export interface Comparison {
+  equal: boolean;
+  counts: { missing: number; extra: number; changed: number };
+  /** the first differences, in path order */
+  differences: Difference[];
+}
+
+const SMALL_FILE = 1 << 20;
+const HASH_CONCURRENCY = 16;
+
+async function hashFile(path: string, size: number): Promise<string> {
+  if (size <= SMALL_FILE) return createHash("sha256").update(await readFile(path)).digest("hex");
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+export async function takeManifest(root: string, options: { hash?: boolean } = {}): Promise<Manifest> {
+  const hash = options.hash ?? true;
+  const entries: ManifestEntry[] = [];
+  const firstNameOfInode = new Map<string, string>();
+  const pending: Promise<void>[] = [];
+  let running = 0;
+  const waiters: (() => void)[] = [];
+  const hashLimited = async (entry: ManifestEntry, hostPath: string) => {
+    while (running >= HASH_CONCURRENCY) await new Promise<void>((r) => waiters.push(r));
+    running++;
+    try {
+      entry.sha256 = await hashFile(hostPath, entry.size);
+    } finally {
+      running--;
+      waiters.shift()?.();
+    }
+  };
+
+  const walk = async (dir: string, rel: string): Promise<void> => {
+    const names = (await readdir(dir)).sort();
+    for (const name of names) {
+      const hostPath = join(dir, name);
+      const path = rel ? `${rel}/${name}` : name;
+      const st = await lstat(hostPath);
+      const type: EntryType = st.isFile() ? "file" : st.isDirectory() ? "dir" : st.isSymbolicLink() ? "symlink" : "other";
+      const entry: ManifestEntry = {
+        path,
+        type,
+        mode: st.mode & 0o7777,
+        size: type === "dir" ? 0 : st.size,
+        mtime: Math.floor(st.mtimeMs / 1000),
+      };
+      entries.push(entry);
+      if (type === "symlink") entry.target = await readlink(hostPath);
+      if (type === "file" && st.nlink > 1) {
+        const inode = `${st.dev}:${st.ino}`;
+        const first = firstNameOfInode.get(inode);
+        if (first !== undefined) {
+          entry.link = first;
+          continue;
+        }
+        firstNameOfInode.set(inode, path);
+      }
+      if (type === "file" && hash) pending.push(hashLimited(entry, hostPath));
+      if (type === "dir") await walk(hostPath, path);
+    }
+  };
+  await walk(root, "");
+  await Promise.all(pending);
+
+  const totals = { files: 0, dirs: 0, symlinks: 0, bytes: 0 };
+  for (const e of entries) {
+    if (e.type === "file") {
+      totals.files++;
+      if (!e.link) totals.bytes += e.size;
+    } else if (e.type === "dir") totals.dirs++;
+    else if (e.type === "symlink") totals.symlinks++;
+  }
+  return { version: 1, entries, totals };
+}
+
+// Symlink mtimes are not compared: restoring them needs lutimes, which not every extractor uses, and no
+// program reads them. Directory mtimes are compared; extractors set them after filling the directory.
+const COMPARED: (keyof ManifestEntry)[] = ["type", "mode", "size", "mtime", "target", "sha256", "link"];
+
+export function compareManifests(expected: Manifest, actual: Manifest, limit = 20): Comparison {
+  const byPath = new Map(actual.entries.map((e) => [e.path, e]));
+  const differences: Difference[] = [];
+  const counts = { missing: 0, extra: 0, changed: 0 };
+  const note = (d: Difference) => {
+    counts[d.kind]++;
+    if (differences.length < limit) differences.push(d);
+  };
+  for (const want of expected.entries) {
+    const got = byPath.get(want.path);
+    if (!got) {
+      note({ path: want.path, kind: "missing" });
+      continue;
+    }
+    byPath.delete(want.path);
+    const fields = COMPARED.filter((name) => !(name === "mtime" && want.type === "symlink"))
+      .filter((name) => want[name] !== got[name])
+      .map((name) => ({ name, expected: want[name], actual: got[name] }));
+    if (fields.length) note({ path: want.path, kind: "changed", fields });
+  }
+  for (const extra of byPath.keys()) note({ path: extra, kind: "extra" });
+  differences.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { equal: counts.missing + counts.extra + counts.changed === 0, counts, differences };
+}

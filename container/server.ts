@@ -1,0 +1,209 @@
+// The agent's HTTP server: authenticate, find the sandbox's root, validate with the protocol's schemas, run the
+// operation, answer JSON (or stream bytes). Errors become {error:{code,message,field}} with the AgentError's
+// status; a failure after a streamed response has started aborts the connection, so the reader sees an error
+// rather than a short archive that looks complete.
+import { createReadStream } from "node:fs";
+import { mkdir, rm, stat } from "node:fs/promises";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { timingSafeEqual } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { dirname, join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import type { z } from "zod";
+import { AgentError } from "./agent-error.ts";
+import { archiveToFile, archiveToStream } from "./archive.ts";
+import { generateDataset } from "./dataset.ts";
+import { extractFromFile, extractFromStream } from "./extract.ts";
+import { Faults } from "./faults.ts";
+import { HashingStream } from "./hashing-stream.ts";
+import { compareManifests, takeManifest, type Manifest } from "./manifest.ts";
+import { probe } from "./probe.ts";
+import * as P from "./protocol.ts";
+import { resolveSandboxPath, type SandboxRoot } from "./sandbox-paths.ts";
+
+export interface AgentOptions {
+  token: string;
+  /** Host mode: one root directory per sandbox id below this directory. Unset: this process *is* the sandbox, root "/". */
+  sandboxesDir?: string;
+  faults?: boolean;
+}
+
+interface Ctx {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  root: SandboxRoot;
+  sandboxId: string;
+  path(value: unknown, field: string): Promise<string>;
+  json<T extends z.ZodType>(schema: T): Promise<z.infer<T>>;
+  query<T extends z.ZodType>(schema: T): z.infer<T>;
+}
+
+type Handler = (ctx: Ctx) => Promise<unknown>;
+
+function parse<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const field = issue.path.join(".") || where;
+  throw new AgentError("bad_request", `${field}: ${issue.message}`, field);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}");
+  } catch {
+    throw new AgentError("bad_request", "the request body is not valid JSON", "body");
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export function createAgentServer(options: AgentOptions): Server {
+  const faults = new Faults();
+  const expected = Buffer.from(`Bearer ${options.token}`);
+
+  const routes: Record<string, Handler> = {
+    "GET /v1/probe": async (c) => probe(c.root.hostRoot),
+
+    "POST /v1/datasets": async (c) => {
+      const body = await c.json(P.DatasetBody);
+      const dir = await c.path(body.path, "path");
+      if (body.replace) await rm(dir, { recursive: true, force: true });
+      return generateDataset(dir, body);
+    },
+
+    "POST /v1/manifest": async (c) => {
+      const body = await c.json(P.PathBody);
+      return takeManifest(await existingDir(await c.path(body.path, "path"), "path"));
+    },
+
+    "POST /v1/verify": async (c) => {
+      const body = await c.json(P.VerifyBody);
+      const started = performance.now();
+      const actual = await takeManifest(await existingDir(await c.path(body.path, "path"), "path"));
+      const comparison = compareManifests(body.expected as Manifest, actual, body.limit);
+      return { ...comparison, totals: actual.totals, ms: Math.round(performance.now() - started) };
+    },
+
+    "GET /v1/archive": async (c) => {
+      const q = c.query(P.ArchiveQuery);
+      const dir = await existingDir(await c.path(q.path, "path"), "path");
+      c.res.writeHead(200, { "content-type": "application/octet-stream" });
+      await archiveToStream(dir, q, c.res);
+      return STREAMED;
+    },
+
+    "POST /v1/archive": async (c) => {
+      const body = await c.json(P.ArchiveToFile);
+      const dir = await existingDir(await c.path(body.path, "path"), "path");
+      return archiveToFile(dir, body.format, await c.path(body.output, "output"));
+    },
+
+    "GET /v1/files": async (c) => {
+      const file = await c.path(c.url.searchParams.get("path"), "path");
+      const st = await stat(file).catch(() => null);
+      if (!st?.isFile()) throw new AgentError("not_found", `no file at ${c.url.searchParams.get("path")}`, "path");
+      c.res.writeHead(200, { "content-type": "application/octet-stream", "content-length": st.size });
+      await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), c.res);
+      return STREAMED;
+    },
+
+    "PUT /v1/files": async (c) => {
+      const file = await c.path(c.url.searchParams.get("path"), "path");
+      const started = performance.now();
+      await mkdir(dirname(file), { recursive: true });
+      const hashing = new HashingStream();
+      await pipeline(c.req, hashing, createWriteStream(file));
+      return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
+    },
+
+    "DELETE /v1/files": async (c) => {
+      await rm(await c.path(c.url.searchParams.get("path"), "path"), { recursive: true, force: true });
+      return { deleted: true };
+    },
+
+    "PUT /v1/extract": async (c) => {
+      const q = c.query(P.ExtractQuery);
+      return extractFromStream(c.req, q, await c.path(q.path, "path"));
+    },
+
+    "POST /v1/extract": async (c) => {
+      const body = await c.json(P.ExtractFile);
+      const archive = await c.path(body.archive, "archive");
+      if (!(await stat(archive).catch(() => null))?.isFile()) throw new AgentError("not_found", `no archive at ${body.archive}`, "archive");
+      return extractFromFile(archive, body.format, await c.path(body.path, "path"));
+    },
+
+    "POST /v1/faults": async (c) => {
+      if (!options.faults) throw new AgentError("not_found", "fault injection is off (SNAPFLOW_AGENT_FAULTS=1 turns it on)");
+      const body = await c.json(P.FaultBody);
+      faults.arm(`${c.sandboxId} ${body.route}`, body.times);
+      return { armed: body };
+    },
+
+    "DELETE /v1/sandbox": async (c) => {
+      if (!options.sandboxesDir) throw new AgentError("bad_request", "only a host agent serving many sandboxes can drop one");
+      await rm(c.root.hostRoot, { recursive: true, force: true });
+      return { deleted: c.sandboxId };
+    },
+  };
+
+  return createServer(async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://agent");
+    const route = `${req.method} ${url.pathname}`;
+    try {
+      if (route === "GET /v1/health") return sendJson(res, 200, { ok: true });
+      const auth = Buffer.from(req.headers.authorization ?? "");
+      if (auth.length !== expected.length || !timingSafeEqual(auth, expected)) {
+        throw new AgentError("unauthorized", "missing or wrong agent token (authorization: Bearer ...)", "authorization");
+      }
+      const handler = routes[route];
+      if (!handler) throw new AgentError("not_found", `no route ${route}`);
+      const { root, sandboxId } = await sandboxRoot(options, req.headers[P.SANDBOX_HEADER]);
+      faults.check(`${sandboxId} ${route}`);
+      const ctx: Ctx = {
+        req, res, url, root, sandboxId,
+        path: (value, field) => resolveSandboxPath(root, value, field),
+        json: async (schema) => parse(schema, await readJson(req), "body"),
+        query: (schema) => parse(schema, Object.fromEntries(url.searchParams), "query"),
+      };
+      const result = await handler(ctx);
+      if (result !== STREAMED) sendJson(res, 200, result);
+    } catch (e) {
+      const err = e instanceof AgentError ? e : new AgentError("tool_failed", (e as Error).message ?? String(e));
+      if (res.headersSent) {
+        // Mid-stream: the only honest signal left is to break the connection.
+        res.destroy(err);
+        return;
+      }
+      // Drain what the client is still sending, so it reads our answer instead of a reset.
+      req.resume();
+      sendJson(res, err.status, err.toJSON());
+    }
+  });
+}
+
+const STREAMED = Symbol("streamed");
+
+async function existingDir(dir: string, field: string): Promise<string> {
+  const st = await stat(dir).catch(() => null);
+  if (!st?.isDirectory()) throw new AgentError("not_found", `${field}: no directory there`, field);
+  return dir;
+}
+
+async function sandboxRoot(options: AgentOptions, header: string | string[] | undefined): Promise<{ root: SandboxRoot; sandboxId: string }> {
+  if (!options.sandboxesDir) return { root: { hostRoot: "/" }, sandboxId: typeof header === "string" ? header : "self" };
+  const id = parse(P.SANDBOX_ID, header, P.SANDBOX_HEADER);
+  const hostRoot = join(options.sandboxesDir, id);
+  // A fresh sandbox starts with its allowed roots present, as the image has them.
+  await mkdir(join(hostRoot, "workspace"), { recursive: true });
+  await mkdir(join(hostRoot, "snapflow"), { recursive: true });
+  return { root: { hostRoot }, sandboxId: id };
+}

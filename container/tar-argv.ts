@@ -1,0 +1,51 @@
+// Pure: the argv of tar for a format. No I/O, so tests can check every combination cheaply.
+import type { TarFormat } from "./protocol.ts";
+
+/** The program tar pipes through (`tar -I`), or undefined for a plain tar. */
+export function compressProgram(f: TarFormat): string | undefined {
+  switch (f.compression) {
+    case "none":
+      return undefined;
+    case "zstd":
+      return ["zstd", `-${f.level ?? 3}`, `-T${f.threads ?? 0}`, ...(f.long ? ["--long=27"] : [])].join(" ");
+    case "gzip":
+      return `gzip -${f.level ?? 6}`;
+    case "pigz":
+      return ["pigz", `-${f.level ?? 6}`, ...(f.threads ? [`-p ${f.threads}`] : [])].join(" ");
+    case "lz4":
+      return `lz4 -${f.level ?? 1}`;
+  }
+}
+
+export function decompressProgram(f: TarFormat): string | undefined {
+  switch (f.compression) {
+    case "none":
+      return undefined;
+    case "zstd":
+      // --long=31 accepts any window the archive was made with; without it a --long archive fails to decode.
+      return `zstd -d -T${f.threads ?? 0} --long=31`;
+    case "gzip":
+      return "gzip -d";
+    case "pigz":
+      return "pigz -d";
+    case "lz4":
+      return "lz4 -d";
+  }
+}
+
+/** tar writing an archive of `dir`'s contents to stdout. */
+export function tarCreateArgv(dir: string, f: TarFormat): string[] {
+  const program = compressProgram(f);
+  return ["tar", "--numeric-owner", "--sparse", "-C", dir, ...(program ? ["-I", program] : []), "-cf", "-", "."];
+}
+
+/** tar reading an archive from stdin into `dir`, keeping permissions and mtimes. */
+export function tarExtractArgv(dir: string, f: TarFormat): string[] {
+  const program = decompressProgram(f);
+  return ["tar", "--numeric-owner", "-p", "-C", dir, ...(program ? ["-I", program] : []), "-xf", "-"];
+}
+
+/** The file name extension conventionally used for a format. */
+export function archiveExtension(f: TarFormat): string {
+  return { none: "tar", zstd: "tar.zst", gzip: "tar.gz", pigz: "tar.gz", lz4: "tar.lz4" }[f.compression];
+}
