@@ -8,42 +8,9 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat, readdir, readFile, readlink } from "node:fs/promises";
 import { join } from "node:path";
+import type { Comparison, Difference, EntryType, Manifest, ManifestEntry } from "./protocol.ts";
 
-export type EntryType = "file" | "dir" | "symlink" | "other";
-
-export interface ManifestEntry {
-  /** relative to the tree's root, '/'-separated; the root itself is not listed */
-  path: string;
-  type: EntryType;
-  /** permission bits (mode & 0o7777) */
-  mode: number;
-  size: number;
-  /** seconds since the epoch, floored */
-  mtime: number;
-  target?: string;
-  sha256?: string;
-  /** for the second and later names of a hard-linked file: the first name (in walk order) */
-  link?: string;
-}
-
-export interface Manifest {
-  version: 1;
-  entries: ManifestEntry[];
-  totals: { files: number; dirs: number; symlinks: number; bytes: number };
-}
-
-export interface Difference {
-  path: string;
-  kind: "missing" | "extra" | "changed";
-  fields?: { name: string; expected: unknown; actual: unknown }[];
-}
-
-export interface Comparison {
-  equal: boolean;
-  counts: { missing: number; extra: number; changed: number };
-  /** the first differences, in path order */
-  differences: Difference[];
-}
+export type { Comparison, Difference, Manifest, ManifestEntry };
 
 const SMALL_FILE = 1 << 20;
 const HASH_CONCURRENCY = 16;

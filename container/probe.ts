@@ -5,38 +5,10 @@ import { access, readFile, statfs } from "node:fs/promises";
 import { constants } from "node:fs";
 import { availableParallelism, freemem, release, totalmem } from "node:os";
 import { delimiter, join } from "node:path";
+import { TOOLS, type ProbeResult, type ToolName } from "./protocol.ts";
 import { runTool } from "./run-tool.ts";
 
-/** Every tool a strategy may drive, with the Debian package that installs it (the Dockerfile installs all). */
-export const TOOLS = {
-  tar: { pkg: "tar", version: ["--version"] },
-  zstd: { pkg: "zstd", version: ["--version"] },
-  gzip: { pkg: "gzip", version: ["--version"] },
-  pigz: { pkg: "pigz", version: ["--version"] },
-  lz4: { pkg: "lz4", version: ["--version"] },
-  mksquashfs: { pkg: "squashfs-tools", version: ["-version"] },
-  unsquashfs: { pkg: "squashfs-tools", version: ["-version"] },
-  squashfuse: { pkg: "squashfuse", version: ["--version"] },
-  fusermount3: { pkg: "fuse3", version: ["--version"] },
-  "mkfs.erofs": { pkg: "erofs-utils", version: ["--version"] },
-  "fsck.erofs": { pkg: "erofs-utils", version: ["--version"] },
-  curl: { pkg: "curl", version: ["--version"] },
-  aria2c: { pkg: "aria2", version: ["--version"] },
-} as const satisfies Record<string, { pkg: string; version: string[] }>;
-export type ToolName = keyof typeof TOOLS;
-
-export interface ProbeResult {
-  kernel: string;
-  filesystems: string[];
-  fuse: boolean;
-  capSysAdmin: boolean;
-  root: boolean;
-  tools: Record<string, { path: string; version: string } | null>;
-  cpus: number;
-  memory: { totalBytes: number; freeBytes: number };
-  disk: { path: string; freeBytes: number; totalBytes: number };
-  runtime: string;
-}
+export { TOOLS, type ProbeResult, type ToolName };
 
 async function which(name: string): Promise<string | null> {
   for (const dir of (process.env.PATH ?? "").split(delimiter)) {

@@ -8,6 +8,7 @@
 //   POST   /v1/verify       VerifyBody     compare a tree with an expected manifest
 //   GET    /v1/archive?     ArchiveQuery   the tree as an archive, streamed as the response body
 //   POST   /v1/archive      ArchiveToFile  the tree as an archive written to a file in the sandbox
+//   GET    /v1/stat?path=                  {exists, type, size, entries}
 //   GET    /v1/files?path=                 a file's raw bytes (Content-Length set)
 //   PUT    /v1/files?path=                 request body → file
 //   DELETE /v1/files?path=                 remove a file or tree
@@ -22,6 +23,35 @@ import { z } from "zod";
 
 export const SANDBOX_HEADER = "x-snapflow-sandbox";
 export const SANDBOX_ID = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "a sandbox id is 1–63 of a-z, 0-9 and '-'");
+
+/** Roots a sandbox path may live under; the agent maps them below the sandbox's root directory. */
+export const ALLOWED_ROOTS = ["/workspace", "/snapflow"] as const;
+
+/**
+ * Checks a sandbox path's syntax and returns it normalised: absolute, no '..' segment, inside an allowed root.
+ * Pure, so the Worker can refuse a bad path with a 400 before anything starts. (Symlink escapes can only be
+ * seen inside the sandbox: sandbox-paths.ts checks those.)
+ */
+export function normalizeSandboxPath(path: string): { ok: true; path: string } | { ok: false; reason: string; outside: boolean } {
+  if (path.length === 0) return { ok: false, reason: "is empty", outside: false };
+  if (path.includes("\0")) return { ok: false, reason: "contains a NUL byte", outside: false };
+  if (!path.startsWith("/")) return { ok: false, reason: `must be an absolute sandbox path like /workspace/app, got '${path}'`, outside: false };
+  const segments = path.split("/").filter((x) => x !== "" && x !== ".");
+  if (segments.includes("..")) return { ok: false, reason: `must not contain '..' segments: '${path}'`, outside: true };
+  const normal = "/" + segments.join("/");
+  if (!ALLOWED_ROOTS.some((root) => normal === root || normal.startsWith(root + "/"))) {
+    return { ok: false, reason: `'${path}' is outside the sandbox's allowed roots (${ALLOWED_ROOTS.join(", ")})`, outside: true };
+  }
+  return { ok: true, path: normal };
+}
+
+/** A zod schema for sandbox paths: the API validates with it, so a bad path is a 400 naming the field. */
+export const SandboxPath = z.string().transform((p, ctx) => {
+  const r = normalizeSandboxPath(p);
+  if (r.ok) return r.path;
+  ctx.addIssue({ code: "custom", message: r.reason });
+  return z.NEVER;
+});
 
 export const Compression = z.enum(["none", "zstd", "gzip", "pigz", "lz4"]);
 export type Compression = z.infer<typeof Compression>;
@@ -85,3 +115,73 @@ export interface WrittenBytes {
   sha256: string;
   ms: number;
 }
+
+// ---- Shapes the agent answers with (types only; the agent makes them, the Worker reads them). ----
+
+export type EntryType = "file" | "dir" | "symlink" | "other";
+
+export interface ManifestEntry {
+  /** relative to the tree's root, '/'-separated; the root itself is not listed */
+  path: string;
+  type: EntryType;
+  /** permission bits (mode & 0o7777) */
+  mode: number;
+  size: number;
+  /** seconds since the epoch, floored */
+  mtime: number;
+  target?: string;
+  sha256?: string;
+  /** for the second and later names of a hard-linked file: the first name (in walk order) */
+  link?: string;
+}
+
+export interface Manifest {
+  version: 1;
+  entries: ManifestEntry[];
+  totals: { files: number; dirs: number; symlinks: number; bytes: number };
+}
+
+export interface Difference {
+  path: string;
+  kind: "missing" | "extra" | "changed";
+  fields?: { name: string; expected: unknown; actual: unknown }[];
+}
+
+export interface Comparison {
+  equal: boolean;
+  counts: { missing: number; extra: number; changed: number };
+  /** the first differences, in path order */
+  differences: Difference[];
+}
+
+/** Every tool a strategy may drive, with the Debian package that installs it (the Dockerfile installs all). */
+export const TOOLS = {
+  tar: { pkg: "tar", version: ["--version"] },
+  zstd: { pkg: "zstd", version: ["--version"] },
+  gzip: { pkg: "gzip", version: ["--version"] },
+  pigz: { pkg: "pigz", version: ["--version"] },
+  lz4: { pkg: "lz4", version: ["--version"] },
+  mksquashfs: { pkg: "squashfs-tools", version: ["-version"] },
+  unsquashfs: { pkg: "squashfs-tools", version: ["-version"] },
+  squashfuse: { pkg: "squashfuse", version: ["--version"] },
+  fusermount3: { pkg: "fuse3", version: ["--version"] },
+  "mkfs.erofs": { pkg: "erofs-utils", version: ["--version"] },
+  "fsck.erofs": { pkg: "erofs-utils", version: ["--version"] },
+  curl: { pkg: "curl", version: ["--version"] },
+  aria2c: { pkg: "aria2", version: ["--version"] },
+} as const satisfies Record<string, { pkg: string; version: string[] }>;
+export type ToolName = keyof typeof TOOLS;
+
+export interface ProbeResult {
+  kernel: string;
+  filesystems: string[];
+  fuse: boolean;
+  capSysAdmin: boolean;
+  root: boolean;
+  tools: Record<string, { path: string; version: string } | null>;
+  cpus: number;
+  memory: { totalBytes: number; freeBytes: number };
+  disk: { path: string; freeBytes: number; totalBytes: number };
+  runtime: string;
+}
+

@@ -8,25 +8,18 @@
 import { lstat, realpath } from "node:fs/promises";
 import { join, posix } from "node:path";
 import { AgentError } from "./agent-error.ts";
-
-export const ALLOWED_ROOTS = ["/workspace", "/snapflow"] as const;
+import { ALLOWED_ROOTS, normalizeSandboxPath } from "./protocol.ts";
 
 export interface SandboxRoot {
   /** host directory that stands for "/" inside this sandbox */
   hostRoot: string;
 }
 
-/** Checks the syntax of a sandbox path and returns it normalised. Pure: no I/O. */
 export function checkSandboxPath(path: unknown, field: string): string {
-  if (typeof path !== "string" || path.length === 0) throw new AgentError("bad_request", `${field} is required`, field);
-  if (path.includes("\0")) throw new AgentError("bad_request", `${field} contains a NUL byte`, field);
-  if (!path.startsWith("/")) throw new AgentError("bad_request", `${field} must be an absolute sandbox path like /workspace/app, got '${path}'`, field);
-  if (path.split("/").includes("..")) throw new AgentError("path_outside_root", `${field} must not contain '..' segments: '${path}'`, field);
-  const normal = posix.normalize(path).replace(/\/+$/, "") || "/";
-  if (!ALLOWED_ROOTS.some((root) => normal === root || normal.startsWith(root + "/"))) {
-    throw new AgentError("path_outside_root", `${field} '${path}' is outside the sandbox's allowed roots (${ALLOWED_ROOTS.join(", ")})`, field);
-  }
-  return normal;
+  if (typeof path !== "string") throw new AgentError("bad_request", `${field} is required`, field);
+  const r = normalizeSandboxPath(path);
+  if (!r.ok) throw new AgentError(r.outside ? "path_outside_root" : "bad_request", `${field} ${r.reason}`, field);
+  return r.path;
 }
 
 /** Maps a sandbox path to a host path and refuses symlink escapes. */

@@ -3,7 +3,7 @@
 // status; a failure after a streamed response has started aborts the connection, so the reader sees an error
 // rather than a short archive that looks complete.
 import { createReadStream } from "node:fs";
-import { mkdir, rm, stat } from "node:fs/promises";
+import { lstat, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { timingSafeEqual } from "node:crypto";
 import { createWriteStream } from "node:fs";
@@ -113,6 +113,14 @@ export function createAgentServer(options: AgentOptions): Server {
       c.res.writeHead(200, { "content-type": "application/octet-stream", "content-length": st.size });
       await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), c.res);
       return STREAMED;
+    },
+
+    "GET /v1/stat": async (c) => {
+      const target = await c.path(c.url.searchParams.get("path"), "path");
+      const st = await lstat(target).catch(() => null);
+      if (!st) return { exists: false };
+      const type = st.isDirectory() ? "dir" : st.isFile() ? "file" : st.isSymbolicLink() ? "symlink" : "other";
+      return { exists: true, type, size: st.size, entries: type === "dir" ? (await readdir(target)).length : undefined };
     },
 
     "PUT /v1/files": async (c) => {

@@ -1,0 +1,24 @@
+# The production sandbox image: the Sandbox SDK's base image (its control server on port 3000 stays the
+# entrypoint), the tools the agent drives, and the agent itself. The tag must match the installed
+# @cloudflare/sandbox version (the SDK warns when they differ); test/dockerfile-unit.test.ts checks both that
+# and that every tool the agent's probe knows is installed here.
+
+# Stage 1: bundle the agent (TypeScript + zod) into one file with the Bun that the base image ships.
+FROM docker.io/cloudflare/sandbox:0.12.10 AS agent-build
+WORKDIR /build
+COPY package.json ./
+RUN bun install --production --ignore-scripts
+COPY container/ container/
+RUN bun build container/agent.ts --target=bun --outfile=/build/agent.js
+
+# Stage 2: the sandbox.
+FROM docker.io/cloudflare/sandbox:0.12.10
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      tar gzip zstd lz4 pigz squashfs-tools squashfuse fuse3 erofs-utils curl aria2 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=agent-build /build/agent.js /opt/snapflow/agent.js
+RUN mkdir -p /workspace /snapflow/staging /snapflow/mnt
+# The agent's port. The Worker starts the agent with sandbox.startProcess (so it receives AGENT_TOKEN from the
+# Worker's secrets) and reaches it with containerFetch(request, 8080). EXPOSE also serves local Docker dev.
+EXPOSE 8080

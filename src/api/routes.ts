@@ -1,0 +1,126 @@
+// The HTTP API. Every /api route needs the bearer token; bodies are validated with zod (schemas.ts).
+//
+//   GET    /healthz                          liveness (no token)
+//   GET    /api/strategies                   the registry
+//   POST   /api/sandboxes/:id/datasets       generate a deterministic dataset in a sandbox
+//   DELETE /api/sandboxes/:id                end a sandbox
+//   POST   /api/backups                      start a BackupWorkflow → {id}
+//   GET    /api/backups/:id                  its status and per-step timings
+//   POST   /api/restores                     start a RestoreWorkflow → {id}
+//   GET    /api/restores/:id
+//   GET    /api/snapshots                    good snapshots (verified and recorded)
+//   GET    /api/snapshots/:id                one snapshot's record
+import { depsFrom, type Deps } from "../deps.ts";
+import { AgentClient, AgentCallError } from "../sandbox/agent-client.ts";
+import { SANDBOX_ID } from "../../container/protocol.ts";
+import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
+import { findStrategy, restoresFor, STRATEGIES } from "../strategies/registry.ts";
+import { ApiError, checkBearer, json, newId, parseBody } from "./http.ts";
+import { BackupRequest, DatasetRequest, RestoreRequest, RUN_ID } from "./schemas.ts";
+import type { BackupParams } from "../../workflows/backup-workflow.ts";
+import type { RestoreParams } from "../../workflows/restore-workflow.ts";
+
+type Handler = (req: Request, env: Env, d: Deps, params: Record<string, string>) => Promise<Response>;
+
+function idParam(value: string | undefined, schema: typeof RUN_ID | typeof SANDBOX_ID, field: string): string {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new ApiError(400, `${field}: ${r.error.issues[0]!.message}`, field);
+  return r.data;
+}
+
+async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promise<Response> {
+  const progress = await readProgress(kv, id);
+  let instance: WorkflowInstance;
+  try {
+    instance = await workflow.get(id);
+  } catch {
+    if (!progress) throw new ApiError(404, `no run with id ${id}`, "id");
+    return json(progress);
+  }
+  const status = await instance.status();
+  return json({
+    id,
+    status: status.status,
+    kind: progress?.kind,
+    strategy: progress?.strategy,
+    snapshotId: progress?.snapshotId,
+    steps: progress?.steps ?? {},
+    error: status.error?.message ?? progress?.error,
+    output: status.output,
+  });
+}
+
+const routes: [string, string, Handler][] = [
+  ["GET", "/api/strategies", async () =>
+    json({ strategies: STRATEGIES.map(({ name, kind, description, format, path, requires, seed }) => ({ name, kind, description, format, path, requires, seed })) })],
+
+  ["POST", "/api/sandboxes/:id/datasets", async (req, _env, d, { id }) => {
+    const sandboxId = idParam(id, SANDBOX_ID, "sandboxId");
+    const body = await parseBody(req, DatasetRequest);
+    return json({ sandboxId, ...body, ...(await new AgentClient(d.transport, sandboxId).generateDataset(body)) }, 201);
+  }],
+
+  ["DELETE", "/api/sandboxes/:id", async (_req, _env, d, { id }) => {
+    const sandboxId = idParam(id, SANDBOX_ID, "sandboxId");
+    await d.transport.destroy(sandboxId);
+    return json({ sandboxId, destroyed: true });
+  }],
+
+  ["POST", "/api/backups", async (req, env, d) => {
+    const body = await parseBody(req, BackupRequest);
+    const id = newId("bk");
+    const params: BackupParams = { snapshotId: id, ...body, startedAt: new Date().toISOString() };
+    await env.BACKUP_WORKFLOW.create({ id, params });
+    return json({ id, snapshotId: id, status: "queued", strategy: body.strategy }, 202, { location: `/api/backups/${id}` });
+  }],
+
+  ["GET", "/api/backups/:id", async (_req, env, d, { id }) => runStatus(env.BACKUP_WORKFLOW, d.kv, idParam(id, RUN_ID, "id"))],
+
+  ["POST", "/api/restores", async (req, env, d) => {
+    const body = await parseBody(req, RestoreRequest);
+    const snapshot = await readSnapshot(d.store, d.kv, body.snapshotId);
+    if (!snapshot) throw new ApiError(404, `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
+    const fits = restoresFor(snapshot.format);
+    const strategy = body.strategy ?? fits.find((s) => s.path === "push-pipe")?.name ?? fits[0]?.name;
+    if (!strategy || !fits.some((s) => s.name === strategy)) {
+      throw new ApiError(400, `strategy: ${body.strategy} cannot restore a ${snapshot.format.compression} snapshot; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
+    }
+    const id = newId("rs");
+    const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString() };
+    await env.RESTORE_WORKFLOW.create({ id, params });
+    return json({ id, status: "queued", strategy, snapshotId: body.snapshotId }, 202, { location: `/api/restores/${id}` });
+  }],
+
+  ["GET", "/api/restores/:id", async (_req, env, d, { id }) => runStatus(env.RESTORE_WORKFLOW, d.kv, idParam(id, RUN_ID, "id"))],
+
+  ["GET", "/api/snapshots", async (req, _env, d) => {
+    const cursor = new URL(req.url).searchParams.get("cursor") ?? undefined;
+    return json(await listSnapshots(d.kv, cursor));
+  }],
+
+  ["GET", "/api/snapshots/:id", async (_req, _env, d, { id }) => {
+    const snapshot = await readSnapshot(d.store, d.kv, idParam(id, RUN_ID, "id"));
+    if (!snapshot) throw new ApiError(404, `snapshot ${id} does not exist (or did not complete)`, "id");
+    return json(snapshot);
+  }],
+];
+
+const compiled = routes.map(([method, pattern, handler]) => ({ method, pattern: new URLPattern({ pathname: pattern }), handler }));
+
+export async function handleApi(req: Request, env: Env): Promise<Response> {
+  const url = new URL(req.url);
+  if (url.pathname === "/healthz") return json({ ok: true });
+  const matches = compiled.filter((r) => r.pattern.test(url));
+  if (!matches.length) throw new ApiError(404, `no route ${url.pathname}`);
+  const route = matches.find((r) => r.method === req.method);
+  if (!route) throw new ApiError(405, `${req.method} is not allowed on ${url.pathname}; use ${matches.map((r) => r.method).join(", ")}`);
+  const d = depsFrom(env);
+  checkBearer(req, d.config.API_TOKEN);
+  try {
+    return await route.handler(req, env, d, (route.pattern.exec(url)?.pathname.groups ?? {}) as Record<string, string>);
+  } catch (e) {
+    // An agent's 4xx is the caller's problem (a bad path, a missing directory): pass it on with its field.
+    if (e instanceof AgentCallError && e.permanent) throw new ApiError(e.status === 401 ? 502 : e.status, e.message, e.field);
+    throw e;
+  }
+}

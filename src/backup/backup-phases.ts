@@ -1,0 +1,123 @@
+// The five phases of a backup, as plain functions of (deps, params, earlier results). The BackupWorkflow runs
+// each inside its own step.do; keeping them here keeps the Workflow class to wiring and the phases readable.
+//
+//   probe    → can this sandbox run the strategy (tools)?                       agent GET /v1/probe
+//   archive  → source manifest to the store; direct strategies also archive to a staging file in the sandbox
+//   transfer → archive bytes to the store: staged file → one put, or the live tar stream → multipart
+//   verify   → read the stored object back, check its size and SHA-256
+//   record   → snapshot record in the store and index entry in KV: from here on the snapshot is "good"
+import { archiveExtension } from "../../container/tar-argv.ts";
+import type { Deps } from "../deps.ts";
+import { AgentClient } from "../sandbox/agent-client.ts";
+import { hashStream } from "../store/hash-stream.ts";
+import { partSizeFor, uploadStreamMultipart } from "../store/multipart-upload.ts";
+import { archiveKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import type { BackupStrategy } from "../strategies/registry.ts";
+import { checkStrategyRuns, PermanentError } from "../phase-errors.ts";
+
+export interface BackupParams {
+  snapshotId: string;
+  sandboxId: string;
+  path: string;
+  strategy: string;
+}
+
+export interface ArchiveResult extends StepResult {
+  sha256?: string;
+  staged?: string;
+  manifest: { files: number; dirs: number; symlinks: number; bytes: number; manifestBytes: number; ms: number };
+}
+
+export interface TransferResult extends StepResult {
+  sha256: string;
+  ttfbMs?: number;
+  parts?: number;
+}
+
+const since = (t: number) => Math.round(performance.now() - t);
+
+export async function probePhase(d: Deps, p: BackupParams, s: BackupStrategy): Promise<StepResult> {
+  const t = performance.now();
+  const probe = await new AgentClient(d.transport, p.sandboxId).probe();
+  checkStrategyRuns(s, probe, p.sandboxId);
+  return { ms: since(t), bytes: 0, cpus: probe.cpus, kernel: probe.kernel, runtime: probe.runtime };
+}
+
+export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy): Promise<ArchiveResult> {
+  const t = performance.now();
+  const agent = new AgentClient(d.transport, p.sandboxId);
+  // The manifest is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
+  const text = await (await agent.manifest(p.path)).text();
+  const totals = (JSON.parse(text) as { totals: ArchiveResult["manifest"] }).totals;
+  await d.store.put(manifestKey(p.snapshotId), text, { contentType: "application/json" });
+  const manifest = { ...totals, manifestBytes: text.length, ms: since(t) };
+  if (s.path !== "stream") {
+    // Streaming strategies archive during transfer; this phase only took the manifest.
+    return { ms: since(t), bytes: 0, overlapped: true, manifest };
+  }
+  const staged = `/snapflow/staging/${p.snapshotId}.${archiveExtension(s.format)}`;
+  const made = await agent.archiveToFile({ path: p.path, output: staged, format: s.format });
+  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest };
+}
+
+export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult): Promise<TransferResult> {
+  const t = performance.now();
+  const agent = new AgentClient(d.transport, p.sandboxId);
+  const key = archiveKey(p.snapshotId, s.format);
+  if (s.path === "stream") {
+    const r = await agent.readFile(archived.staged!);
+    const length = Number(r.headers.get("content-length"));
+    if (!Number.isFinite(length) || length !== archived.bytes) throw new Error(`staged archive is ${length} bytes, expected ${archived.bytes}`);
+    await d.store.put(key, r.body!, { length, metadata: { sha256: archived.sha256! } });
+    // The staging file is no longer needed; failing to remove it must not fail the backup.
+    await agent.deleteFile(archived.staged!).catch(() => {});
+    return { ms: since(t), bytes: length, sha256: archived.sha256! };
+  }
+  // multipart: the archive is made while it uploads.
+  const r = await agent.archiveStream({ path: p.path, ...s.format });
+  let ttfbMs: number | undefined;
+  const timed = r.body!.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, c) {
+      ttfbMs ??= since(t);
+      c.enqueue(chunk);
+    },
+  }));
+  const up = await uploadStreamMultipart(d.store, key, timed, { partSize: partSizeFor(archived.manifest.bytes), concurrency: 2 });
+  return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts, ttfbMs };
+}
+
+export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, sent: TransferResult): Promise<StepResult> {
+  const t = performance.now();
+  const key = archiveKey(p.snapshotId, s.format);
+  const o = await d.store.get(key);
+  if (!o) throw new Error(`archive ${key} is not in the store after transfer`);
+  const got = await hashStream(o.body);
+  if (got.bytes !== sent.bytes || got.sha256 !== sent.sha256) {
+    throw new PermanentError(`stored archive ${key} does not match what was sent: ${got.bytes} bytes sha256 ${got.sha256}, sent ${sent.bytes} bytes sha256 ${sent.sha256}`);
+  }
+  return { ms: since(t), bytes: got.bytes, sha256: got.sha256 };
+}
+
+export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult, sent: TransferResult, steps: Record<string, StepResult>): Promise<StepResult> {
+  const t = performance.now();
+  const { ms: _ms, manifestBytes: _mb, ...totals } = archived.manifest;
+  const record: SnapshotRecord = {
+    id: p.snapshotId,
+    status: "good",
+    createdAt: new Date().toISOString(),
+    source: { sandboxId: p.sandboxId, path: p.path },
+    strategy: s.name,
+    format: s.format,
+    archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256 },
+    manifest: { key: manifestKey(p.snapshotId), ...totals },
+    steps,
+  };
+  await recordSnapshot(d.store, d.kv, record);
+  return { ms: since(t), bytes: 0 };
+}
+
+/** After a failed backup: remove every object and staging file it may have written. Idempotent. */
+export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy): Promise<void> {
+  await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId)]);
+  await new AgentClient(d.transport, p.sandboxId).deleteFile(`/snapflow/staging/${p.snapshotId}.${archiveExtension(s.format)}`).catch(() => {});
+}

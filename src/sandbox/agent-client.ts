@@ -1,0 +1,128 @@
+// Typed calls to the agent over a SandboxTransport. Agent errors arrive as {error:{code,message,field}} and become
+// AgentCallError, which keeps the HTTP status so callers can tell a permanent 4xx from a retryable 5xx.
+import type { z } from "zod";
+import type { Manifest, ProbeResult } from "../../container/protocol.ts";
+import type * as P from "../../container/protocol.ts";
+import type { SandboxTransport } from "./transport.ts";
+
+export class AgentCallError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly field: string | undefined;
+  constructor(what: string, status: number, code: string, message: string, field?: string) {
+    super(`${what}: ${message}`);
+    this.status = status;
+    this.code = code;
+    this.field = field;
+  }
+  get permanent(): boolean {
+    return this.status >= 400 && this.status < 500;
+  }
+}
+
+export interface VerifyResult {
+  equal: boolean;
+  counts: { missing: number; extra: number; changed: number };
+  differences: { path: string; kind: string; fields?: { name: string; expected: unknown; actual: unknown }[] }[];
+  totals: Manifest["totals"];
+  ms: number;
+}
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+function qs(q: Query): string {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined) u.set(k, String(v));
+  return u.toString();
+}
+
+export class AgentClient {
+  private readonly transport: SandboxTransport;
+  readonly sandboxId: string;
+  constructor(transport: SandboxTransport, sandboxId: string) {
+    this.transport = transport;
+    this.sandboxId = sandboxId;
+  }
+
+  /** A raw call: the response when it is 2xx, AgentCallError otherwise. */
+  async call(what: string, path: string, init: RequestInit = {}): Promise<Response> {
+    const r = await this.transport.agentFetch(this.sandboxId, path, init);
+    if (r.ok) return r;
+    const text = await r.text();
+    let body: { error?: { code?: string; message?: string; field?: string } } = {};
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not our agent's JSON (a proxy or the container platform answered)
+    }
+    throw new AgentCallError(what, r.status, body.error?.code ?? "http_error", body.error?.message ?? (text.slice(0, 500) || `HTTP ${r.status}`), body.error?.field);
+  }
+
+  private async json<T>(what: string, path: string, body?: unknown, method = "POST"): Promise<T> {
+    const init: RequestInit = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } };
+    return (await this.call(what, path, init)).json() as Promise<T>;
+  }
+
+  probe() {
+    return this.json<ProbeResult>("probe", "/v1/probe", undefined, "GET");
+  }
+  generateDataset(body: z.input<typeof P.DatasetBody>) {
+    return this.json<{ files: number; bytes: number; ms: number }>("generate dataset", "/v1/datasets", body);
+  }
+  /** The manifest as a response, so the caller can stream it to the store. */
+  manifest(path: string) {
+    return this.call("manifest", "/v1/manifest", { method: "POST", body: JSON.stringify({ path }) });
+  }
+  /** Sends the expected manifest as a stream (it can be megabytes) and gets the comparison. */
+  async verify(path: string, expected: ReadableStream<Uint8Array>) {
+    const head = new TextEncoder().encode(`{"path":${JSON.stringify(path)},"expected":`);
+    const tail = new TextEncoder().encode("}");
+    const body = concatStreams([head, expected, tail]);
+    return (await this.call("verify", "/v1/verify", { method: "POST", body, headers: { "content-type": "application/json" } })).json() as Promise<VerifyResult>;
+  }
+  archiveStream(q: z.input<typeof P.ArchiveQuery>) {
+    return this.call("archive", `/v1/archive?${qs(q as Query)}`);
+  }
+  archiveToFile(body: z.input<typeof P.ArchiveToFile>) {
+    return this.json<P.WrittenBytes>("archive to file", "/v1/archive", body);
+  }
+  stat(path: string) {
+    return this.json<{ exists: boolean; type?: string; size?: number; entries?: number }>("stat", `/v1/stat?${qs({ path })}`, undefined, "GET");
+  }
+  readFile(path: string) {
+    return this.call("read file", `/v1/files?${qs({ path })}`);
+  }
+  writeFile(path: string, body: ReadableStream<Uint8Array>) {
+    return this.call("write file", `/v1/files?${qs({ path })}`, { method: "PUT", body }).then((r) => r.json() as Promise<P.WrittenBytes>);
+  }
+  deleteFile(path: string) {
+    return this.json<{ deleted: boolean }>("delete file", `/v1/files?${qs({ path })}`, undefined, "DELETE");
+  }
+  extractStream(q: z.input<typeof P.ExtractQuery>, body: ReadableStream<Uint8Array>) {
+    return this.call("extract", `/v1/extract?${qs(q as Query)}`, { method: "PUT", body }).then((r) => r.json() as Promise<P.WrittenBytes>);
+  }
+  extractFile(body: z.input<typeof P.ExtractFile>) {
+    return this.json<P.WrittenBytes>("extract file", "/v1/extract", body);
+  }
+  armFault(route: string, times: number) {
+    return this.json<unknown>("arm fault", "/v1/faults", { route, times });
+  }
+}
+
+/** One stream made of byte arrays and streams, in order, read lazily. */
+function concatStreams(parts: (Uint8Array | ReadableStream<Uint8Array>)[]): ReadableStream<Uint8Array> {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  (async () => {
+    const writer = writable.getWriter();
+    try {
+      for (const part of parts) {
+        if (part instanceof Uint8Array) await writer.write(part);
+        else for await (const chunk of part) await writer.write(chunk);
+      }
+      await writer.close();
+    } catch (e) {
+      await writer.abort(e);
+    }
+  })();
+  return readable;
+}

@@ -1,0 +1,16 @@
+// "Talk to a sandbox": the one seam between snapflow and where sandboxes actually run.
+//
+// - agentFetch: an HTTP request to the snapflow agent inside the sandbox (raw bytes both ways, no base64).
+// - readFileBase64: a file read the way the Sandbox SDK's file API does it (base64 in JSON), kept for the
+//   sdk-base64 baseline that shows what that costs.
+// - destroy: end the sandbox (production: the container; local: its root directory).
+//
+// Implementations: sdk-transport.ts (@cloudflare/sandbox, production) and local-transport.ts (the same agent
+// code as a host process over loopback, one root directory per sandbox id). Both run test/transport-*.test.ts.
+
+export interface SandboxTransport {
+  readonly kind: "sandbox" | "local";
+  agentFetch(sandboxId: string, path: string, init?: RequestInit): Promise<Response>;
+  readFileBase64(sandboxId: string, path: string): Promise<string>;
+  destroy(sandboxId: string): Promise<void>;
+}

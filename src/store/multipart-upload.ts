@@ -1,0 +1,135 @@
+// Streaming multipart upload of a body whose length is not known in advance (a pipe from tar).
+//
+//   body ──► cut into parts of exactly `partSize` bytes (the last may be shorter)
+//        ──► at most `concurrency` parts uploading at once, plus the one being filled
+//        ──► complete, or abort on any failure (no orphaned parts, nothing half-written under the key)
+//
+// Memory is bounded by (concurrency + 1) × partSize whatever the body's size: the seeds' pipe strategy
+// buffered the whole archive and ran out of Worker memory at ~220 MB.
+//
+// R2's rules, enforced here because no local S3 server does: every part but the last has the same size,
+// parts are at least 5 MiB (a single-part upload may be smaller), at most 10,000 parts.
+import type { MultipartUpload, ObjectInfo, ObjectStore, PutOptions, UploadedPart } from "./object-store.ts";
+
+export const R2_MULTIPART = { minPartBytes: 5 * 2 ** 20, maxPartBytes: 5 * 2 ** 30, maxParts: 10_000 } as const;
+const MiB = 2 ** 20;
+
+export class PartRuleError extends Error {}
+
+/**
+ * The part size for an object of about `expectedBytes`: at least `minPartBytes`, and large enough that even 25%
+ * more bytes than expected (a stream's size is an estimate) stays under 10,000 parts. Whole MiB.
+ */
+export function partSizeFor(expectedBytes: number, minPartBytes = 8 * MiB): number {
+  const needed = Math.ceil((expectedBytes * 1.25) / R2_MULTIPART.maxParts);
+  const size = Math.ceil(Math.max(minPartBytes, needed, R2_MULTIPART.minPartBytes) / MiB) * MiB;
+  if (size > R2_MULTIPART.maxPartBytes) throw new PartRuleError(`${expectedBytes} bytes cannot fit in ${R2_MULTIPART.maxParts} parts of at most 5 GiB`);
+  return size;
+}
+
+/** Wraps an upload so that it refuses, before the store sees them, parts that would break R2's rules. */
+export function equalPartGuard(upload: MultipartUpload, partSize: number): MultipartUpload {
+  if (partSize < R2_MULTIPART.minPartBytes) throw new PartRuleError(`part size ${partSize} is below R2's minimum of 5 MiB`);
+  const sizes = new Map<number, number>();
+  return {
+    key: upload.key,
+    uploadId: upload.uploadId,
+    uploadPart(partNumber, body) {
+      if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > R2_MULTIPART.maxParts) {
+        return Promise.reject(new PartRuleError(`part number ${partNumber} is outside 1..${R2_MULTIPART.maxParts}`));
+      }
+      if (body.byteLength > partSize) return Promise.reject(new PartRuleError(`part ${partNumber} has ${body.byteLength} bytes, more than the part size ${partSize}`));
+      sizes.set(partNumber, body.byteLength);
+      return upload.uploadPart(partNumber, body);
+    },
+    complete(parts: UploadedPart[]) {
+      const numbers = parts.map((p) => p.partNumber).sort((a, b) => a - b);
+      numbers.forEach((n, i) => {
+        if (n !== i + 1) throw new PartRuleError(`parts must be numbered 1..${numbers.length} without gaps, found ${n} at position ${i + 1}`);
+        const size = sizes.get(n);
+        if (size === undefined) throw new PartRuleError(`part ${n} was not uploaded through this upload`);
+        if (i < numbers.length - 1 && size !== partSize) {
+          throw new PartRuleError(`part ${n} has ${size} bytes but every part except the last must have exactly ${partSize} (R2 rejects unequal parts)`);
+        }
+      });
+      return upload.complete(parts);
+    },
+    abort: () => upload.abort(),
+  };
+}
+
+export interface StreamUploadOptions extends Omit<PutOptions, "length"> {
+  partSize: number;
+  concurrency?: number;
+  onProgress?: (bytes: number) => void;
+}
+
+export interface StreamUploadResult {
+  object: ObjectInfo;
+  bytes: number;
+  parts: number;
+  sha256: string;
+}
+
+import { toHex } from "./hash-stream.ts";
+
+export async function uploadStreamMultipart(store: ObjectStore, key: string, body: ReadableStream<Uint8Array>, options: StreamUploadOptions): Promise<StreamUploadResult> {
+  const { partSize, concurrency = 2 } = options;
+  const upload = equalPartGuard(await store.createMultipartUpload(key, options), partSize);
+  const digest = new crypto.DigestStream("SHA-256");
+  const digestWriter = digest.getWriter();
+  const parts: UploadedPart[] = [];
+  const inflight = new Set<Promise<void>>();
+  let failed: unknown;
+  let bytes = 0;
+
+  const send = async (partNumber: number, part: Uint8Array) => {
+    while (inflight.size >= concurrency) await Promise.race(inflight);
+    if (failed) throw failed;
+    const p = upload.uploadPart(partNumber, part).then(
+      (done) => void parts.push(done),
+      (e) => void (failed ??= e),
+    );
+    inflight.add(p);
+    void p.finally(() => inflight.delete(p));
+  };
+
+  try {
+    let buffer = new Uint8Array(partSize);
+    let filled = 0;
+    let partNumber = 0;
+    const reader = body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      await digestWriter.write(value);
+      bytes += value.byteLength;
+      options.onProgress?.(bytes);
+      let offset = 0;
+      while (offset < value.byteLength) {
+        const n = Math.min(partSize - filled, value.byteLength - offset);
+        buffer.set(value.subarray(offset, offset + n), filled);
+        filled += n;
+        offset += n;
+        if (filled === partSize) {
+          await send(++partNumber, buffer);
+          buffer = new Uint8Array(partSize);
+          filled = 0;
+        }
+      }
+      if (failed) throw failed;
+    }
+    // The last part: whatever is left, or the only (possibly empty) part of a small body.
+    if (filled > 0 || partNumber === 0) await send(++partNumber, buffer.slice(0, filled));
+    await Promise.all(inflight);
+    if (failed) throw failed;
+    if (parts.length > R2_MULTIPART.maxParts) throw new PartRuleError(`${parts.length} parts exceed R2's limit of ${R2_MULTIPART.maxParts}; use a larger part size`);
+    await digestWriter.close();
+    const object = await upload.complete(parts);
+    return { object, bytes, parts: parts.length, sha256: toHex(await digest.digest) };
+  } catch (e) {
+    await Promise.allSettled(inflight);
+    await upload.abort().catch(() => {});
+    throw e;
+  }
+}

@@ -1,0 +1,65 @@
+// ObjectStore over the R2 binding: the Worker's own path to the bucket in production.
+import { StoreError, withLength, type MultipartUpload, type ObjectInfo, type ObjectStore } from "./object-store.ts";
+
+function info(o: R2Object): ObjectInfo {
+  return { key: o.key, size: o.size, etag: o.etag, metadata: o.customMetadata ?? {} };
+}
+
+function multipart(upload: R2MultipartUpload): MultipartUpload {
+  return {
+    key: upload.key,
+    uploadId: upload.uploadId,
+    async uploadPart(partNumber, body) {
+      const part = await upload.uploadPart(partNumber, body);
+      return { partNumber: part.partNumber, etag: part.etag };
+    },
+    async complete(parts) {
+      return info(await upload.complete(parts));
+    },
+    abort: () => upload.abort(),
+  };
+}
+
+export function r2Store(bucket: R2Bucket): ObjectStore {
+  return {
+    kind: "r2",
+    async put(key, body, options = {}) {
+      let value: ReadableStream<Uint8Array> | string | Uint8Array = body;
+      if (body instanceof ReadableStream) {
+        if (options.length === undefined) throw new StoreError(key, "a stream put needs its length; use a multipart upload for unknown lengths");
+        value = withLength(body, options.length);
+      }
+      const put = await bucket.put(key, value, {
+        httpMetadata: options.contentType ? { contentType: options.contentType } : undefined,
+        customMetadata: options.metadata,
+      });
+      if (!put) throw new StoreError(key, "put was refused");
+      return info(put);
+    },
+    async get(key, range) {
+      const o = await bucket.get(key, range ? { range: { offset: range.offset, length: range.length } } : undefined);
+      if (!o) return null;
+      return { ...info(o), body: o.body };
+    },
+    async head(key) {
+      const o = await bucket.head(key);
+      return o ? info(o) : null;
+    },
+    async delete(keys) {
+      await bucket.delete(keys);
+    },
+    async list(prefix, options = {}) {
+      const r = await bucket.list({ prefix, cursor: options.cursor, limit: options.limit });
+      return { objects: r.objects.map((o) => ({ key: o.key, size: o.size })), cursor: r.truncated ? r.cursor : undefined };
+    },
+    async createMultipartUpload(key, options = {}) {
+      return multipart(await bucket.createMultipartUpload(key, {
+        httpMetadata: options.contentType ? { contentType: options.contentType } : undefined,
+        customMetadata: options.metadata,
+      }));
+    },
+    resumeMultipartUpload(key, uploadId) {
+      return multipart(bucket.resumeMultipartUpload(key, uploadId));
+    },
+  } satisfies ObjectStore;
+}

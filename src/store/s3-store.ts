@@ -1,0 +1,160 @@
+// ObjectStore over the S3 API with aws4fetch: R2's S3 endpoint in production, the local S3 server in the
+// embedded stack. Path-style URLs (`${endpoint}/${bucket}/${key}`), which both accept. aws4fetch's own retries
+// are off: a streamed body cannot be replayed, and Workflow steps already retry the whole operation.
+import { AwsClient } from "aws4fetch";
+import { XMLParser } from "fast-xml-parser";
+import { StoreError, withLength, type MultipartUpload, type ObjectInfo, type ObjectStore } from "./object-store.ts";
+
+export interface S3Settings {
+  endpoint: string;
+  bucket: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+const xml = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === "Contents" });
+
+export function s3Client(s: S3Settings): AwsClient {
+  return new AwsClient({ accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey, service: "s3", region: s.region, retries: 0 });
+}
+
+/** The URL of a key. Each segment is percent-encoded; '/' stays a separator. */
+export function objectUrl(s: S3Settings, key: string): URL {
+  const path = key.split("/").map(encodeURIComponent).join("/");
+  return new URL(`${s.endpoint.replace(/\/+$/, "")}/${s.bucket}/${path}`);
+}
+
+function metadataHeaders(metadata: Record<string, string> = {}, contentType?: string): Record<string, string> {
+  const h: Record<string, string> = Object.fromEntries(Object.entries(metadata).map(([k, v]) => [`x-amz-meta-${k.toLowerCase()}`, v]));
+  if (contentType) h["content-type"] = contentType;
+  return h;
+}
+
+function infoFrom(key: string, r: Response): ObjectInfo {
+  const metadata: Record<string, string> = {};
+  r.headers.forEach((v, k) => {
+    if (k.startsWith("x-amz-meta-")) metadata[k.slice("x-amz-meta-".length)] = v;
+  });
+  const range = r.headers.get("content-range")?.match(/\/(\d+)$/)?.[1];
+  return { key, size: Number(range ?? r.headers.get("content-length") ?? 0), etag: (r.headers.get("etag") ?? "").replaceAll('"', ""), metadata };
+}
+
+async function failure(key: string, what: string, r: Response): Promise<StoreError> {
+  const body = await r.text().catch(() => "");
+  const code = body.match(/<Code>([^<]+)<\/Code>/)?.[1];
+  const message = body.match(/<Message>([^<]+)<\/Message>/)?.[1];
+  return new StoreError(key, `${what} failed: HTTP ${r.status}${code ? ` ${code}` : ""}${message ? `: ${message}` : ""}`, r.status);
+}
+
+export function s3Store(s: S3Settings): ObjectStore {
+  const aws = s3Client(s);
+
+  const multipart = (key: string, uploadId: string): MultipartUpload => {
+    const url = (params: Record<string, string>) => {
+      const u = objectUrl(s, key);
+      for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+      return u;
+    };
+    return {
+      key,
+      uploadId,
+      async uploadPart(partNumber, body) {
+        const r = await aws.fetch(url({ partNumber: String(partNumber), uploadId }), { method: "PUT", body });
+        if (!r.ok) throw await failure(key, `upload part ${partNumber}`, r);
+        await r.body?.cancel();
+        return { partNumber, etag: (r.headers.get("etag") ?? "").replaceAll('"', "") };
+      },
+      async complete(parts) {
+        const body =
+          "<CompleteMultipartUpload>" +
+          [...parts].sort((a, b) => a.partNumber - b.partNumber).map((p) => `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>"${p.etag}"</ETag></Part>`).join("") +
+          "</CompleteMultipartUpload>";
+        const r = await aws.fetch(url({ uploadId }), { method: "POST", body });
+        const text = await r.text();
+        // S3 can answer 200 with an <Error> body for a failed completion.
+        if (!r.ok || text.includes("<Error>")) throw await failure(key, "complete multipart upload", new Response(text, { status: r.ok ? 500 : r.status }));
+        const head = await store.head(key);
+        if (!head) throw new StoreError(key, "completed multipart upload is not readable");
+        return head;
+      },
+      async abort() {
+        const r = await aws.fetch(url({ uploadId }), { method: "DELETE" });
+        await r.body?.cancel();
+        if (!r.ok && r.status !== 404) throw await failure(key, "abort multipart upload", r);
+      },
+    };
+  };
+
+  const store: ObjectStore = {
+    kind: "s3",
+    async put(key, body, options = {}) {
+      let value: BodyInit = body;
+      if (body instanceof ReadableStream) {
+        if (options.length === undefined) throw new StoreError(key, "a stream put needs its length; use a multipart upload for unknown lengths");
+        value = withLength(body, options.length);
+      }
+      const r = await aws.fetch(objectUrl(s, key), { method: "PUT", body: value, headers: metadataHeaders(options.metadata, options.contentType) });
+      if (!r.ok) throw await failure(key, "put", r);
+      await r.body?.cancel();
+      const head = await store.head(key);
+      if (!head) throw new StoreError(key, "object not found right after put");
+      return head;
+    },
+    async get(key, range) {
+      const headers: Record<string, string> = range ? { range: `bytes=${range.offset}-${range.offset + range.length - 1}` } : {};
+      const r = await aws.fetch(objectUrl(s, key), { headers });
+      if (r.status === 404) {
+        await r.body?.cancel();
+        return null;
+      }
+      if (!r.ok) throw await failure(key, "get", r);
+      return { ...infoFrom(key, r), body: r.body! };
+    },
+    async head(key) {
+      const r = await aws.fetch(objectUrl(s, key), { method: "HEAD" });
+      if (r.status === 404) return null;
+      if (!r.ok) throw await failure(key, "head", r);
+      return infoFrom(key, r);
+    },
+    async delete(keys) {
+      await Promise.all([keys].flat().map(async (key) => {
+        const r = await aws.fetch(objectUrl(s, key), { method: "DELETE" });
+        await r.body?.cancel();
+        if (!r.ok && r.status !== 404) throw await failure(key, "delete", r);
+      }));
+    },
+    async list(prefix, options = {}) {
+      const u = new URL(`${s.endpoint.replace(/\/+$/, "")}/${s.bucket}`);
+      u.searchParams.set("list-type", "2");
+      u.searchParams.set("prefix", prefix);
+      u.searchParams.set("max-keys", String(options.limit ?? 1000));
+      if (options.cursor) u.searchParams.set("continuation-token", options.cursor);
+      const r = await aws.fetch(u);
+      if (!r.ok) throw await failure(prefix, "list", r);
+      const parsed = xml.parse(await r.text()).ListBucketResult ?? {};
+      const objects = ((parsed.Contents ?? []) as { Key: string; Size: string }[]).map((c) => ({ key: c.Key, size: Number(c.Size) }));
+      return { objects, cursor: parsed.IsTruncated === "true" ? parsed.NextContinuationToken : undefined };
+    },
+    async createMultipartUpload(key, options = {}) {
+      const u = objectUrl(s, key);
+      u.searchParams.set("uploads", "");
+      const r = await aws.fetch(u, { method: "POST", headers: metadataHeaders(options.metadata, options.contentType) });
+      if (!r.ok) throw await failure(key, "create multipart upload", r);
+      const uploadId = xml.parse(await r.text()).InitiateMultipartUploadResult?.UploadId;
+      if (!uploadId) throw new StoreError(key, "create multipart upload returned no UploadId");
+      return multipart(key, uploadId);
+    },
+    resumeMultipartUpload: multipart,
+  };
+  return store;
+}
+
+/** A presigned URL for one key and one method, valid for `expiresSeconds`. Pure crypto, no network. */
+export async function presign(s: S3Settings, key: string, method: "GET" | "PUT", expiresSeconds: number, query: Record<string, string> = {}): Promise<string> {
+  const u = objectUrl(s, key);
+  for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
+  u.searchParams.set("X-Amz-Expires", String(expiresSeconds));
+  const signed = await s3Client(s).sign(u.toString(), { method, aws: { signQuery: true } });
+  return signed.url;
+}

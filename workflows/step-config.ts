@@ -1,0 +1,44 @@
+// Retry and timeout settings per phase, and the wrapper every phase runs in. Step names are stable constants:
+// tests and `wrangler workflows instances describe` refer to them.
+import { NonRetryableError } from "cloudflare:workflows";
+import type { WorkflowStepConfig } from "cloudflare:workers";
+import { ConfigError } from "../src/config.ts";
+import { PermanentError } from "../src/phase-errors.ts";
+import { AgentCallError } from "../src/sandbox/agent-client.ts";
+import { PartRuleError } from "../src/store/multipart-upload.ts";
+
+export const BACKUP_STEPS = ["probe", "archive", "transfer", "verify", "record"] as const;
+export const RESTORE_STEPS = ["probe", "transfer", "materialize", "verify", "record"] as const;
+export const CLEANUP_STEP = "cleanup";
+
+type Duration = `${number} ${"second" | "seconds" | "minute" | "minutes"}`;
+const retry = (limit: number, delay: Duration, timeout: Duration): WorkflowStepConfig => ({
+  retries: { limit, delay, backoff: "exponential" },
+  timeout,
+});
+
+export const STEP_CONFIG: Record<string, WorkflowStepConfig> = {
+  probe: retry(3, "2 seconds", "2 minutes"),
+  archive: retry(2, "5 seconds", "30 minutes"),
+  transfer: retry(3, "5 seconds", "60 minutes"),
+  materialize: retry(2, "5 seconds", "30 minutes"),
+  verify: retry(2, "5 seconds", "30 minutes"),
+  record: retry(5, "1 second", "1 minute"),
+  cleanup: retry(3, "2 seconds", "5 minutes"),
+};
+
+/** Runs a phase; failures a retry cannot fix become NonRetryableError so the Workflow stops at once. */
+export async function phase<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof PermanentError || e instanceof ConfigError || e instanceof PartRuleError || (e instanceof AgentCallError && e.permanent)) {
+      throw new NonRetryableError((e as Error).message);
+    }
+    throw e;
+  }
+}
+
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
