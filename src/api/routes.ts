@@ -45,8 +45,9 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
     strategy: progress?.strategy,
     snapshotId: progress?.snapshotId,
     steps: progress?.steps ?? {},
-    error: status.error?.message ?? progress?.error,
-    output: status.output,
+    // Our own message (what failed and why) is more useful than the engine's "a step threw" summary.
+    error: progress?.error ?? status.error?.message,
+    totalMs: (status.output as { totalMs?: number } | undefined)?.totalMs,
   });
 }
 

@@ -1,0 +1,144 @@
+// The embedded local stack: a real S3 server (SeaweedFS) standing in for R2's S3 endpoint, the snapflow agent
+// as a host process (the same code as in the image, one root directory per sandbox id), and `wrangler dev`
+// running the Worker, its Workflows, Queues and KV locally, configured to reach both.
+//
+// The running stack is described in .snapflow/stack.json (URLs and generated tokens), so that `npm start`
+// and the CLI find it; the file is removed when the stack stops.
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { startObjectStore, type ObjectStoreServer } from "./object-store-server.ts";
+import { startManaged, waitReady, type Managed } from "./processes.ts";
+
+export const PROJECT = resolve(import.meta.dirname, "../..");
+export const STATE = join(PROJECT, ".snapflow");
+const STACK_FILE = join(STATE, "stack.json");
+export const BUCKET = "snapflow-snapshots";
+
+export interface StackInfo {
+  apiUrl: string;
+  apiToken: string;
+  agentUrl: string;
+  s3Endpoint: string;
+  pid: number;
+}
+
+export interface Stack extends StackInfo {
+  stop(): Promise<void>;
+  /** resolves when any part of the stack exits on its own */
+  died: Promise<string>;
+}
+
+/** The stack described by .snapflow/stack.json, if it is up and answering. */
+export async function findRunningStack(): Promise<StackInfo | null> {
+  if (!existsSync(STACK_FILE)) return null;
+  const info = JSON.parse(readFileSync(STACK_FILE, "utf8")) as StackInfo;
+  try {
+    const r = await fetch(`${info.apiUrl}/healthz`, { signal: AbortSignal.timeout(2000) });
+    return r.ok ? info : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function startStack(options: { port?: number; log?: (line: string) => void } = {}): Promise<Stack> {
+  const log = options.log ?? ((l: string) => console.error(l));
+  const port = options.port ?? 8787;
+  const dir = join(STATE, "stack");
+  const logs = join(STATE, "logs");
+  mkdirSync(logs, { recursive: true });
+  const apiToken = randomBytes(18).toString("base64url");
+  const agentToken = randomBytes(18).toString("base64url");
+  const started: { stop(): Promise<void> }[] = [];
+  const stopAll = async () => {
+    for (const s of started.reverse()) await s.stop().catch(() => {});
+    rmSync(STACK_FILE, { force: true });
+  };
+
+  try {
+    const t0 = performance.now();
+    const store: ObjectStoreServer = await startObjectStore({ dir: join(dir, "s3"), bucket: BUCKET, log });
+    started.push(store);
+    log(`stack: object store ready at ${store.endpoint} (${Math.round(performance.now() - t0)} ms)`);
+
+    const agent = await startAgent({ token: agentToken, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log") });
+    started.push(agent.process);
+    log(`stack: agent ready at ${agent.url}`);
+
+    const vars = {
+      SANDBOX_TRANSPORT: "local",
+      OBJECT_STORE: "s3",
+      AGENT_URL: agent.url,
+      AGENT_TOKEN: agentToken,
+      API_TOKEN: apiToken,
+      S3_ENDPOINT: store.endpoint,
+      S3_BUCKET: BUCKET,
+      S3_REGION: "auto",
+      S3_ACCESS_KEY_ID: store.accessKeyId,
+      S3_SECRET_ACCESS_KEY: store.secretAccessKey,
+    };
+    const envFile = join(STATE, "dev.vars");
+    writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n") + "\n", { mode: 0o600 });
+    const t1 = performance.now();
+    const wrangler = startManaged("wrangler dev", [join(PROJECT, "node_modules/.bin/wrangler"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--env-file", envFile, "--show-interactive-dev-session=false"], {
+      cwd: PROJECT,
+      env: toolEnv(),
+      logFile: join(logs, "wrangler.log"),
+    });
+    started.push(wrangler);
+    const apiUrl = `http://127.0.0.1:${port}`;
+    await waitReady(wrangler, async () => (await fetch(`${apiUrl}/healthz`)).ok, 60_000);
+    log(`stack: wrangler dev ready at ${apiUrl} (${Math.round(performance.now() - t1)} ms)`);
+
+    const info: StackInfo = { apiUrl, apiToken, agentUrl: agent.url, s3Endpoint: store.endpoint, pid: process.pid };
+    writeFileSync(STACK_FILE, JSON.stringify(info, null, 1), { mode: 0o600 });
+    const died = Promise.race([
+      store.exited.then(() => "object store"),
+      agent.process.exited.then(() => "agent"),
+      wrangler.exited.then(() => "wrangler dev"),
+    ]);
+    return { ...info, stop: stopAll, died };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+/** Keeps wrangler from writing outside the project or phoning home. */
+export function toolEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    // wrangler's shebang finds `node` on PATH: make that the Node 22 running us, whoever started us.
+    PATH: `${dirname(process.execPath)}:${join(PROJECT, "node_modules/.bin")}:${process.env.PATH ?? ""}`,
+    WRANGLER_SEND_METRICS: "false",
+    WRANGLER_LOG_PATH: join(STATE, "logs"),
+    XDG_CONFIG_HOME: join(STATE, "xdg"),
+  };
+}
+
+export async function startAgent(options: { token: string; sandboxesDir: string; logFile: string; faults?: boolean }): Promise<{ url: string; process: Managed }> {
+  mkdirSync(options.sandboxesDir, { recursive: true });
+  let announced: (port: number) => void;
+  const portKnown = new Promise<number>((r) => (announced = r));
+  const agent = startManaged("agent", [process.execPath, join(PROJECT, "container/agent.ts")], {
+    env: {
+      ...process.env,
+      SNAPFLOW_AGENT_TOKEN: options.token,
+      SNAPFLOW_AGENT_PORT: "0",
+      SNAPFLOW_AGENT_HOST: "127.0.0.1",
+      SNAPFLOW_AGENT_SANDBOXES_DIR: options.sandboxesDir,
+      SNAPFLOW_AGENT_FAULTS: options.faults ? "1" : "0",
+    },
+    logFile: options.logFile,
+    onLine: (line) => {
+      if (line.startsWith("{")) {
+        const m = JSON.parse(line) as { agent?: string; port?: number };
+        if (m.agent === "listening" && m.port) announced(m.port);
+      }
+    },
+  });
+  const port = await Promise.race([portKnown, agent.exited.then(() => { throw new Error(`agent exited during start-up:\n${agent.tail()}`); })]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitReady(agent, async () => (await fetch(`${url}/v1/health`)).ok, 10_000);
+  return { url, process: agent };
+}

@@ -1,0 +1,113 @@
+// Backup and restore Workflows end to end in workerd, against the real host agent (real tar, zstd) and the real
+// S3 server. Nothing of ours is mocked; the test pool's Workflow introspection only removes retry delays.
+import { env } from "cloudflare:workers";
+import { introspectWorkflow } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { agent, api, freshSandbox } from "./helpers.ts";
+
+async function runBackup(body: Record<string, unknown>, expected: "complete" | "errored" = "complete") {
+  await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
+  await wf.modifyAll(async (m) => m.disableRetryDelays());
+  const started = await api("POST", "/api/backups", body);
+  expect(started.status, JSON.stringify(started.json)).toBe(202);
+  const [instance] = await wf.get();
+  await instance!.waitForStatus(expected);
+  return (await api("GET", `/api/backups/${started.json.id}`)).json;
+}
+
+async function runRestore(body: Record<string, unknown>, expected: "complete" | "errored" = "complete") {
+  await using wf = await introspectWorkflow(env.RESTORE_WORKFLOW);
+  await wf.modifyAll(async (m) => m.disableRetryDelays());
+  const started = await api("POST", "/api/restores", body);
+  expect(started.status, JSON.stringify(started.json)).toBe(202);
+  const [instance] = await wf.get();
+  await instance!.waitForStatus(expected);
+  return (await api("GET", `/api/restores/${started.json.id}`)).json;
+}
+
+const manifest = (sandbox: string, path: string) => agent(sandbox, "POST", "/v1/manifest", { path });
+
+describe("backup → restore round trip of a tricky tree", () => {
+  for (const [backup, restore] of [["tar-zst-pipe", "restore-tar-zst-pipe"], ["tar-zst-direct", "restore-tar-zst"]] as const) {
+    it(`${backup} then ${restore}: symlinks, hard links, empty dirs and files, sparse, modes, unicode and long names`, async () => {
+      const src = freshSandbox("src");
+      const dst = freshSandbox("dst");
+      await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 7 });
+
+      const b = await runBackup({ sandboxId: src, path: "/workspace/app", strategy: backup });
+      expect(b.status).toBe("complete");
+      expect(Object.keys(b.steps)).toEqual(["probe", "archive", "transfer", "verify", "record"]);
+      for (const s of Object.values<any>(b.steps)) expect(s.ms).toBeGreaterThanOrEqual(0);
+      expect(b.steps.transfer.bytes).toBeGreaterThan(0);
+
+      const r = await runRestore({ snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/restored", strategy: restore });
+      expect(r.status, r.error).toBe("complete");
+      expect(Object.keys(r.steps)).toEqual(["probe", "transfer", "materialize", "verify", "record"]);
+
+      // Independently of the Workflow's own verify step: the two trees' manifests are equal.
+      const [a, c] = await Promise.all([manifest(src, "/workspace/app"), manifest(dst, "/workspace/restored")]);
+      expect(c.entries).toEqual(a.entries);
+      const paths = a.entries.map((e: any) => e.path);
+      expect(paths).toContain("unicode/café-naïve-日本語-😀.txt");
+      // Hard links: the later name in walk order points at the first.
+      expect(a.entries.find((e: any) => e.path === "plain.txt")).toMatchObject({ link: "hard-link-to-plain" });
+      expect(a.entries.find((e: any) => e.path === "dangling-link")).toMatchObject({ type: "symlink", target: "does/not/exist" });
+      expect(a.entries.find((e: any) => e.path === "empty-dir/nested-empty")).toMatchObject({ type: "dir" });
+      expect(a.entries.find((e: any) => e.path === "secret/only-me")).toMatchObject({ mode: 0o600 });
+
+      const listed = (await api("GET", "/api/snapshots")).json.snapshots.map((s: any) => s.id);
+      expect(listed).toContain(b.snapshotId);
+    });
+  }
+
+  it("a restore that does not match is a failed restore, and leaves the target empty", async () => {
+    const src = freshSandbox("src");
+    const dst = freshSandbox("dst");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 8 });
+    const b = await runBackup({ sandboxId: src, path: "/workspace/app" });
+    // Break the stored manifest's promise: claim a file the archive does not hold.
+    const key = `snapshots/${b.snapshotId}/manifest.json`;
+    const m = await manifest(src, "/workspace/app");
+    m.entries.push({ path: "zzz-not-in-archive", type: "file", mode: 0o644, size: 1, mtime: 0, sha256: "00" });
+    const { s3Store } = await import("../../src/store/s3-store.ts");
+    const store = s3Store({ endpoint: env.S3_ENDPOINT, bucket: env.S3_BUCKET, region: "auto", accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY });
+    await store.put(key, JSON.stringify(m));
+
+    const r = await runRestore({ snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/restored" }, "errored");
+    expect(r.error).toMatch(/differs from snapshot .*1 missing.*zzz-not-in-archive/);
+    expect(await agent(dst, "GET", "/v1/stat?path=/workspace/restored")).toEqual({ exists: false });
+  });
+});
+
+describe("retries and failures", () => {
+  it("a step that fails transiently is retried and the Workflow completes", async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 9 });
+    // The agent answers the next two archive requests with a 503: the transfer step (which streams the
+    // archive) fails twice for real and its retry policy (limit 3) carries it through.
+    await agent(src, "POST", "/v1/faults", { route: "GET /v1/archive", times: 2 });
+    const b = await runBackup({ sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" });
+    expect(b.status).toBe("complete");
+    expect(b.steps.transfer.bytes).toBeGreaterThan(0);
+  });
+
+  it("a step that keeps failing fails the backup and leaves no snapshot, listed or stored", async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 10 });
+    await agent(src, "POST", "/v1/faults", { route: "GET /v1/archive", times: 50 });
+    const b = await runBackup({ sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" }, "errored");
+    expect(b.status).toBe("errored");
+    expect(b.error).toMatch(/injected fault/);
+    expect((await api("GET", "/api/snapshots")).json.snapshots.map((s: any) => s.id)).not.toContain(b.snapshotId);
+    expect((await api("GET", `/api/snapshots/${b.snapshotId}`)).status).toBe(404);
+    const { s3Store } = await import("../../src/store/s3-store.ts");
+    const store = s3Store({ endpoint: env.S3_ENDPOINT, bucket: env.S3_BUCKET, region: "auto", accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY });
+    expect((await store.list(`snapshots/${b.snapshotId}/`)).objects).toEqual([]);
+  });
+
+  it("a missing source directory fails the backup with the agent's reason", async () => {
+    const src = freshSandbox("src");
+    const b = await runBackup({ sandboxId: src, path: "/workspace/nothing-here" }, "errored");
+    expect(b.error).toMatch(/path: no directory there/);
+  });
+});

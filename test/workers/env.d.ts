@@ -1,0 +1,3 @@
+declare module "cloudflare:test" {
+  interface ProvidedEnv extends Env {}
+}

@@ -1,0 +1,54 @@
+// Two test projects:
+// - "workers": tests that run inside workerd (the Workers test pool) with the real bindings from wrangler.jsonc
+//   (local R2, KV, Workflows, Queues), reaching a real host agent and a real S3 server that
+//   test/global-setup.ts starts for the run.
+// - "node": the agent's own modules and the repo's files, in Node 22 against real tools.
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+import type { TestStack } from "./test/global-setup.ts";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => {
+            const stack = inject<TestStack>("stack");
+            return {
+              wrangler: { configPath: "./wrangler.jsonc" },
+              miniflare: {
+                bindings: {
+                  SANDBOX_TRANSPORT: "local",
+                  OBJECT_STORE: "s3",
+                  AGENT_URL: stack.agentUrl,
+                  AGENT_TOKEN: stack.agentToken,
+                  API_TOKEN: stack.apiToken,
+                  S3_ENDPOINT: stack.s3.endpoint,
+                  S3_BUCKET: stack.s3.bucket,
+                  S3_REGION: "auto",
+                  S3_ACCESS_KEY_ID: stack.s3.accessKeyId,
+                  S3_SECRET_ACCESS_KEY: stack.s3.secretAccessKey,
+                },
+              },
+            };
+          }),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/workers/**/*.test.ts"],
+          globalSetup: ["./test/global-setup.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "node",
+          include: ["test/node/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
