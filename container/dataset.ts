@@ -156,6 +156,16 @@ async function generateNodeModules(root: string, spec: DatasetSpec): Promise<{ f
     await utimes(host, t, t);
     total += body.length;
   });
+  // node_modules/.bin: a relative symlink per executable, as npm makes them.
+  const bins = planned.filter((p) => p.mode === 0o755 && p.path.startsWith("node_modules/"));
+  if (bins.length) {
+    await mkdir(join(root, "node_modules/.bin"), { recursive: true });
+    dirs.add(join(root, "node_modules/.bin"));
+    for (const b of bins) {
+      const name = b.path.slice("node_modules/".length).replaceAll("/", "-");
+      await symlink(`../${b.path.slice("node_modules/".length)}`, join(root, "node_modules/.bin", name));
+    }
+  }
   // Directory mtimes last: writing files into a directory changes its mtime.
   for (const d of [...dirs].sort().reverse()) await utimes(d, MTIME_BASE, MTIME_BASE);
   return { files: planned.length, bytes: total };
