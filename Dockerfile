@@ -1,6 +1,6 @@
 # The production sandbox image: the Sandbox SDK's base image (its control server on port 3000 stays the
 # entrypoint), the tools the agent drives, and the agent itself. The tag must match the installed
-# @cloudflare/sandbox version (the SDK warns when they differ); test/dockerfile-unit.test.ts checks both that
+# @cloudflare/sandbox version (the SDK warns when they differ); test/node/dockerfile-unit.test.ts checks both that
 # and that every tool the agent's probe knows is installed here.
 
 # Stage 1: bundle the agent (TypeScript + zod) into one file with the Bun that the base image ships.

@@ -143,7 +143,12 @@ async function generateNodeModules(root: string, spec: DatasetSpec): Promise<{ f
   const bytes = spec.bytes ?? 600 * 1024 * 1024;
   const planned = planNodeModules(spec.seed, files, bytes);
   const dirs = new Set<string>();
-  for (const p of planned) dirs.add(dirname(join(root, p.path)));
+  // Every directory below root, not only files' parents: one holding only directories (node_modules/, a scope)
+  // would otherwise keep the wall-clock mtime of its creation, and two generations would differ.
+  for (const p of planned) {
+    const segments = p.path.split("/").slice(0, -1);
+    for (let i = 1; i <= segments.length; i++) dirs.add(join(root, ...segments.slice(0, i)));
+  }
   for (const d of [...dirs].sort()) await mkdir(d, { recursive: true });
   let total = 0;
   await inBatches(planned, 64, async (p) => {

@@ -6,8 +6,11 @@ export function compressProgram(f: TarFormat): string | undefined {
   switch (f.compression) {
     case "none":
       return undefined;
-    case "zstd":
-      return ["zstd", `-${f.level ?? 3}`, `-T${f.threads ?? 0}`, ...(f.long ? ["--long=27"] : [])].join(" ");
+    case "zstd": {
+      // Negative levels are zstd's fast levels, spelt --fast=N (zstd refuses "--3").
+      const level = f.level ?? 3;
+      return ["zstd", level < 0 ? `--fast=${-level}` : `-${level}`, `-T${f.threads ?? 0}`, ...(f.long ? ["--long=27"] : [])].join(" ");
+    }
     case "gzip":
       return `gzip -${f.level ?? 6}`;
     case "pigz":

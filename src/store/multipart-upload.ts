@@ -42,7 +42,8 @@ export function equalPartGuard(upload: MultipartUpload, partSize: number): Multi
       sizes.set(partNumber, body.byteLength);
       return upload.uploadPart(partNumber, body);
     },
-    complete(parts: UploadedPart[]) {
+    // async: a refusal is a rejected promise, like every other failure of complete(), not a synchronous throw.
+    async complete(parts: UploadedPart[]) {
       const numbers = parts.map((p) => p.partNumber).sort((a, b) => a - b);
       numbers.forEach((n, i) => {
         if (n !== i + 1) throw new PartRuleError(`parts must be numbered 1..${numbers.length} without gaps, found ${n} at position ${i + 1}`);

@@ -1,4 +1,4 @@
-// The object-store contract. Two implementations run the same conformance suite (test/object-store-*.test.ts):
+// The object-store contract. Two implementations run the same conformance suite (test/workers/object-store-conformance-integration.test.ts):
 // the R2 binding (production) and S3 over aws4fetch (R2's S3 endpoint in production, a local S3 server here).
 //
 // Rules every implementation keeps:

@@ -1,6 +1,16 @@
 // ObjectStore over the R2 binding: the Worker's own path to the bucket in production.
 import { StoreError, withLength, type MultipartUpload, type ObjectInfo, type ObjectStore } from "./object-store.ts";
 
+/** R2 binding errors become StoreError naming the key, as the contract promises. */
+async function guarded<T>(key: string, what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof StoreError) throw e;
+    throw new StoreError(key, `${what} failed: ${(e as Error).message ?? String(e)}`);
+  }
+}
+
 function info(o: R2Object): ObjectInfo {
   return { key: o.key, size: o.size, etag: o.etag, metadata: o.customMetadata ?? {} };
 }
@@ -10,13 +20,15 @@ function multipart(upload: R2MultipartUpload): MultipartUpload {
     key: upload.key,
     uploadId: upload.uploadId,
     async uploadPart(partNumber, body) {
-      const part = await upload.uploadPart(partNumber, body);
+      const part = await guarded(upload.key, `upload part ${partNumber}`, () => upload.uploadPart(partNumber, body));
       return { partNumber: part.partNumber, etag: part.etag };
     },
     async complete(parts) {
-      return info(await upload.complete(parts));
+      // R2 wants the parts in ascending order (as S3 does; s3-store sorts too). Callers collect them in the order
+      // uploads finish, which with concurrent uploads is not part order.
+      return info(await guarded(upload.key, "complete multipart upload", () => upload.complete([...parts].sort((a, b) => a.partNumber - b.partNumber))));
     },
-    abort: () => upload.abort(),
+    abort: () => guarded(upload.key, "abort multipart upload", () => upload.abort()),
   };
 }
 
@@ -29,24 +41,24 @@ export function r2Store(bucket: R2Bucket): ObjectStore {
         if (options.length === undefined) throw new StoreError(key, "a stream put needs its length; use a multipart upload for unknown lengths");
         value = withLength(body, options.length);
       }
-      const put = await bucket.put(key, value, {
+      const put = await guarded(key, "put", () => bucket.put(key, value, {
         httpMetadata: options.contentType ? { contentType: options.contentType } : undefined,
         customMetadata: options.metadata,
-      });
+      }));
       if (!put) throw new StoreError(key, "put was refused");
       return info(put);
     },
     async get(key, range) {
-      const o = await bucket.get(key, range ? { range: { offset: range.offset, length: range.length } } : undefined);
+      const o = await guarded(key, "get", () => bucket.get(key, range ? { range: { offset: range.offset, length: range.length } } : undefined));
       if (!o) return null;
       return { ...info(o), body: o.body };
     },
     async head(key) {
-      const o = await bucket.head(key);
+      const o = await guarded(key, "head", () => bucket.head(key));
       return o ? info(o) : null;
     },
     async delete(keys) {
-      await bucket.delete(keys);
+      await guarded([keys].flat().join(", "), "delete", () => bucket.delete(keys));
     },
     async list(prefix, options = {}) {
       const r = await bucket.list({ prefix, cursor: options.cursor, limit: options.limit });
