@@ -7,7 +7,7 @@ import * as phases from "../src/backup/backup-phases.ts";
 import { depsFrom } from "../src/deps.ts";
 import { writeProgress, type RunProgress, type StepResult } from "../src/snapshots/records.ts";
 import { findStrategy, type BackupStrategy } from "../src/strategies/registry.ts";
-import { CLEANUP_STEP, errorMessage, phase, STEP_CONFIG } from "./step-config.ts";
+import { CLEANUP_STEP, errorMessage, phaseRunner, STEP_CONFIG, totalMs } from "./step-config.ts";
 
 export type BackupParams = phases.BackupParams & { startedAt?: string };
 
@@ -26,14 +26,8 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     if (!s || s.kind !== "backup") throw new NonRetryableError(`unknown backup strategy ${p.strategy}`);
     const d = depsFrom(this.env);
     const steps: Record<string, StepResult> = {};
-    // Progress writes sit outside step.do: on a replay they write the same values again, which is harmless.
     const progress: RunProgress = { id: p.snapshotId, kind: "backup", status: "running", strategy: s.name, startedAt: p.startedAt ?? event.timestamp.toISOString(), steps, snapshotId: p.snapshotId };
-    const run = async <T extends StepResult>(name: string, fn: () => Promise<T>): Promise<T> => {
-      const result = (await step.do(name, STEP_CONFIG[name]!, () => phase(fn) as Promise<never>)) as T;
-      steps[name] = result;
-      await writeProgress(d.kv, progress);
-      return result;
-    };
+    const run = phaseRunner(step, d.kv, progress);
     const strategy = s as BackupStrategy;
     try {
       await writeProgress(d.kv, progress);
@@ -44,7 +38,7 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
       await run("record", () => phases.recordPhase(d, p, strategy, archived, sent, { ...steps }));
       progress.status = "complete";
       await writeProgress(d.kv, progress);
-      return { snapshotId: p.snapshotId, strategy: s.name, steps, totalMs: Object.values(steps).reduce((a, r) => a + r.ms, 0), archiveBytes: sent.bytes };
+      return { snapshotId: p.snapshotId, strategy: s.name, steps, totalMs: totalMs(steps), archiveBytes: sent.bytes };
     } catch (e) {
       await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup!, () => phases.cleanupBackup(d, p, strategy));
       progress.status = "errored";

@@ -7,7 +7,7 @@ import { depsFrom } from "../src/deps.ts";
 import * as phases from "../src/restore/restore-phases.ts";
 import { writeProgress, type RunProgress, type StepResult } from "../src/snapshots/records.ts";
 import { findStrategy, type RestoreStrategy } from "../src/strategies/registry.ts";
-import { CLEANUP_STEP, errorMessage, phase, STEP_CONFIG } from "./step-config.ts";
+import { CLEANUP_STEP, errorMessage, phaseRunner, STEP_CONFIG, totalMs } from "./step-config.ts";
 
 export type RestoreParams = phases.RestoreParams & { startedAt?: string };
 
@@ -28,12 +28,7 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
     const d = depsFrom(this.env);
     const steps: Record<string, StepResult> = {};
     const progress: RunProgress = { id: p.restoreId, kind: "restore", status: "running", strategy: s.name, startedAt: p.startedAt ?? event.timestamp.toISOString(), steps, snapshotId: p.snapshotId };
-    const run = async <T extends StepResult>(name: string, fn: () => Promise<T>): Promise<T> => {
-      const result = (await step.do(name, STEP_CONFIG[name]!, () => phase(fn) as Promise<never>)) as T;
-      steps[name] = result;
-      await writeProgress(d.kv, progress);
-      return result;
-    };
+    const run = phaseRunner(step, d.kv, progress);
     let probed: phases.RestoreProbeResult | undefined;
     try {
       await writeProgress(d.kv, progress);
@@ -45,7 +40,7 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
       await run("record", () => phases.recordPhase(d, p, s, { ...steps }));
       progress.status = "complete";
       await writeProgress(d.kv, progress);
-      return { restoreId: p.restoreId, snapshotId: p.snapshotId, strategy: s.name, steps, totalMs: Object.values(steps).reduce((a, r) => a + r.ms, 0) };
+      return { restoreId: p.restoreId, snapshotId: p.snapshotId, strategy: s.name, steps, totalMs: totalMs(steps) };
     } catch (e) {
       const snapshot = probed;
       if (snapshot) await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup!, () => phases.cleanupRestore(d, p, snapshot));

@@ -1,11 +1,12 @@
 // Retry and timeout settings per phase, and the wrapper every phase runs in. Step names are stable constants:
 // tests and `wrangler workflows instances describe` refer to them.
 import { NonRetryableError } from "cloudflare:workflows";
-import type { WorkflowStepConfig } from "cloudflare:workers";
+import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
 import { ConfigError } from "../src/config.ts";
 import { PermanentError } from "../src/phase-errors.ts";
 import { AgentCallError } from "../src/sandbox/agent-client.ts";
 import { PartRuleError } from "../src/store/multipart-upload.ts";
+import { writeProgress, type RunProgress, type StepResult } from "../src/snapshots/records.ts";
 
 export const BACKUP_STEPS = ["probe", "archive", "transfer", "verify", "record"] as const;
 export const RESTORE_STEPS = ["probe", "transfer", "materialize", "verify", "record"] as const;
@@ -42,3 +43,19 @@ export async function phase<T>(fn: () => Promise<T>): Promise<T> {
 export function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
+
+/**
+ * Runs named phases as steps of one Workflow run, keeping `progress.steps` and its KV copy up to date.
+ * Progress writes sit outside step.do: on a replay they write the same values again, which is harmless.
+ */
+export function phaseRunner(step: WorkflowStep, kv: KVNamespace, progress: RunProgress) {
+  return async <T extends StepResult>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const result = (await step.do(name, STEP_CONFIG[name]!, () => phase(fn) as Promise<never>)) as T;
+    progress.steps[name] = result;
+    await writeProgress(kv, progress);
+    return result;
+  };
+}
+
+/** Sum of the steps' own measured times. */
+export const totalMs = (steps: Record<string, StepResult>) => Object.values(steps).reduce((a, r) => a + r.ms, 0);

@@ -12,7 +12,7 @@ import type { Deps } from "../deps.ts";
 import { PermanentError, checkStrategyRuns } from "../phase-errors.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { putJson, readSnapshot, restoreRecordKey, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
-import type { RestoreStrategy } from "../strategies/registry.ts";
+import { archiveFamily, type RestoreStrategy } from "../strategies/registry.ts";
 
 export interface RestoreParams {
   restoreId: string;
@@ -35,7 +35,7 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const t = performance.now();
   const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
   if (!snapshot) throw new PermanentError(`snapshot ${p.snapshotId} does not exist (or did not complete)`);
-  if (snapshot.format.compression !== s.format.compression) {
+  if (archiveFamily(snapshot.format) !== archiveFamily(s.format)) {
     throw new PermanentError(`strategy ${s.name} restores ${s.format.compression} archives; snapshot ${p.snapshotId} is ${snapshot.format.compression}`);
   }
   const agent = new AgentClient(d.transport, p.sandboxId);
@@ -57,7 +57,8 @@ export async function transferPhase(d: Deps, p: RestoreParams, s: RestoreStrateg
   // A retry (or `replace`) starts from an empty target, so a half-extracted earlier attempt leaves nothing behind.
   if (s.path === "push-pipe" || p.replace) await agent.deleteFile(p.path);
   const got = s.path === "push-pipe"
-    ? await agent.extractStream({ path: p.path, ...snap.format }, o.body)
+    // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
+    ? await agent.extractStream({ path: p.path, ...s.format }, o.body)
     : await agent.writeFile(stagingPath(p, snap), o.body);
   if (got.bytes !== snap.archive.bytes || got.sha256 !== snap.archive.sha256) {
     throw new Error(`archive arrived damaged: ${got.bytes} bytes sha256 ${got.sha256}, expected ${snap.archive.bytes} bytes sha256 ${snap.archive.sha256}`);
@@ -71,7 +72,7 @@ export async function materializePhase(d: Deps, p: RestoreParams, s: RestoreStra
   const agent = new AgentClient(d.transport, p.sandboxId);
   const staged = stagingPath(p, probed.snapshot);
   await agent.deleteFile(p.path);
-  const done = await agent.extractFile({ archive: staged, path: p.path, format: probed.snapshot.format });
+  const done = await agent.extractFile({ archive: staged, path: p.path, format: s.format });
   await agent.deleteFile(staged).catch(() => {});
   return { ms: since(t), bytes: done.bytes };
 }

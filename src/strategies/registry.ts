@@ -38,27 +38,53 @@ export interface RestoreStrategy {
 
 export type Strategy = BackupStrategy | RestoreStrategy;
 
-const zstd3: TarFormat = { kind: "tar", compression: "zstd", level: 3, threads: 0 };
+const tar = (compression: TarFormat["compression"], level?: number): TarFormat => ({
+  kind: "tar", compression, ...(level !== undefined ? { level } : {}), ...(compression === "zstd" ? { threads: 0 } : {}),
+});
+const plain = tar("none"), zstd3 = tar("zstd", 3), zstd1 = tar("zstd", 1), gzip6 = tar("gzip", 6), pigz6 = tar("pigz", 6), lz4 = tar("lz4", 1);
+
+const toolsFor = (f: TarFormat): ToolName[] => (f.compression === "none" ? ["tar"] : ["tar", f.compression as ToolName]);
 
 const SEED_R2 = "r2-backup-restore-benchmark.md";
+const SEED_003 = "snapshot-create-restore-benchmark.md";
+
+const STAGED = "archive to a file in the sandbox, then its raw bytes → FixedLengthStream → one put";
+const PIPED = "streamed as the agent's response → equal-size parts → multipart upload, bounded memory";
+
+function backup(name: string, format: TarFormat, path: BackupPath, what: string, seed?: string): BackupStrategy {
+  return { name, kind: "backup", format, path, requires: toolsFor(format), seed, description: `${what}, ${path === "stream" ? STAGED : PIPED}` };
+}
+function restore(name: string, format: TarFormat, path: RestorePath, what: string, seed?: string): RestoreStrategy {
+  const how = path === "push-pipe" ? "store → Worker → agent PUT piped straight into the extractor (nothing staged)" : "store → Worker → agent PUT to a file, then extract";
+  return { name, kind: "restore", format, path, requires: toolsFor(format), seed, description: `${what}: ${how}` };
+}
 
 export const STRATEGIES: readonly Strategy[] = [
-  {
-    name: "tar-zst-direct", kind: "backup", seed: SEED_R2, format: zstd3, path: "stream", requires: ["tar", "zstd"],
-    description: "tar | zstd -3 -T0 to a file in the sandbox, then its raw bytes → FixedLengthStream → one put",
-  },
-  {
-    name: "tar-zst-pipe", kind: "backup", seed: SEED_R2, format: zstd3, path: "multipart", requires: ["tar", "zstd"],
-    description: "tar | zstd -3 -T0 streamed as the agent's response → equal-size parts → multipart upload, bounded memory",
-  },
-  {
-    name: "restore-tar-zst", kind: "restore", seed: SEED_R2, format: zstd3, path: "push-file", requires: ["tar", "zstd"],
-    description: "store → Worker → agent PUT to a file, then tar+zstd extract",
-  },
-  {
-    name: "restore-tar-zst-pipe", kind: "restore", seed: SEED_R2, format: zstd3, path: "push-pipe", requires: ["tar", "zstd"],
-    description: "store → Worker → agent PUT piped into zstd -d | tar x (nothing staged on disk)",
-  },
+  // r2-backup-restore-benchmark.md / r2-backup-benchmark-local.md backups
+  backup("tar-zst-direct", zstd3, "stream", "tar | zstd -3 -T0", SEED_R2),
+  backup("tar-zst-fast-direct", zstd1, "stream", "tar | zstd -1 -T0", SEED_R2),
+  backup("tar-direct", plain, "stream", "plain tar", SEED_R2),
+  backup("tar-gz-direct", gzip6, "stream", "tar | gzip -6", SEED_R2),
+  backup("tar-zst-pipe", zstd3, "multipart", "tar | zstd -3 -T0", SEED_R2),
+  backup("tar-zst-fast-pipe", zstd1, "multipart", "tar | zstd -1 -T0", SEED_R2),
+  backup("tar-pipe", plain, "multipart", "plain tar", SEED_R2),
+  // snapshot-create-restore-benchmark.md techniques ("file" = temp file then upload, "stream" = no temp file)
+  backup("pigz-file", pigz6, "stream", "tar | pigz", SEED_003),
+  backup("zstd-file", zstd3, "stream", "tar | zstd -T0", SEED_003),
+  backup("lz4-file", lz4, "stream", "tar | lz4", SEED_003),
+  backup("pigz-stream", pigz6, "multipart", "tar | pigz", SEED_003),
+  backup("zstd-stream", zstd3, "multipart", "tar | zstd -T0", SEED_003),
+  backup("lz4-stream", lz4, "multipart", "tar | lz4"),
+
+  // restores: one staged and one piped per archive family
+  restore("restore-tar", plain, "push-file", "plain tar", SEED_R2),
+  restore("restore-tar-pipe", plain, "push-pipe", "plain tar"),
+  restore("restore-tar-zst", zstd3, "push-file", "tar+zstd", SEED_R2),
+  restore("restore-tar-zst-pipe", zstd3, "push-pipe", "tar+zstd", SEED_R2),
+  restore("restore-tar-gz", gzip6, "push-file", "tar+gzip", SEED_R2),
+  restore("restore-tar-gz-pipe", gzip6, "push-pipe", "tar+gzip"),
+  restore("restore-tar-lz4", lz4, "push-file", "tar+lz4"),
+  restore("restore-tar-lz4-pipe", lz4, "push-pipe", "tar+lz4"),
 ];
 
 export const DEFAULT_BACKUP = "tar-zst-pipe";
@@ -67,9 +93,14 @@ export function findStrategy(name: string): Strategy | undefined {
   return STRATEGIES.find((s) => s.name === name);
 }
 
+/** gzip and pigz write the same format; everything else is its own family. */
+export function archiveFamily(format: TarFormat): string {
+  return format.compression === "pigz" ? "gzip" : format.compression;
+}
+
 /** Restore strategies that can read a snapshot made with `format`. */
 export function restoresFor(format: TarFormat): RestoreStrategy[] {
-  return STRATEGIES.filter((s): s is RestoreStrategy => s.kind === "restore" && s.format.compression === format.compression);
+  return STRATEGIES.filter((s): s is RestoreStrategy => s.kind === "restore" && archiveFamily(s.format) === archiveFamily(format));
 }
 
 /** Why a strategy cannot run in a sandbox with these tools, or undefined when it can. */

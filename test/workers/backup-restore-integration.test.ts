@@ -5,25 +5,18 @@ import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { agent, api, freshSandbox } from "./helpers.ts";
 
-async function runBackup(body: Record<string, unknown>, expected: "complete" | "errored" = "complete") {
-  await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
+/** Starts a run through the API and waits for the Workflow to end; returns the API's status of it. */
+async function runWorkflow(kind: "backup" | "restore", body: Record<string, unknown>, expected: "complete" | "errored") {
+  await using wf = await introspectWorkflow(kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
   await wf.modifyAll(async (m) => m.disableRetryDelays());
-  const started = await api("POST", "/api/backups", body);
+  const started = await api("POST", `/api/${kind}s`, body);
   expect(started.status, JSON.stringify(started.json)).toBe(202);
   const [instance] = await wf.get();
   await instance!.waitForStatus(expected);
-  return (await api("GET", `/api/backups/${started.json.id}`)).json;
+  return (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
 }
-
-async function runRestore(body: Record<string, unknown>, expected: "complete" | "errored" = "complete") {
-  await using wf = await introspectWorkflow(env.RESTORE_WORKFLOW);
-  await wf.modifyAll(async (m) => m.disableRetryDelays());
-  const started = await api("POST", "/api/restores", body);
-  expect(started.status, JSON.stringify(started.json)).toBe(202);
-  const [instance] = await wf.get();
-  await instance!.waitForStatus(expected);
-  return (await api("GET", `/api/restores/${started.json.id}`)).json;
-}
+const runBackup = (body: Record<string, unknown>, expected: "complete" | "errored" = "complete") => runWorkflow("backup", body, expected);
+const runRestore = (body: Record<string, unknown>, expected: "complete" | "errored" = "complete") => runWorkflow("restore", body, expected);
 
 const manifest = (sandbox: string, path: string) => agent(sandbox, "POST", "/v1/manifest", { path });
 

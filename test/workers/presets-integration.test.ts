@@ -1,0 +1,37 @@
+// Every backup preset in the registry, then every restore preset that reads its format, on the tricky tree:
+// the Workflow's verify step and an independent manifest comparison must both find the trees equal.
+import { env } from "cloudflare:workers";
+import { introspectWorkflow } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { restoresFor, STRATEGIES, type BackupStrategy } from "../../src/strategies/registry.ts";
+import { agent, api, freshSandbox } from "./helpers.ts";
+
+async function run(kind: "backup" | "restore", body: Record<string, unknown>) {
+  await using wf = await introspectWorkflow(kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
+  await wf.modifyAll(async (m) => m.disableRetryDelays());
+  const started = await api("POST", `/api/${kind}s`, body);
+  expect(started.status, JSON.stringify(started.json)).toBe(202);
+  const [instance] = await wf.get();
+  await instance!.waitForStatus("complete");
+  return (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
+}
+
+const backups = STRATEGIES.filter((s): s is BackupStrategy => s.kind === "backup");
+
+describe.each(backups.map((b) => [b.name, b] as const))("%s", (_name, b) => {
+  it(`round-trips the tricky tree through ${restoresFor(b.format).map((r) => r.name).join(" and ")}`, async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 11 });
+    const source = await agent(src, "POST", "/v1/manifest", { path: "/workspace/app" });
+    const backup = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: b.name });
+    expect(backup.status).toBe("complete");
+    const restores = restoresFor(b.format);
+    expect(restores.length).toBeGreaterThan(0);
+    for (const r of restores) {
+      const dst = freshSandbox("dst");
+      const restored = await run("restore", { snapshotId: backup.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: r.name });
+      expect(restored.status, `${r.name}: ${restored.error}`).toBe("complete");
+      expect((await agent(dst, "POST", "/v1/manifest", { path: "/workspace/app" })).entries).toEqual(source.entries);
+    }
+  });
+});
