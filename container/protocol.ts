@@ -14,6 +14,8 @@
 //   DELETE /v1/files?path=                 remove a file or tree
 //   PUT    /v1/extract?     ExtractQuery   request body (an archive) piped into the extractor
 //   POST   /v1/extract      ExtractFile    extract an archive file in the sandbox
+//   POST   /v1/upload       UploadBody     PUT a file in the sandbox to a presigned URL
+//   POST   /v1/download     DownloadBody   GET a presigned URL into a file, or piped into the extractor
 //   POST   /v1/faults       FaultBody      test-only, when the agent runs with SNAPFLOW_AGENT_FAULTS=1
 //   DELETE /v1/sandbox                     host agent only: drop this sandbox's root directory
 //
@@ -101,6 +103,12 @@ export const ArchiveToFile = z.object({ path: z.string(), output: z.string(), fo
 
 export const ExtractQuery = TarFormat.extend({ path: z.string() });
 export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat });
+
+export const UploadBody = z.object({ path: z.string(), url: z.string() });
+export const DownloadBody = z.union([
+  z.object({ url: z.string(), output: z.string() }).strict(),
+  z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat }) }).strict(),
+]);
 
 export const FaultBody = z.object({
   /** the route the fault applies to, e.g. "POST /v1/archive" */

@@ -17,6 +17,7 @@ import { extractFromFile, extractFromStream } from "./extract.ts";
 import { Faults } from "./faults.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { compareManifests, takeManifest, type Manifest } from "./manifest.ts";
+import { downloadAndExtract, downloadToFile, uploadFile } from "./presigned.ts";
 import { probe } from "./probe.ts";
 import * as P from "./protocol.ts";
 import { resolveSandboxPath, type SandboxRoot } from "./sandbox-paths.ts";
@@ -147,6 +148,17 @@ export function createAgentServer(options: AgentOptions): Server {
       const archive = await c.path(body.archive, "archive");
       if (!(await stat(archive).catch(() => null))?.isFile()) throw new AgentError("not_found", `no archive at ${body.archive}`, "archive");
       return extractFromFile(archive, body.format, await c.path(body.path, "path"));
+    },
+
+    "POST /v1/upload": async (c) => {
+      const body = await c.json(P.UploadBody);
+      return uploadFile(await c.path(body.path, "path"), body.url);
+    },
+
+    "POST /v1/download": async (c) => {
+      const body = await c.json(P.DownloadBody);
+      if ("output" in body) return downloadToFile(body.url, await c.path(body.output, "output"));
+      return downloadAndExtract(body.url, body.extract.format, await c.path(body.extract.path, "extract.path"));
     },
 
     "POST /v1/faults": async (c) => {

@@ -82,7 +82,8 @@ const routes: [string, string, Handler][] = [
     const snapshot = await readSnapshot(d.store, d.kv, body.snapshotId);
     if (!snapshot) throw new ApiError(404, `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
     const fits = restoresFor(snapshot.format);
-    const strategy = body.strategy ?? fits.find((s) => s.path === "push-pipe")?.name ?? fits[0]?.name;
+    // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
+    const strategy = body.strategy ?? (fits.find((s) => s.path === "presigned-pipe") ?? fits.find((s) => s.path === "push-pipe") ?? fits[0])?.name;
     if (!strategy || !fits.some((s) => s.name === strategy)) {
       throw new ApiError(400, `strategy: ${body.strategy} cannot restore a ${snapshot.format.compression} snapshot; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
     }

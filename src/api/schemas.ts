@@ -19,7 +19,7 @@ export const RestoreRequest = z.object({
   snapshotId: RUN_ID,
   sandboxId: SANDBOX_ID,
   path: SandboxPath.default("/workspace"),
-  /** default: the pipe restore for the snapshot's format */
+  /** default: the presigned pipe restore for the snapshot's format (else the pushed pipe) */
   strategy: strategyOf("restore").optional(),
   replace: z.boolean().default(false),
 }).strict();

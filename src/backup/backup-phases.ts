@@ -11,6 +11,7 @@ import type { Deps } from "../deps.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { hashStream } from "../store/hash-stream.ts";
 import { partSizeFor, uploadStreamMultipart } from "../store/multipart-upload.ts";
+import { presign } from "../store/s3-store.ts";
 import { archiveKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import type { BackupStrategy } from "../strategies/registry.ts";
 import { checkStrategyRuns, PermanentError } from "../phase-errors.ts";
@@ -51,7 +52,7 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const totals = (JSON.parse(text) as { totals: ArchiveResult["manifest"] }).totals;
   await d.store.put(manifestKey(p.snapshotId), text, { contentType: "application/json" });
   const manifest = { ...totals, manifestBytes: text.length, ms: since(t) };
-  if (s.path !== "stream") {
+  if (s.path === "multipart") {
     // Streaming strategies archive during transfer; this phase only took the manifest.
     return { ms: since(t), bytes: 0, overlapped: true, manifest };
   }
@@ -72,6 +73,13 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
     // The staging file is no longer needed; failing to remove it must not fail the backup.
     await agent.deleteFile(archived.staged!).catch(() => {});
     return { ms: since(t), bytes: length, sha256: archived.sha256! };
+  }
+  if (s.path === "presigned-put") {
+    const url = await presign(d.s3, key, "PUT", d.config.PRESIGN_EXPIRY_SECONDS);
+    const sent = await agent.uploadToUrl({ path: archived.staged!, url });
+    if (sent.sha256 !== archived.sha256) throw new Error(`uploaded bytes (sha256 ${sent.sha256}) are not the staged archive (sha256 ${archived.sha256})`);
+    await agent.deleteFile(archived.staged!).catch(() => {});
+    return { ms: since(t), bytes: sent.bytes, sha256: sent.sha256 };
   }
   // multipart: the archive is made while it uploads.
   const r = await agent.archiveStream({ path: p.path, ...s.format });

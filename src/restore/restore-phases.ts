@@ -10,7 +10,9 @@
 import { archiveExtension } from "../../container/tar-argv.ts";
 import type { Deps } from "../deps.ts";
 import { PermanentError, checkStrategyRuns } from "../phase-errors.ts";
+import type { WrittenBytes } from "../../container/protocol.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
+import { presign } from "../store/s3-store.ts";
 import { putJson, readSnapshot, restoreRecordKey, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { archiveFamily, type RestoreStrategy } from "../strategies/registry.ts";
 
@@ -52,23 +54,28 @@ export async function transferPhase(d: Deps, p: RestoreParams, s: RestoreStrateg
   const t = performance.now();
   const agent = new AgentClient(d.transport, p.sandboxId);
   const snap = probed.snapshot;
-  const o = await d.store.get(snap.archive.key);
-  if (!o) throw new PermanentError(`archive ${snap.archive.key} of snapshot ${snap.id} is missing from the store`);
+  const piped = s.path === "push-pipe" || s.path === "presigned-pipe";
   // A retry (or `replace`) starts from an empty target, so a half-extracted earlier attempt leaves nothing behind.
-  if (s.path === "push-pipe" || p.replace) await agent.deleteFile(p.path);
-  const got = s.path === "push-pipe"
+  if (piped || p.replace) await agent.deleteFile(p.path);
+  let got: WrittenBytes;
+  if (s.path === "presigned-pipe" || s.path === "presigned-file") {
+    const url = await presign(d.s3, snap.archive.key, "GET", d.config.PRESIGN_EXPIRY_SECONDS);
     // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
-    ? await agent.extractStream({ path: p.path, ...s.format }, o.body)
-    : await agent.writeFile(stagingPath(p, snap), o.body);
+    got = await agent.downloadFromUrl(piped ? { url, extract: { path: p.path, format: s.format } } : { url, output: stagingPath(p, snap) });
+  } else {
+    const o = await d.store.get(snap.archive.key);
+    if (!o) throw new PermanentError(`archive ${snap.archive.key} of snapshot ${snap.id} is missing from the store`);
+    got = piped ? await agent.extractStream({ path: p.path, ...s.format }, o.body) : await agent.writeFile(stagingPath(p, snap), o.body);
+  }
   if (got.bytes !== snap.archive.bytes || got.sha256 !== snap.archive.sha256) {
     throw new Error(`archive arrived damaged: ${got.bytes} bytes sha256 ${got.sha256}, expected ${snap.archive.bytes} bytes sha256 ${snap.archive.sha256}`);
   }
-  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, ...(s.path === "push-pipe" ? { extractedWhileReceiving: true } : {}) };
+  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, ...(piped ? { extractedWhileReceiving: true } : {}) };
 }
 
 export async function materializePhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<StepResult> {
   const t = performance.now();
-  if (s.path === "push-pipe") return { ms: 0, bytes: 0, overlapped: true };
+  if (s.path === "push-pipe" || s.path === "presigned-pipe") return { ms: 0, bytes: 0, overlapped: true };
   const agent = new AgentClient(d.transport, p.sandboxId);
   const staged = stagingPath(p, probed.snapshot);
   await agent.deleteFile(p.path);

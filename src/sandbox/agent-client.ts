@@ -104,6 +104,12 @@ export class AgentClient {
   extractFile(body: z.input<typeof P.ExtractFile>) {
     return this.json<P.WrittenBytes>("extract file", "/v1/extract", body);
   }
+  uploadToUrl(body: z.input<typeof P.UploadBody>) {
+    return this.json<P.WrittenBytes>("presigned upload", "/v1/upload", body);
+  }
+  downloadFromUrl(body: z.input<typeof P.DownloadBody>) {
+    return this.json<P.WrittenBytes>("presigned download", "/v1/download", body);
+  }
   armFault(route: string, times: number) {
     return this.json<unknown>("arm fault", "/v1/faults", { route, times });
   }

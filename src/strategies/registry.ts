@@ -7,12 +7,15 @@ import type { ToolName } from "../../container/protocol.ts";
 /** How archive bytes travel from the sandbox to the store. */
 export type BackupPath =
   | "stream" // archive to a file in the sandbox, then its raw bytes → FixedLengthStream → single put
-  | "multipart"; // archive piped as the response body → equal-size parts → multipart from the Worker
+  | "multipart" // archive piped as the response body → equal-size parts → multipart from the Worker
+  | "presigned-put"; // archive to a file in the sandbox, then the agent PUTs it to a presigned URL (no Worker in the byte path)
 
 /** How archive bytes travel from the store into the sandbox, and what becomes of them there. */
 export type RestorePath =
   | "push-file" // store → Worker → agent request body → file, then extract
-  | "push-pipe"; // store → Worker → agent request body piped straight into the extractor
+  | "push-pipe" // store → Worker → agent request body piped straight into the extractor
+  | "presigned-file" // the agent GETs a presigned URL to a file, then extract
+  | "presigned-pipe"; // the agent GETs a presigned URL piped straight into the extractor
 
 export interface BackupStrategy {
   name: string;
@@ -48,15 +51,23 @@ const toolsFor = (f: TarFormat): ToolName[] => (f.compression === "none" ? ["tar
 const SEED_R2 = "r2-backup-restore-benchmark.md";
 const SEED_003 = "snapshot-create-restore-benchmark.md";
 
-const STAGED = "archive to a file in the sandbox, then its raw bytes → FixedLengthStream → one put";
-const PIPED = "streamed as the agent's response → equal-size parts → multipart upload, bounded memory";
+const BACKUP_HOW: Record<BackupPath, string> = {
+  stream: "archive to a file in the sandbox, then its raw bytes → FixedLengthStream → one put",
+  multipart: "streamed as the agent's response → equal-size parts → multipart upload, bounded memory",
+  "presigned-put": "archive to a file in the sandbox, then the agent PUTs it to a presigned URL",
+};
+const RESTORE_HOW: Record<RestorePath, string> = {
+  "push-file": "store → Worker → agent PUT to a file, then extract",
+  "push-pipe": "store → Worker → agent PUT piped straight into the extractor (nothing staged)",
+  "presigned-file": "the agent GETs a presigned URL to a file, then extract",
+  "presigned-pipe": "the agent GETs a presigned URL piped straight into the extractor (no Worker in the byte path)",
+};
 
 function backup(name: string, format: TarFormat, path: BackupPath, what: string, seed?: string): BackupStrategy {
-  return { name, kind: "backup", format, path, requires: toolsFor(format), seed, description: `${what}, ${path === "stream" ? STAGED : PIPED}` };
+  return { name, kind: "backup", format, path, requires: toolsFor(format), seed, description: `${what}, ${BACKUP_HOW[path]}` };
 }
 function restore(name: string, format: TarFormat, path: RestorePath, what: string, seed?: string): RestoreStrategy {
-  const how = path === "push-pipe" ? "store → Worker → agent PUT piped straight into the extractor (nothing staged)" : "store → Worker → agent PUT to a file, then extract";
-  return { name, kind: "restore", format, path, requires: toolsFor(format), seed, description: `${what}: ${how}` };
+  return { name, kind: "restore", format, path, requires: toolsFor(format), seed, description: `${what}: ${RESTORE_HOW[path]}` };
 }
 
 export const STRATEGIES: readonly Strategy[] = [
@@ -75,12 +86,16 @@ export const STRATEGIES: readonly Strategy[] = [
   backup("pigz-stream", pigz6, "multipart", "tar | pigz", SEED_003),
   backup("zstd-stream", zstd3, "multipart", "tar | zstd -T0", SEED_003),
   backup("lz4-stream", lz4, "multipart", "tar | lz4"),
+  backup("tar-zst-presigned", zstd3, "presigned-put", "tar | zstd -3 -T0"),
 
   // restores: one staged and one piped per archive family
   restore("restore-tar", plain, "push-file", "plain tar", SEED_R2),
   restore("restore-tar-pipe", plain, "push-pipe", "plain tar"),
   restore("restore-tar-zst", zstd3, "push-file", "tar+zstd", SEED_R2),
   restore("restore-tar-zst-pipe", zstd3, "push-pipe", "tar+zstd", SEED_R2),
+  restore("presigned-tar-zst-pipe", zstd3, "presigned-pipe", "tar+zstd", SEED_R2),
+  restore("presigned-tar-zst1-pipe", zstd1, "presigned-pipe", "tar+zstd (a zstd -1 archive in the seed)", SEED_R2),
+  restore("presigned-tar-zst", zstd3, "presigned-file", "tar+zstd", SEED_R2),
   restore("restore-tar-gz", gzip6, "push-file", "tar+gzip", SEED_R2),
   restore("restore-tar-gz-pipe", gzip6, "push-pipe", "tar+gzip"),
   restore("restore-tar-lz4", lz4, "push-file", "tar+lz4"),

@@ -180,6 +180,21 @@ describe("archive → extract round trip of the tricky dataset", () => {
   });
 });
 
+describe("presigned transfers", () => {
+  it("refuses URLs that are not http(s), naming the field, so a caller cannot read or write local files", async () => {
+    const sb = fresh("url");
+    for (const [path, body] of [
+      ["/v1/download", { url: "file:///etc/passwd", output: "/snapflow/staging/x" }],
+      ["/v1/upload", { url: "file:///tmp/x", path: "/snapflow/staging/x" }],
+      ["/v1/download", { url: "not a url", output: "/snapflow/staging/x" }],
+    ] as const) {
+      const r = await json(call(sb, "POST", path, body));
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.error.field).toBe("url");
+    }
+  });
+});
+
 describe("failures", () => {
   it("a corrupt archive body is a 500 tool_failed carrying tar's message", async () => {
     const sb = fresh("corrupt");
