@@ -67,6 +67,34 @@ export const TarFormat = z.object({
 });
 export type TarFormat = z.infer<typeof TarFormat>;
 
+/**
+ * Filesystem images: made to a file (mksquashfs / mkfs.erofs cannot write to a pipe), restored by extracting
+ * (unsquashfs, fsck.erofs --extract) or by mounting (kernel, or squashfuse without CAP_SYS_ADMIN).
+ */
+export const SquashfsFormat = z.object({
+  kind: z.literal("squashfs"),
+  compression: z.enum(["zstd", "lz4", "lzo", "gzip", "xz"]),
+  /** zstd 1–22, gzip 1–9; mksquashfs's default when absent (zstd 15, slow: the seeds' 21.6 s) */
+  level: z.number().int().min(1).max(22).optional(),
+  /** bytes, a power of two from 4 KiB to 1 MiB; mksquashfs's default 128 KiB when absent */
+  blockSize: z.number().int().min(4096).max(1 << 20).refine((n) => (n & (n - 1)) === 0, "a power of two").optional(),
+});
+export type SquashfsFormat = z.infer<typeof SquashfsFormat>;
+
+export const ErofsFormat = z.object({
+  kind: z.literal("erofs"),
+  compression: z.enum(["none", "lz4", "lz4hc"]),
+  level: z.number().int().min(0).max(12).optional(),
+});
+export type ErofsFormat = z.infer<typeof ErofsFormat>;
+
+export const ImageFormat = z.discriminatedUnion("kind", [SquashfsFormat, ErofsFormat]);
+export type ImageFormat = z.infer<typeof ImageFormat>;
+
+/** Every archive format a snapshot can have. */
+export const ArchiveFormat = z.discriminatedUnion("kind", [TarFormat, SquashfsFormat, ErofsFormat]);
+export type ArchiveFormat = z.infer<typeof ArchiveFormat>;
+
 export const PathBody = z.object({ path: z.string() });
 
 export const DatasetBody = z.object({
