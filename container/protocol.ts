@@ -9,7 +9,9 @@
 //   GET    /v1/archive?     ArchiveQuery   the tree as an archive, streamed as the response body
 //   POST   /v1/archive      ArchiveToFile  the tree as an archive written to a file in the sandbox
 //   GET    /v1/stat?path=                  {exists, type, size, entries}
-//   GET    /v1/files?path=                 a file's raw bytes (Content-Length set)
+//   GET    /v1/files?path=                 a file's raw bytes (Content-Length set); &encoding=base64 (JSON) or
+//                                          base64-sse (events) reproduce the SDK file API for the baselines
+//   POST   /v1/split        SplitBody      cut a file into chunk files (the chunked baseline)
 //   PUT    /v1/files?path=                 request body → file
 //   DELETE /v1/files?path=                 remove a file or tree
 //   PUT    /v1/extract?     ExtractQuery   request body (an archive) piped into the extractor
@@ -131,6 +133,8 @@ export const ArchiveToFile = z.object({ path: z.string(), output: z.string(), fo
 
 export const ExtractQuery = TarFormat.extend({ path: z.string() });
 export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat });
+
+export const SplitBody = z.object({ path: z.string(), chunkBytes: z.number().int().min(1 << 20).max(1 << 30) });
 
 export const UploadBody = z.object({ path: z.string(), url: z.string() });
 export const DownloadBody = z.union([

@@ -19,8 +19,9 @@ import { HashingStream } from "./hashing-stream.ts";
 import { compareManifests, takeManifest, type Manifest } from "./manifest.ts";
 import { downloadAndExtract, downloadToFile, uploadFile } from "./presigned.ts";
 import { probe } from "./probe.ts";
+import { readFileBase64, splitFile, streamFileBase64 } from "./sdk-file-api.ts";
 import * as P from "./protocol.ts";
-import { resolveSandboxPath, type SandboxRoot } from "./sandbox-paths.ts";
+import { checkSandboxPath, resolveSandboxPath, type SandboxRoot } from "./sandbox-paths.ts";
 
 export interface AgentOptions {
   token: string;
@@ -111,6 +112,11 @@ export function createAgentServer(options: AgentOptions): Server {
       const file = await c.path(c.url.searchParams.get("path"), "path");
       const st = await stat(file).catch(() => null);
       if (!st?.isFile()) throw new AgentError("not_found", `no file at ${c.url.searchParams.get("path")}`, "path");
+      // The SDK file API's encodings, for the sdk-base64 baselines (see sdk-file-api.ts).
+      const encoding = c.url.searchParams.get("encoding");
+      if (encoding === "base64") return readFileBase64(file);
+      if (encoding === "base64-sse") return streamFileBase64(file, c.res).then(() => STREAMED);
+      if (encoding !== null) throw new AgentError("bad_request", "encoding must be base64 or base64-sse when given", "encoding");
       c.res.writeHead(200, { "content-type": "application/octet-stream", "content-length": st.size });
       await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), c.res);
       return STREAMED;
@@ -131,6 +137,15 @@ export function createAgentServer(options: AgentOptions): Server {
       const hashing = new HashingStream();
       await pipeline(c.req, hashing, createWriteStream(file));
       return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
+    },
+
+    "POST /v1/split": async (c) => {
+      const body = await c.json(P.SplitBody);
+      const file = await c.path(body.path, "path");
+      const { chunks } = await splitFile(file, body.chunkBytes);
+      // Answer in sandbox paths, as every other route does.
+      const sandboxPath = checkSandboxPath(body.path, "path");
+      return { chunks: chunks.map((k) => ({ path: sandboxPath + k.path.slice(file.length), bytes: k.bytes })) };
     },
 
     "DELETE /v1/files": async (c) => {

@@ -10,7 +10,8 @@ import { archiveExtension } from "../../container/tar-argv.ts";
 import type { Deps } from "../deps.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { hashStream } from "../store/hash-stream.ts";
-import { partSizeFor, uploadStreamMultipart } from "../store/multipart-upload.ts";
+import { equalPartGuard, partSizeFor, uploadStreamMultipart } from "../store/multipart-upload.ts";
+import { base64ToBytes } from "../sandbox/base64-events.ts";
 import { presign } from "../store/s3-store.ts";
 import { archiveKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import type { BackupStrategy } from "../strategies/registry.ts";
@@ -81,6 +82,14 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
     await agent.deleteFile(archived.staged!).catch(() => {});
     return { ms: since(t), bytes: sent.bytes, sha256: sent.sha256 };
   }
+  if (s.path === "sdk-base64-chunked") return sdkChunkedTransfer(d, p, archived, key, t);
+  if (s.path === "sdk-base64-stream") {
+    const body = await d.transport.readFileStreamBase64(p.sandboxId, archived.staged!);
+    const up = await uploadStreamMultipart(d.store, key, body, { partSize: partSizeFor(archived.bytes), concurrency: 2 });
+    if (up.sha256 !== archived.sha256) throw new Error(`decoded bytes (sha256 ${up.sha256}) are not the staged archive (sha256 ${archived.sha256})`);
+    await agent.deleteFile(archived.staged!).catch(() => {});
+    return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts };
+  }
   // multipart: the archive is made while it uploads.
   const r = await agent.archiveStream({ path: p.path, ...s.format });
   let ttfbMs: number | undefined;
@@ -92,6 +101,30 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
   }));
   const up = await uploadStreamMultipart(d.store, key, timed, { partSize: partSizeFor(archived.manifest.bytes), concurrency: 2 });
   return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts, ttfbMs };
+}
+
+/** The seeds' chunked baseline: 10 MiB chunk files, each read as base64 through the file API and decoded here. */
+const SDK_CHUNK_BYTES = 10 * 2 ** 20;
+async function sdkChunkedTransfer(d: Deps, p: BackupParams, archived: ArchiveResult, key: string, t: number): Promise<TransferResult> {
+  const agent = new AgentClient(d.transport, p.sandboxId);
+  const { chunks } = await agent.split(archived.staged!, SDK_CHUNK_BYTES);
+  const upload = equalPartGuard(await d.store.createMultipartUpload(key), SDK_CHUNK_BYTES);
+  try {
+    const parts = [];
+    let bytes = 0;
+    for (const [i, chunk] of chunks.entries()) {
+      const decoded = base64ToBytes(await d.transport.readFileBase64(p.sandboxId, chunk.path));
+      parts.push(await upload.uploadPart(i + 1, decoded));
+      bytes += decoded.byteLength;
+      await agent.deleteFile(chunk.path).catch(() => {});
+    }
+    await upload.complete(parts);
+    await agent.deleteFile(archived.staged!).catch(() => {});
+    return { ms: since(t), bytes, sha256: archived.sha256!, parts: parts.length };
+  } catch (e) {
+    await upload.abort().catch(() => {});
+    throw e;
+  }
 }
 
 export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, sent: TransferResult): Promise<StepResult> {

@@ -104,6 +104,9 @@ export class AgentClient {
   extractFile(body: z.input<typeof P.ExtractFile>) {
     return this.json<P.WrittenBytes>("extract file", "/v1/extract", body);
   }
+  split(path: string, chunkBytes: number) {
+    return this.json<{ chunks: { path: string; bytes: number }[] }>("split", "/v1/split", { path, chunkBytes });
+  }
   uploadToUrl(body: z.input<typeof P.UploadBody>) {
     return this.json<P.WrittenBytes>("presigned upload", "/v1/upload", body);
   }

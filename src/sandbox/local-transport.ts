@@ -1,6 +1,7 @@
 // The embedded default: the agent runs as a host process (scripts/dev.ts starts it) and serves one root
 // directory per sandbox id, chosen by the x-snapflow-sandbox header. Same agent code as in the image.
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
+import { decodeBase64Events } from "./base64-events.ts";
 import type { SandboxTransport } from "./transport.ts";
 
 export function localTransport(agentUrl: string, token: string): SandboxTransport {
@@ -15,14 +16,15 @@ export function localTransport(agentUrl: string, token: string): SandboxTranspor
     kind: "local",
     agentFetch,
     async readFileBase64(sandboxId, path) {
-      const r = await agentFetch(sandboxId, `/v1/files?path=${encodeURIComponent(path)}`);
+      // The agent base64-encodes inside the sandbox, as the SDK's container does.
+      const r = await agentFetch(sandboxId, `/v1/files?path=${encodeURIComponent(path)}&encoding=base64`);
       if (!r.ok) throw new Error(`reading ${path}: HTTP ${r.status} ${await r.text()}`);
-      // The SDK base64-encodes file content inside the container; do the same work here so the baseline
-      // measures the same encode/decode cost.
-      const bytes = new Uint8Array(await r.arrayBuffer());
-      let binary = "";
-      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-      return btoa(binary);
+      return ((await r.json()) as { content: string }).content;
+    },
+    async readFileStreamBase64(sandboxId, path) {
+      const r = await agentFetch(sandboxId, `/v1/files?path=${encodeURIComponent(path)}&encoding=base64-sse`);
+      if (!r.ok) throw new Error(`streaming ${path}: HTTP ${r.status} ${await r.text()}`);
+      return decodeBase64Events(r.body!);
     },
     async destroy(sandboxId) {
       const r = await agentFetch(sandboxId, "/v1/sandbox", { method: "DELETE" });

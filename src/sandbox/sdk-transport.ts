@@ -1,7 +1,7 @@
 // Production: sandboxes are Cloudflare Sandbox containers (@cloudflare/sandbox). The image's entrypoint is the
 // SDK's control server (port 3000); the agent is started from here with startProcess so that it receives the
 // AGENT_TOKEN secret, and reached with containerFetch on AGENT_PORT.
-import { getSandbox, type Sandbox } from "@cloudflare/sandbox";
+import { getSandbox, streamFile, type Sandbox } from "@cloudflare/sandbox";
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
 import type { SandboxTransport } from "./transport.ts";
 
@@ -45,6 +45,18 @@ export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, token: string,
     async readFileBase64(sandboxId, path) {
       const file = await getSandbox(ns, sandboxId).readFile(path, { encoding: "base64" });
       return file.content;
+    },
+    async readFileStreamBase64(sandboxId, path) {
+      const events = await getSandbox(ns, sandboxId).readFileStream(path);
+      const chunks = streamFile(events);
+      // streamFile decodes the SDK's base64 events into bytes for binary files.
+      return new ReadableStream<Uint8Array>({
+        async pull(c) {
+          const { done, value } = await chunks.next();
+          if (done) c.close();
+          else c.enqueue(typeof value === "string" ? new TextEncoder().encode(value) : value);
+        },
+      });
     },
     async destroy(sandboxId) {
       started.delete(sandboxId);

@@ -1,8 +1,8 @@
 // "Talk to a sandbox": the one seam between snapflow and where sandboxes actually run.
 //
 // - agentFetch: an HTTP request to the snapflow agent inside the sandbox (raw bytes both ways, no base64).
-// - readFileBase64: a file read the way the Sandbox SDK's file API does it (base64 in JSON), kept for the
-//   sdk-base64 baseline that shows what that costs.
+// - readFileBase64 / readFileStreamBase64: a file read the way the Sandbox SDK's file API does it (base64 in
+//   JSON, or base64 in server-sent events), kept for the sdk-base64 baselines that show what that costs.
 // - destroy: end the sandbox (production: the container; local: its root directory).
 //
 // Implementations: sdk-transport.ts (@cloudflare/sandbox, production) and local-transport.ts (the same agent
@@ -12,5 +12,7 @@ export interface SandboxTransport {
   readonly kind: "sandbox" | "local";
   agentFetch(sandboxId: string, path: string, init?: RequestInit): Promise<Response>;
   readFileBase64(sandboxId: string, path: string): Promise<string>;
+  /** the file's bytes, decoded from the SDK's base64 event stream */
+  readFileStreamBase64(sandboxId: string, path: string): Promise<ReadableStream<Uint8Array>>;
   destroy(sandboxId: string): Promise<void>;
 }

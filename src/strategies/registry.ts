@@ -8,7 +8,9 @@ import type { ToolName } from "../../container/protocol.ts";
 export type BackupPath =
   | "stream" // archive to a file in the sandbox, then its raw bytes → FixedLengthStream → single put
   | "multipart" // archive piped as the response body → equal-size parts → multipart from the Worker
-  | "presigned-put"; // archive to a file in the sandbox, then the agent PUTs it to a presigned URL (no Worker in the byte path)
+  | "presigned-put" // archive to a file in the sandbox, then the agent PUTs it to a presigned URL (no Worker in the byte path)
+  | "sdk-base64-chunked" // the seeds' baseline: split the staged archive, readFile each chunk as base64, decode, multipart
+  | "sdk-base64-stream"; // readFileStream: base64 in server-sent events, decoded in the Worker, multipart
 
 /** How archive bytes travel from the store into the sandbox, and what becomes of them there. */
 export type RestorePath =
@@ -55,6 +57,8 @@ const BACKUP_HOW: Record<BackupPath, string> = {
   stream: "archive to a file in the sandbox, then its raw bytes → FixedLengthStream → one put",
   multipart: "streamed as the agent's response → equal-size parts → multipart upload, bounded memory",
   "presigned-put": "archive to a file in the sandbox, then the agent PUTs it to a presigned URL",
+  "sdk-base64-chunked": "archive to a file, split into 10 MiB chunks, each read through the SDK file API as base64, decoded, multipart",
+  "sdk-base64-stream": "archive to a file, read through the SDK's streaming file API (base64 events), decoded, multipart",
 };
 const RESTORE_HOW: Record<RestorePath, string> = {
   "push-file": "store → Worker → agent PUT to a file, then extract",
@@ -76,6 +80,8 @@ export const STRATEGIES: readonly Strategy[] = [
   backup("tar-zst-fast-direct", zstd1, "stream", "tar | zstd -1 -T0", SEED_R2),
   backup("tar-direct", plain, "stream", "plain tar", SEED_R2),
   backup("tar-gz-direct", gzip6, "stream", "tar | gzip -6", SEED_R2),
+  backup("tar-zst-fast-chunked", zstd1, "sdk-base64-chunked", "tar | zstd -1 -T0", SEED_R2),
+  backup("tar-zst-stream", zstd3, "sdk-base64-stream", "tar | zstd -3 -T0", SEED_R2),
   backup("tar-zst-pipe", zstd3, "multipart", "tar | zstd -3 -T0", SEED_R2),
   backup("tar-zst-fast-pipe", zstd1, "multipart", "tar | zstd -1 -T0", SEED_R2),
   backup("tar-pipe", plain, "multipart", "plain tar", SEED_R2),

@@ -12,8 +12,11 @@ async function run(kind: "backup" | "restore", body: Record<string, unknown>) {
   const started = await api("POST", `/api/${kind}s`, body);
   expect(started.status, JSON.stringify(started.json)).toBe(202);
   const [instance] = await wf.get();
-  await instance!.waitForStatus("complete");
-  return (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
+  // On failure, show the run's own error rather than only the introspector's "reached errored".
+  const ended = await instance!.waitForStatus("complete").then(() => null, (e: Error) => e);
+  const status = (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
+  if (ended) throw new Error(`${kind} ${body.strategy}: ${status.error ?? ended.message}`);
+  return status;
 }
 
 const backups = STRATEGIES.filter((s): s is BackupStrategy => s.kind === "backup");
