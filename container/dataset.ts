@@ -4,6 +4,9 @@
 //   mostly small text files (JS, .d.ts, JSON, Markdown, source maps) with some binaries (.node, .wasm, .png)
 //   and a .git directory whose pack files are incompressible. Sizes are log-normal, scaled to the requested
 //   total. The same (seed, files, bytes) gives the same bytes, names, modes and mtimes.
+// - "added-data": snapshot-create-restore-benchmark.md's shapes: a node-modules base plus N bytes of added data
+//   under added/. That seed's archives grew by about the added size at every compressor (10 MB → 5 GB), so the
+//   added data is incompressible: AES-CTR bytes in files of at most 256 MiB.
 // - "tricky": a small tree of the cases restores get wrong: symlinks (relative, absolute, dangling, to a dir),
 //   hard links, empty dirs and files, a sparse file, unusual modes, unicode, spaces and long names.
 //
@@ -12,7 +15,7 @@ import { createCipheriv, createHash } from "node:crypto";
 import { chmod, link, mkdir, open, symlink, utimes, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 
-export type DatasetKind = "node-modules" | "tricky";
+export type DatasetKind = "node-modules" | "tricky" | "added-data";
 
 export interface DatasetSpec {
   kind: DatasetKind;
@@ -20,6 +23,8 @@ export interface DatasetSpec {
   /** node-modules only: number of files and total bytes to aim for */
   files?: number;
   bytes?: number;
+  /** added-data only: incompressible bytes added under added/ on top of a node-modules base */
+  addedBytes?: number;
 }
 
 export interface DatasetResult {
@@ -215,9 +220,35 @@ async function generateTricky(root: string, seed: number): Promise<{ files: numb
   return { files: 12, bytes: 5000 + 19 + 1 + 2 + 7 + 5 + 4 + 4 + 70_000 + 8 * 1024 * 1024 };
 }
 
+const ADDED_FILE_BYTES = 256 * 2 ** 20;
+
+async function generateAddedData(root: string, spec: DatasetSpec): Promise<{ files: number; bytes: number }> {
+  const base = await generateNodeModules(root, { ...spec, files: spec.files ?? 10_000, bytes: spec.bytes ?? 190e6 });
+  const dir = join(root, "added");
+  await mkdir(dir, { recursive: true });
+  let left = spec.addedBytes ?? 0;
+  let files = 0;
+  while (left > 0) {
+    const size = Math.min(left, ADDED_FILE_BYTES);
+    const file = join(dir, `blob-${String(files).padStart(4, "0")}.bin`);
+    // Written in 8 MiB slices so that memory stays flat whatever the size.
+    const out = await open(file, "w");
+    for (let offset = 0; offset < size; offset += 8 * 2 ** 20) {
+      await out.write(randomBytes(spec.seed, `added-${files}-${offset}`, Math.min(8 * 2 ** 20, size - offset)));
+    }
+    await out.close();
+    await utimes(file, MTIME_BASE, MTIME_BASE);
+    left -= size;
+    files++;
+  }
+  await utimes(dir, MTIME_BASE, MTIME_BASE);
+  await utimes(root, MTIME_BASE, MTIME_BASE);
+  return { files: base.files + files, bytes: base.bytes + (spec.addedBytes ?? 0) };
+}
+
 export async function generateDataset(root: string, spec: DatasetSpec): Promise<DatasetResult> {
   const started = performance.now();
   await mkdir(root, { recursive: true });
-  const made = spec.kind === "tricky" ? await generateTricky(root, spec.seed) : await generateNodeModules(root, spec);
+  const made = spec.kind === "tricky" ? await generateTricky(root, spec.seed) : spec.kind === "added-data" ? await generateAddedData(root, spec) : await generateNodeModules(root, spec);
   return { ...made, ms: Math.round(performance.now() - started) };
 }

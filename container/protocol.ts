@@ -101,10 +101,12 @@ export const PathBody = z.object({ path: z.string() });
 
 export const DatasetBody = z.object({
   path: z.string(),
-  kind: z.enum(["node-modules", "tricky"]),
+  kind: z.enum(["node-modules", "tricky", "added-data"]),
   seed: z.number().int().nonnegative().default(1),
   files: z.number().int().positive().max(2_000_000).optional(),
   bytes: z.number().int().nonnegative().max(64 * 2 ** 30).optional(),
+  /** added-data: incompressible bytes on top of the node-modules base (the seed's 10 MB … 5 GB) */
+  addedBytes: z.number().int().nonnegative().max(64 * 2 ** 30).optional(),
   /** remove whatever is at `path` first */
   replace: z.boolean().default(true),
 });

@@ -110,3 +110,22 @@ describe("prng", () => {
     expect(prng(43)()).not.toBe(prng(42)());
   });
 });
+
+describe("added-data datasets (snapshot-create-restore-benchmark.md's shapes)", () => {
+  it("add the requested bytes, incompressible, in files of at most 256 MiB, deterministically", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const { readFileSync } = await import("node:fs");
+    const added = { kind: "added-data", seed: 5, files: 200, bytes: 2_000_000, addedBytes: 12_000_000 } as const;
+    const a = join(base, "added-a");
+    const made = await generateDataset(a, added);
+    expect(made.bytes).toBeGreaterThanOrEqual(14_000_000 * 0.99);
+    const blob = join(a, "added/blob-0000.bin");
+    expect(statSync(blob).size).toBe(12_000_000);
+    // zstd cannot shrink it: the seed's archives grew by about the added size.
+    const compressed = execFileSync("zstd", ["-3", "-c", blob], { maxBuffer: 64 * 2 ** 20 });
+    expect(compressed.length).toBeGreaterThan(12_000_000 * 0.99);
+    const b = join(base, "added-b");
+    await generateDataset(b, added);
+    expect(readFileSync(join(b, "added/blob-0000.bin")).equals(readFileSync(blob))).toBe(true);
+  });
+});
