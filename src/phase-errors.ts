@@ -6,6 +6,6 @@ import { unavailableReason, type Strategy } from "./strategies/registry.ts";
 export class PermanentError extends Error {}
 
 export function checkStrategyRuns(s: Strategy, probe: ProbeResult, sandboxId: string): void {
-  const reason = unavailableReason(s, probe.tools);
+  const reason = unavailableReason(s, probe);
   if (reason) throw new PermanentError(`strategy ${s.name} cannot run in sandbox ${sandboxId}: ${reason}`);
 }

@@ -14,7 +14,7 @@ import { depsFrom, type Deps } from "../deps.ts";
 import { AgentClient, AgentCallError } from "../sandbox/agent-client.ts";
 import { SANDBOX_ID } from "../../container/protocol.ts";
 import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
-import { findStrategy, restoresFor, STRATEGIES } from "../strategies/registry.ts";
+import { restoresFor, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
 import { ApiError, checkBearer, json, newId, parseBody } from "./http.ts";
 import { BackupRequest, DatasetRequest, RestoreRequest, RUN_ID } from "./schemas.ts";
 import type { BackupParams } from "../../workflows/backup-workflow.ts";
@@ -52,8 +52,18 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
 }
 
 const routes: [string, string, Handler][] = [
-  ["GET", "/api/strategies", async () =>
-    json({ strategies: STRATEGIES.map(({ name, kind, description, format, path, requires, seed }) => ({ name, kind, description, format, path, requires, seed })) })],
+  ["GET", "/api/strategies", async (req, _env, d) => {
+    // With ?sandboxId=…, probe that sandbox and say which strategies can run there, and why not.
+    const sandboxParam = new URL(req.url).searchParams.get("sandboxId");
+    const probe = sandboxParam === null ? undefined : await new AgentClient(d.transport, idParam(sandboxParam, SANDBOX_ID, "sandboxId")).probe();
+    return json({
+      ...(probe ? { sandboxId: sandboxParam, probe: { kernel: probe.kernel, fuse: probe.fuse, capSysAdmin: probe.capSysAdmin, cpus: probe.cpus } } : {}),
+      strategies: STRATEGIES.map((s) => {
+        const reason = probe ? unavailableReason(s, probe) : undefined;
+        return { ...s, ...(probe ? { available: !reason, ...(reason ? { reason } : {}) } : {}) };
+      }),
+    });
+  }],
 
   ["POST", "/api/sandboxes/:id/datasets", async (req, _env, d, { id }) => {
     const sandboxId = idParam(id, SANDBOX_ID, "sandboxId");

@@ -2,7 +2,7 @@
 // format × path × materialization plus the tools it needs; the seeds' strategy names are presets of it, so
 // our result tables line up with theirs row by row. Adding a preset is adding an entry here.
 import type { TarFormat } from "../../container/protocol.ts";
-import type { ToolName } from "../../container/protocol.ts";
+import type { ProbeResult, ToolName } from "../../container/protocol.ts";
 
 /** How archive bytes travel from the sandbox to the store. */
 export type BackupPath =
@@ -26,6 +26,7 @@ export interface BackupStrategy {
   format: TarFormat;
   path: BackupPath;
   requires: ToolName[];
+  needs?: Capability[];
   /** the seed report this preset reproduces, when it is one of theirs */
   seed?: string;
 }
@@ -38,6 +39,7 @@ export interface RestoreStrategy {
   format: TarFormat;
   path: RestorePath;
   requires: ToolName[];
+  needs?: Capability[];
   seed?: string;
 }
 
@@ -124,8 +126,18 @@ export function restoresFor(format: TarFormat): RestoreStrategy[] {
   return STRATEGIES.filter((s): s is RestoreStrategy => s.kind === "restore" && archiveFamily(s.format) === archiveFamily(format));
 }
 
-/** Why a strategy cannot run in a sandbox with these tools, or undefined when it can. */
-export function unavailableReason(s: Strategy, tools: Record<string, unknown>): string | undefined {
-  const missing = s.requires.filter((t) => !tools[t]);
-  return missing.length ? `missing tool${missing.length > 1 ? "s" : ""}: ${missing.join(", ")}` : undefined;
+/** What a strategy needs of the sandbox beyond tools. */
+export type Capability = "fuse" | "cap_sys_admin" | "fs:squashfs" | "fs:erofs" | "fs:overlay";
+
+/** Why a strategy cannot run in a sandbox as probed, or undefined when it can. */
+export function unavailableReason(s: Strategy, probe: Pick<ProbeResult, "tools" | "fuse" | "capSysAdmin" | "filesystems">): string | undefined {
+  const reasons: string[] = [];
+  const missing = s.requires.filter((t) => !probe.tools[t]);
+  if (missing.length) reasons.push(`missing tool${missing.length > 1 ? "s" : ""}: ${missing.join(", ")}`);
+  for (const need of s.needs ?? []) {
+    if (need === "fuse" && !probe.fuse) reasons.push("no /dev/fuse");
+    if (need === "cap_sys_admin" && !probe.capSysAdmin) reasons.push("no CAP_SYS_ADMIN (kernel mounts need it)");
+    if (need.startsWith("fs:") && !probe.filesystems.includes(need.slice(3))) reasons.push(`the kernel has no ${need.slice(3)} filesystem`);
+  }
+  return reasons.length ? reasons.join("; ") : undefined;
 }

@@ -59,3 +59,20 @@ it("GET /api/strategies lists every preset with its format and tools", async () 
   expect(names).toEqual(expect.arrayContaining(["tar-zst-direct", "tar-zst-pipe", "restore-tar-zst", "restore-tar-zst-pipe"]));
   for (const s of r.json.strategies) expect(s.requires.length).toBeGreaterThan(0);
 });
+
+it("GET /api/strategies?sandboxId= probes that sandbox and says what can run there", async () => {
+  const r = await api("GET", "/api/strategies?sandboxId=probe-me");
+  expect(r.status).toBe(200);
+  expect(r.json.probe.cpus).toBeGreaterThan(0);
+  const pipe = r.json.strategies.find((s: any) => s.name === "tar-zst-pipe");
+  expect(pipe).toMatchObject({ available: true });
+  expect((await api("GET", "/api/strategies?sandboxId=Bad!")).json.error.field).toBe("sandboxId");
+});
+
+it("a strategy is unavailable, with every reason, when tools or capabilities are missing", async () => {
+  const { unavailableReason } = await import("../../src/strategies/registry.ts");
+  const strategy = { name: "x", kind: "restore", description: "", format: { kind: "tar", compression: "zstd" }, path: "push-file", requires: ["tar", "zstd"], needs: ["fuse", "cap_sys_admin", "fs:erofs"] } as const;
+  const probe = { tools: { tar: { path: "/bin/tar", version: "1" }, zstd: null }, fuse: false, capSysAdmin: false, filesystems: ["squashfs"] };
+  expect(unavailableReason(strategy as any, probe as any)).toBe("missing tool: zstd; no /dev/fuse; no CAP_SYS_ADMIN (kernel mounts need it); the kernel has no erofs filesystem");
+  expect(unavailableReason(strategy as any, { tools: { tar: {}, zstd: {} }, fuse: true, capSysAdmin: true, filesystems: ["erofs"] } as any)).toBeUndefined();
+});
