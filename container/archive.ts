@@ -11,15 +11,15 @@ import { startTool, toolAndFlow } from "./run-tool.ts";
 import { tarCreateArgv } from "./tar-argv.ts";
 
 /** Streams the archive of `dir` into `out`. Rejects (and the caller aborts `out`) if tar fails. */
-export async function archiveToStream(dir: string, format: TarFormat, out: Writable): Promise<WrittenBytes> {
+export async function archiveToStream(dir: string, format: TarFormat, out: Writable, filesFrom?: string): Promise<WrittenBytes> {
   const started = performance.now();
-  const tar = startTool(tarCreateArgv(dir, format));
+  const tar = startTool(tarCreateArgv(dir, format, filesFrom));
   const hashing = new HashingStream();
   await toolAndFlow(tar, pipeline(tar.child.stdout!, hashing, out));
   return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
 }
 
-export async function archiveToFile(dir: string, format: TarFormat, output: string): Promise<WrittenBytes> {
+export async function archiveToFile(dir: string, format: TarFormat, output: string, filesFrom?: string): Promise<WrittenBytes> {
   await mkdir(dirname(output), { recursive: true });
-  return archiveToStream(dir, format, createWriteStream(output));
+  return archiveToStream(dir, format, createWriteStream(output), filesFrom);
 }

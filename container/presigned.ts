@@ -17,7 +17,7 @@ import { HashingStream } from "./hashing-stream.ts";
 import type { TarFormat, WrittenBytes } from "./protocol.ts";
 
 /** The URL must be http(s); anything else (file:, data:) would let a caller read or write where it should not. */
-function checkUrl(url: string, field: string): URL {
+export function checkUrl(url: string, field: string): URL {
   let u: URL;
   try {
     u = new URL(url);

@@ -6,6 +6,8 @@
 //   POST   /v1/datasets     DatasetBody    generate a deterministic dataset at `path`
 //   POST   /v1/manifest     PathBody       manifest of a tree
 //   POST   /v1/verify       VerifyBody     compare a tree with an expected manifest
+//   POST   /v1/delta        DeltaBody      changed entries since a base manifest → list file; deleted paths
+//   POST   /v1/remove       RemoveBody     remove relative entries below a tree (applying a delta's deletions)
 //   GET    /v1/archive?     ArchiveQuery   the tree as an archive, streamed as the response body
 //   POST   /v1/archive      ArchiveToFile  the tree as an archive written to a file in the sandbox
 //   GET    /v1/stat?path=                  {exists, type, size, entries}
@@ -130,8 +132,12 @@ export const ManifestSchema = z.object({
 
 export const VerifyBody = z.object({ path: z.string(), expected: ManifestSchema, limit: z.number().int().positive().max(1000).default(20) });
 
-export const ArchiveQuery = TarFormat.extend({ path: z.string() });
-export const ArchiveToFile = z.object({ path: z.string(), output: z.string(), format: TarFormat });
+/** `filesFrom`: a NUL-separated list (from /v1/delta) of the entries to archive, instead of the whole tree. */
+export const ArchiveQuery = TarFormat.extend({ path: z.string(), filesFrom: z.string().optional() });
+export const ArchiveToFile = z.object({ path: z.string(), output: z.string(), format: TarFormat, filesFrom: z.string().optional() });
+
+export const DeltaBody = z.object({ path: z.string(), base: z.lazy(() => ManifestSchema), list: z.string() });
+export const RemoveBody = z.object({ path: z.string(), entries: z.array(z.string()) });
 
 export const ExtractQuery = TarFormat.extend({ path: z.string() });
 export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat });
@@ -143,6 +149,107 @@ export const DownloadBody = z.union([
   z.object({ url: z.string(), output: z.string() }).strict(),
   z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat }) }).strict(),
 ]);
+
+// ---- Parallel presigned transfers (presigned-multipart.ts, presigned-ranged.ts) ----
+//   POST   /v1/upload-multipart  UploadMultipartBody  cut a tar stream or a staged file into equal parts, PUT each
+//                                                     to its presigned UploadPart URL → {bytes, sha256, parts, ms, peakBufferedBytes}
+//   POST   /v1/download-ranged   DownloadRangedBody   parallel Range GETs of one presigned URL into a file or, in
+//                                                     order, into the extractor → {bytes, sha256, ms, tool, ranges?, peakBufferedBytes?}
+
+/** R2's multipart rules (as src/store/multipart-upload.ts): parts ≥ 5 MiB except the last, ≤ 10,000 parts, ≤ 5 GiB. */
+export const MULTIPART_LIMITS = { minPartBytes: 5 * 2 ** 20, maxPartBytes: 5 * 2 ** 30, maxParts: 10_000 } as const;
+/** The agent holds at most (concurrency + 1) × partSize bytes of an upload; refuse requests that would exceed this. */
+export const MULTIPART_MAX_BUFFER_BYTES = 2 * 2 ** 30;
+
+export const UploadMultipartBody = z
+  .object({
+    source: z.union([
+      /** tar (+ compressor) of the tree at `path`, exactly as POST /v1/archive makes it, cut while it streams */
+      z.object({ archive: z.object({ path: z.string(), format: TarFormat }).strict() }).strict(),
+      /** a staged file in the sandbox */
+      z.object({ file: z.string() }).strict(),
+    ]),
+    /** bytes of every part but the last; R2 needs ≥ 5 MiB */
+    partSize: z.number().int().min(MULTIPART_LIMITS.minPartBytes, `must be at least 5 MiB (${MULTIPART_LIMITS.minPartBytes} bytes), R2's minimum part size`).max(MULTIPART_LIMITS.maxPartBytes),
+    /** parts PUT at once */
+    concurrency: z.number().int().min(1).max(64).default(4),
+    /** urls[i]: the presigned UploadPart URL (partNumber=i+1&uploadId=...) of part i + 1 */
+    urls: z.array(z.string()).min(1).max(MULTIPART_LIMITS.maxParts),
+    /** extra attempts per part on a network error, 5xx or 429 */
+    retries: z.number().int().min(0).max(10).default(2),
+  })
+  .strict()
+  .refine((b) => (b.concurrency + 1) * b.partSize <= MULTIPART_MAX_BUFFER_BYTES, {
+    path: ["partSize"],
+    message: `(concurrency + 1) × partSize must stay within ${MULTIPART_MAX_BUFFER_BYTES} bytes of agent memory`,
+  });
+export type UploadMultipartBody = z.infer<typeof UploadMultipartBody>;
+
+export const DownloadRangedBody = z
+  .object({
+    url: z.string(),
+    /** the object's size (the Worker HEADs it); every 206's Content-Range total must equal it */
+    size: z.number().int().nonnegative(),
+    output: z.string().optional(),
+    extract: z.object({ path: z.string(), format: TarFormat }).strict().optional(),
+    /** bytes per Range GET (node); the extract reorder buffer holds at most concurrency × rangeSize */
+    rangeSize: z.number().int().min(64 * 2 ** 10).max(256 * 2 ** 20).default(8 * 2 ** 20),
+    /** ranges in flight (node), or aria2c's -x/-s connections (≤ 16) */
+    concurrency: z.number().int().min(1).max(64).default(4),
+    tool: z.enum(["node", "aria2c"]).default("node"),
+    /** node: extra attempts per range (resuming where it broke); aria2c: --max-tries = retries + 1 */
+    retries: z.number().int().min(0).max(10).default(2),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    if ((b.output === undefined) === (b.extract === undefined)) ctx.addIssue({ code: "custom", path: ["output"], message: "give exactly one of output and extract" });
+    if (b.tool === "aria2c" && b.extract) ctx.addIssue({ code: "custom", path: ["extract"], message: "aria2c writes a file: use output, not extract" });
+    if (b.tool === "aria2c" && b.concurrency > 16) ctx.addIssue({ code: "custom", path: ["concurrency"], message: "aria2c allows at most 16 connections" });
+  });
+export type DownloadRangedBody = z.infer<typeof DownloadRangedBody>;
+// ---- end of parallel presigned transfers ----
+
+// ---- Filesystem images, mounts and overlays (images.ts, mounts.ts, image-argv.ts) ----
+//   POST   /v1/image        ImageBody        an image of the tree at `path` written to `output` → WrittenBytes
+//   POST   /v1/materialize  MaterializeBody  an image file → a directory: extracted, or mounted read-only
+//                                            (kernel, or FUSE) → {ms, bytes, mounted?}
+//   POST   /v1/overlay      OverlayBody      a writable overlay over `lower` mounted at `path` → {upper, work, ms, mounted}
+//   GET    /v1/mounts                        the sandbox's mounts made through the agent → {mounts: MountEntry[]}
+//   DELETE /v1/mounts?path=                  unmount (overlays on top of it first) → {unmounted: paths}
+// A mount needs an empty or missing `path`. DELETE /v1/sandbox unmounts the sandbox's mounts before deleting.
+
+export const ImageBody = z.object({ path: z.string(), output: z.string(), format: ImageFormat });
+export const MaterializeHow = z.enum(["extract", "mount-kernel", "mount-fuse"]);
+export const MaterializeBody = z.object({ archive: z.string(), path: z.string(), format: ImageFormat, how: MaterializeHow });
+export const OverlayBody = z.object({ lower: z.string(), path: z.string(), how: z.enum(["kernel", "fuse"]) });
+
+/** A mount made through the agent, as GET /v1/mounts lists it (sandbox paths throughout). */
+export interface MountEntry {
+  path: string;
+  kind: "image" | "overlay";
+  /** the image file, or the overlay's lower directory */
+  source: string;
+  how: "mount-kernel" | "mount-fuse" | "kernel" | "fuse";
+  /** the program that mounted it: mount, squashfuse_ll, squashfuse, erofsfuse, fuse-overlayfs */
+  tool: string;
+  /** as /proc/self/mountinfo has it, e.g. squashfs, fuse.squashfuse_ll, overlay */
+  fstype: string;
+  /** ISO time of mounting */
+  since: string;
+  /** overlays: the writable layer and overlayfs's work directory */
+  upper?: string;
+  work?: string;
+}
+
+export interface MaterializeResult {
+  ms: number;
+  /** the image file's size */
+  bytes: number;
+  mounted?: MountEntry;
+  /** erofs extract: names made hard links again after an extractor that copies them (erofs-links.ts) */
+  relinked?: number;
+}
+// ---- end of filesystem images, mounts and overlays ----
 
 export const FaultBody = z.object({
   /** the route the fault applies to, e.g. "POST /v1/archive" */
@@ -206,6 +313,8 @@ export const TOOLS = {
   mksquashfs: { pkg: "squashfs-tools", version: ["-version"] },
   unsquashfs: { pkg: "squashfs-tools", version: ["-version"] },
   squashfuse: { pkg: "squashfuse", version: ["--version"] },
+  squashfuse_ll: { pkg: "squashfuse", version: ["--version"] },
+  "fuse-overlayfs": { pkg: "fuse-overlayfs", version: ["--version"] },
   fusermount3: { pkg: "fuse3", version: ["--version"] },
   "mkfs.erofs": { pkg: "erofs-utils", version: ["--version"] },
   "fsck.erofs": { pkg: "erofs-utils", version: ["--version"] },

@@ -5,7 +5,7 @@
 import { createReadStream } from "node:fs";
 import { lstat, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -13,11 +13,16 @@ import type { z } from "zod";
 import { AgentError } from "./agent-error.ts";
 import { archiveToFile, archiveToStream } from "./archive.ts";
 import { generateDataset } from "./dataset.ts";
+import { planDelta, removeEntries } from "./delta.ts";
 import { extractFromFile, extractFromStream } from "./extract.ts";
 import { Faults } from "./faults.ts";
 import { HashingStream } from "./hashing-stream.ts";
+import { checkImage, extractImage, makeImage } from "./images.ts";
 import { compareManifests, takeManifest, type Manifest } from "./manifest.ts";
+import { listMounts, mountImage, mountOverlay, MountRegistry, unmountPath, unmountSandbox } from "./mounts.ts";
 import { downloadAndExtract, downloadToFile, uploadFile } from "./presigned.ts";
+import { uploadMultipart } from "./presigned-multipart.ts";
+import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } from "./presigned-ranged.ts";
 import { probe } from "./probe.ts";
 import { readFileBase64, splitFile, streamFileBase64 } from "./sdk-file-api.ts";
 import * as P from "./protocol.ts";
@@ -69,6 +74,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown) {
 
 export function createAgentServer(options: AgentOptions): Server {
   const faults = new Faults();
+  const mounts = new MountRegistry();
   const expected = Buffer.from(`Bearer ${options.token}`);
 
   const routes: Record<string, Handler> = {
@@ -94,18 +100,30 @@ export function createAgentServer(options: AgentOptions): Server {
       return { ...comparison, totals: actual.totals, ms: Math.round(performance.now() - started) };
     },
 
+    "POST /v1/delta": async (c) => {
+      const body = await c.json(P.DeltaBody);
+      return planDelta(await existingDir(await c.path(body.path, "path"), "path"), body.base as Manifest, await c.path(body.list, "list"));
+    },
+
+    "POST /v1/remove": async (c) => {
+      const body = await c.json(P.RemoveBody);
+      return removeEntries(await existingDir(await c.path(body.path, "path"), "path"), body.entries);
+    },
+
     "GET /v1/archive": async (c) => {
       const q = c.query(P.ArchiveQuery);
       const dir = await existingDir(await c.path(q.path, "path"), "path");
+      const filesFrom = q.filesFrom === undefined ? undefined : await c.path(q.filesFrom, "filesFrom");
       c.res.writeHead(200, { "content-type": "application/octet-stream" });
-      await archiveToStream(dir, q, c.res);
+      await archiveToStream(dir, q, c.res, filesFrom);
       return STREAMED;
     },
 
     "POST /v1/archive": async (c) => {
       const body = await c.json(P.ArchiveToFile);
       const dir = await existingDir(await c.path(body.path, "path"), "path");
-      return archiveToFile(dir, body.format, await c.path(body.output, "output"));
+      const filesFrom = body.filesFrom === undefined ? undefined : await c.path(body.filesFrom, "filesFrom");
+      return archiveToFile(dir, body.format, await c.path(body.output, "output"), filesFrom);
     },
 
     "GET /v1/files": async (c) => {
@@ -176,6 +194,68 @@ export function createAgentServer(options: AgentOptions): Server {
       return downloadAndExtract(body.url, body.extract.format, await c.path(body.extract.path, "extract.path"));
     },
 
+    // ---- Parallel presigned transfers (presigned-multipart.ts, presigned-ranged.ts) ----
+    "POST /v1/upload-multipart": async (c) => {
+      const body = await c.json(P.UploadMultipartBody);
+      const source =
+        "archive" in body.source
+          ? { archive: { dir: await existingDir(await c.path(body.source.archive.path, "source.archive.path"), "source.archive.path"), format: body.source.archive.format } }
+          : { file: await c.path(body.source.file, "source.file") };
+      return uploadMultipart(source, body);
+    },
+
+    "POST /v1/download-ranged": async (c) => {
+      const body = await c.json(P.DownloadRangedBody);
+      const o = { url: body.url, size: body.size, rangeSize: body.rangeSize, concurrency: body.concurrency, retries: body.retries };
+      if (body.extract) return downloadRangedAndExtract(o, body.extract.format, await c.path(body.extract.path, "extract.path"));
+      const output = await c.path(body.output, "output");
+      return body.tool === "aria2c" ? downloadWithAria2c(o, output) : downloadRangedToFile(o, output);
+    },
+    // ---- end of parallel presigned transfers ----
+
+    // ---- Filesystem images, mounts and overlays (images.ts, mounts.ts) ----
+    "POST /v1/image": async (c) => {
+      const body = await c.json(P.ImageBody);
+      const dir = await existingDir(await c.path(body.path, "path"), "path");
+      return makeImage(dir, body.format, await c.path(body.output, "output"));
+    },
+
+    "POST /v1/materialize": async (c): Promise<P.MaterializeResult> => {
+      const body = await c.json(P.MaterializeBody);
+      const file = await c.path(body.archive, "archive");
+      const dir = await c.path(body.path, "path");
+      const { bytes } = await checkImage(file, body.format);
+      if (body.how === "extract") return { ...(await extractImage(file, body.format, dir)), bytes };
+      const started = performance.now();
+      const mounted = await mountImage(mounts, c.sandboxId, { file, source: body.archive, dir, path: body.path, format: body.format, how: body.how });
+      return { ms: Math.round(performance.now() - started), bytes, mounted };
+    },
+
+    "POST /v1/overlay": async (c) => {
+      const body = await c.json(P.OverlayBody);
+      const started = performance.now();
+      const path = checkSandboxPath(body.path, "path");
+      const layer = `/snapflow/overlays/${createHash("sha256").update(path).digest("hex").slice(0, 16)}`;
+      const [upperPath, workPath] = [`${layer}/upper`, `${layer}/work`];
+      const mounted = await mountOverlay(mounts, c.sandboxId, {
+        lower: await c.path(body.lower, "lower"), lowerPath: checkSandboxPath(body.lower, "lower"),
+        dir: await c.path(path, "path"), path,
+        upper: await c.path(upperPath, "path"), upperPath,
+        work: await c.path(workPath, "path"), workPath,
+        how: body.how,
+      });
+      return { upper: upperPath, work: workPath, ms: Math.round(performance.now() - started), mounted };
+    },
+
+    "GET /v1/mounts": async (c) => ({ mounts: await listMounts(mounts, c.sandboxId) }),
+
+    "DELETE /v1/mounts": async (c) => {
+      const value = c.url.searchParams.get("path");
+      const dir = await c.path(value, "path");
+      return { unmounted: await unmountPath(mounts, c.sandboxId, dir, checkSandboxPath(value, "path")) };
+    },
+    // ---- end of filesystem images, mounts and overlays ----
+
     "POST /v1/faults": async (c) => {
       if (!options.faults) throw new AgentError("not_found", "fault injection is off (SNAPFLOW_AGENT_FAULTS=1 turns it on)");
       const body = await c.json(P.FaultBody);
@@ -185,8 +265,10 @@ export function createAgentServer(options: AgentOptions): Server {
 
     "DELETE /v1/sandbox": async (c) => {
       if (!options.sandboxesDir) throw new AgentError("bad_request", "only a host agent serving many sandboxes can drop one");
+      // Never delete through a live mount: an overlay's upper, or a read-only image, would be emptied or fail.
+      const unmounted = await unmountSandbox(mounts, c.sandboxId, c.root.hostRoot);
       await rm(c.root.hostRoot, { recursive: true, force: true });
-      return { deleted: c.sandboxId };
+      return { deleted: c.sandboxId, ...(unmounted.length ? { unmounted } : {}) };
     },
   };
 

@@ -36,10 +36,11 @@ export function decompressProgram(f: TarFormat): string | undefined {
   }
 }
 
-/** tar writing an archive of `dir`'s contents to stdout. */
-export function tarCreateArgv(dir: string, f: TarFormat): string[] {
+/** tar writing an archive of `dir`'s contents to stdout; with `filesFrom`, only the listed entries (a delta). */
+export function tarCreateArgv(dir: string, f: TarFormat, filesFrom?: string): string[] {
   const program = compressProgram(f);
-  return ["tar", "--numeric-owner", "--sparse", "-C", dir, ...(program ? ["-I", program] : []), "-cf", "-", "."];
+  const what = filesFrom ? ["--no-recursion", "--null", "-T", filesFrom] : ["."];
+  return ["tar", "--numeric-owner", "--sparse", "-C", dir, ...(program ? ["-I", program] : []), "-cf", "-", ...what];
 }
 
 /** tar reading an archive from stdin into `dir`, keeping permissions and mtimes. */

@@ -14,7 +14,7 @@ import { depsFrom, type Deps } from "../deps.ts";
 import { AgentClient, AgentCallError } from "../sandbox/agent-client.ts";
 import { SANDBOX_ID } from "../../container/protocol.ts";
 import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
-import { restoresFor, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
+import { findStrategy, restoresFor, STRATEGIES, unavailableReason, type BackupStrategy } from "../strategies/registry.ts";
 import { ApiError, checkBearer, json, newId, parseBody } from "./http.ts";
 import { BackupRequest, DatasetRequest, RestoreRequest, RUN_ID } from "./schemas.ts";
 import type { BackupParams } from "../../workflows/backup-workflow.ts";
@@ -79,6 +79,12 @@ const routes: [string, string, Handler][] = [
 
   ["POST", "/api/backups", async (req, env, d) => {
     const body = await parseBody(req, BackupRequest);
+    const strategy = findStrategy(body.strategy) as BackupStrategy;
+    if (strategy.delta && !body.baseSnapshotId) throw new ApiError(400, `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
+    if (!strategy.delta && body.baseSnapshotId) throw new ApiError(400, `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
+    if (body.baseSnapshotId && !(await readSnapshot(d.store, d.kv, body.baseSnapshotId))) {
+      throw new ApiError(404, `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
+    }
     const id = newId("bk");
     const params: BackupParams = { snapshotId: id, ...body, startedAt: new Date().toISOString() };
     await env.BACKUP_WORKFLOW.create({ id, params });

@@ -13,6 +13,8 @@ export const BackupRequest = z.object({
   sandboxId: SANDBOX_ID,
   path: SandboxPath.default("/workspace"),
   strategy: strategyOf("backup").default(DEFAULT_BACKUP),
+  /** delta strategies: the snapshot the delta is taken against */
+  baseSnapshotId: RUN_ID.optional(),
 }).strict();
 
 export const RestoreRequest = z.object({

@@ -13,7 +13,7 @@ import { hashStream } from "../store/hash-stream.ts";
 import { equalPartGuard, partSizeFor, uploadStreamMultipart } from "../store/multipart-upload.ts";
 import { base64ToBytes } from "../sandbox/base64-events.ts";
 import { presign } from "../store/s3-store.ts";
-import { archiveKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { archiveKey, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import type { BackupStrategy } from "../strategies/registry.ts";
 import { checkStrategyRuns, PermanentError } from "../phase-errors.ts";
 
@@ -22,11 +22,15 @@ export interface BackupParams {
   sandboxId: string;
   path: string;
   strategy: string;
+  /** delta strategies: the snapshot this one applies on top of */
+  baseSnapshotId?: string;
 }
 
 export interface ArchiveResult extends StepResult {
   sha256?: string;
   staged?: string;
+  /** a delta: the list of changed entries in the sandbox, and what it holds */
+  delta?: { list: string; changed: number; deleted: number; changedBytes: number };
   manifest: { files: number; dirs: number; symlinks: number; bytes: number; manifestBytes: number; ms: number };
 }
 
@@ -49,17 +53,38 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const t = performance.now();
   const agent = new AgentClient(d.transport, p.sandboxId);
   // The manifest is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
-  const text = await (await agent.manifest(p.path)).text();
+  let text: string;
+  let delta: ArchiveResult["delta"];
+  if (s.delta) {
+    const planned = await planDelta(d, p, agent);
+    text = planned.manifestText;
+    delta = planned.delta;
+  } else {
+    text = await (await agent.manifest(p.path)).text();
+  }
   const totals = (JSON.parse(text) as { totals: ArchiveResult["manifest"] }).totals;
   await d.store.put(manifestKey(p.snapshotId), text, { contentType: "application/json" });
   const manifest = { ...totals, manifestBytes: text.length, ms: since(t) };
   if (s.path === "multipart") {
-    // Streaming strategies archive during transfer; this phase only took the manifest.
-    return { ms: since(t), bytes: 0, overlapped: true, manifest };
+    // Streaming strategies archive during transfer; this phase only took the manifest (and planned a delta).
+    return { ms: since(t), bytes: 0, overlapped: true, manifest, delta };
   }
   const staged = `/snapflow/staging/${p.snapshotId}.${archiveExtension(s.format)}`;
-  const made = await agent.archiveToFile({ path: p.path, output: staged, format: s.format });
-  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest };
+  const made = await agent.archiveToFile({ path: p.path, output: staged, format: s.format, filesFrom: delta?.list });
+  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest, delta };
+}
+
+/** What changed since the base snapshot: the agent compares the tree with the base's manifest. */
+async function planDelta(d: Deps, p: BackupParams, agent: AgentClient) {
+  const base = await d.store.get(manifestKey(p.baseSnapshotId!));
+  if (!base) throw new PermanentError(`base snapshot ${p.baseSnapshotId}'s manifest is missing from the store`);
+  const list = `/snapflow/staging/${p.snapshotId}.delta-list`;
+  const plan = await agent.delta(p.path, list, base.body);
+  await d.store.put(deletedKey(p.snapshotId), JSON.stringify(plan.deleted), { contentType: "application/json" });
+  return {
+    manifestText: JSON.stringify(plan.manifest),
+    delta: { list, changed: plan.changed, deleted: plan.deleted.length, changedBytes: plan.changedBytes },
+  };
 }
 
 export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult): Promise<TransferResult> {
@@ -91,7 +116,7 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
     return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts };
   }
   // multipart: the archive is made while it uploads.
-  const r = await agent.archiveStream({ path: p.path, ...s.format });
+  const r = await agent.archiveStream({ path: p.path, ...s.format, filesFrom: archived.delta?.list });
   let ttfbMs: number | undefined;
   const timed = r.body!.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, c) {
@@ -99,7 +124,8 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
       c.enqueue(chunk);
     },
   }));
-  const up = await uploadStreamMultipart(d.store, key, timed, { partSize: partSizeFor(archived.manifest.bytes), concurrency: 2 });
+  const up = await uploadStreamMultipart(d.store, key, timed, { partSize: partSizeFor(archived.delta?.changedBytes ?? archived.manifest.bytes), concurrency: 2 });
+  if (archived.delta) await agent.deleteFile(archived.delta.list).catch(() => {});
   return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts, ttfbMs };
 }
 
@@ -151,6 +177,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     format: s.format,
     archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256 },
     manifest: { key: manifestKey(p.snapshotId), ...totals },
+    ...(archived.delta ? { delta: { base: p.baseSnapshotId!, changed: archived.delta.changed, deleted: archived.delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),
     steps,
   };
   await recordSnapshot(d.store, d.kv, record);
@@ -159,6 +186,6 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
 
 /** After a failed backup: remove every object and staging file it may have written. Idempotent. */
 export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy): Promise<void> {
-  await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId)]);
+  await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId), deletedKey(p.snapshotId)]);
   await new AgentClient(d.transport, p.sandboxId).deleteFile(`/snapflow/staging/${p.snapshotId}.${archiveExtension(s.format)}`).catch(() => {});
 }

@@ -13,7 +13,7 @@ import { PermanentError, checkStrategyRuns } from "../phase-errors.ts";
 import type { WrittenBytes } from "../../container/protocol.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { presign } from "../store/s3-store.ts";
-import { putJson, readSnapshot, restoreRecordKey, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { getJson, putJson, readSnapshot, restoreRecordKey, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { archiveFamily, type RestoreStrategy } from "../strategies/registry.ts";
 
 export interface RestoreParams {
@@ -26,9 +26,15 @@ export interface RestoreParams {
   replace: boolean;
 }
 
+type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & { deletedKey?: string };
+
 export interface RestoreProbeResult extends StepResult {
   snapshot: Pick<SnapshotRecord, "id" | "format" | "archive" | "manifest">;
+  /** a delta snapshot: its base first, then each delta up to this one; a full snapshot: just itself */
+  layers: Layer[];
 }
+
+const MAX_LAYERS = 100;
 
 const since = (t: number) => Math.round(performance.now() - t);
 const stagingPath = (p: RestoreParams, snap: RestoreProbeResult["snapshot"]) => `/snapflow/staging/${p.restoreId}.${archiveExtension(snap.format)}`;
@@ -46,36 +52,65 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   if (target.exists && (target.type !== "dir" || (target.entries ?? 0) > 0)) {
     if (!p.replace) throw new PermanentError(`restore target ${p.path} in sandbox ${p.sandboxId} is not empty; pass replace: true to overwrite it`);
   }
+  const layers: Layer[] = [{ id: snapshot.id, format: snapshot.format, archive: snapshot.archive, deletedKey: snapshot.delta?.deletedKey }];
+  for (let base = snapshot.delta?.base; base; ) {
+    if (layers.length >= MAX_LAYERS) throw new PermanentError(`snapshot ${p.snapshotId} has more than ${MAX_LAYERS} layers of deltas`);
+    const record = await readSnapshot(d.store, d.kv, base);
+    if (!record) throw new PermanentError(`snapshot ${p.snapshotId} is a delta on ${base}, which does not exist any more`);
+    if (archiveFamily(record.format) !== archiveFamily(s.format)) throw new PermanentError(`base snapshot ${base} is ${record.format.compression}; ${s.name} restores ${s.format.compression}`);
+    layers.unshift({ id: record.id, format: record.format, archive: record.archive, deletedKey: record.delta?.deletedKey });
+    base = record.delta?.base;
+  }
+  if (layers.length > 1 && !isPiped(s)) throw new PermanentError(`snapshot ${p.snapshotId} is a delta: restore it with a pipe strategy (e.g. presigned-tar-zst-pipe)`);
   const { id, format, archive, manifest } = snapshot;
-  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest } };
+  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers };
+}
+
+const isPiped = (s: RestoreStrategy) => s.path === "push-pipe" || s.path === "presigned-pipe";
+
+/** Brings one archive into the sandbox: piped into the extractor at p.path, or to a staging file. */
+async function bringArchive(d: Deps, p: RestoreParams, s: RestoreStrategy, layer: Layer, staging: string): Promise<WrittenBytes> {
+  const agent = new AgentClient(d.transport, p.sandboxId);
+  const piped = isPiped(s);
+  let got: WrittenBytes;
+  if (s.path === "presigned-pipe" || s.path === "presigned-file") {
+    const url = await presign(d.s3, layer.archive.key, "GET", d.config.PRESIGN_EXPIRY_SECONDS);
+    // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
+    got = await agent.downloadFromUrl(piped ? { url, extract: { path: p.path, format: s.format } } : { url, output: staging });
+  } else {
+    const o = await d.store.get(layer.archive.key);
+    if (!o) throw new PermanentError(`archive ${layer.archive.key} of snapshot ${layer.id} is missing from the store`);
+    got = piped ? await agent.extractStream({ path: p.path, ...s.format }, o.body) : await agent.writeFile(staging, o.body);
+  }
+  if (got.bytes !== layer.archive.bytes || got.sha256 !== layer.archive.sha256) {
+    throw new Error(`archive of ${layer.id} arrived damaged: ${got.bytes} bytes sha256 ${got.sha256}, expected ${layer.archive.bytes} bytes sha256 ${layer.archive.sha256}`);
+  }
+  return got;
 }
 
 export async function transferPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<StepResult> {
   const t = performance.now();
   const agent = new AgentClient(d.transport, p.sandboxId);
-  const snap = probed.snapshot;
-  const piped = s.path === "push-pipe" || s.path === "presigned-pipe";
+  const piped = isPiped(s);
   // A retry (or `replace`) starts from an empty target, so a half-extracted earlier attempt leaves nothing behind.
   if (piped || p.replace) await agent.deleteFile(p.path);
-  let got: WrittenBytes;
-  if (s.path === "presigned-pipe" || s.path === "presigned-file") {
-    const url = await presign(d.s3, snap.archive.key, "GET", d.config.PRESIGN_EXPIRY_SECONDS);
-    // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
-    got = await agent.downloadFromUrl(piped ? { url, extract: { path: p.path, format: s.format } } : { url, output: stagingPath(p, snap) });
-  } else {
-    const o = await d.store.get(snap.archive.key);
-    if (!o) throw new PermanentError(`archive ${snap.archive.key} of snapshot ${snap.id} is missing from the store`);
-    got = piped ? await agent.extractStream({ path: p.path, ...s.format }, o.body) : await agent.writeFile(stagingPath(p, snap), o.body);
+  let bytes = 0;
+  for (const [i, layer] of probed.layers.entries()) {
+    // A delta's deletions go first: extracting it afterwards restores the mtimes of the directories they touched.
+    if (i > 0 && layer.deletedKey) {
+      const deleted = await getJson<string[]>(d.store, layer.deletedKey);
+      if (!deleted) throw new PermanentError(`the deletions of delta ${layer.id} are missing from the store`);
+      if (deleted.length) await agent.removeEntries(p.path, deleted);
+    }
+    bytes += (await bringArchive(d, p, s, layer, stagingPath(p, probed.snapshot))).bytes;
   }
-  if (got.bytes !== snap.archive.bytes || got.sha256 !== snap.archive.sha256) {
-    throw new Error(`archive arrived damaged: ${got.bytes} bytes sha256 ${got.sha256}, expected ${snap.archive.bytes} bytes sha256 ${snap.archive.sha256}`);
-  }
-  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, ...(piped ? { extractedWhileReceiving: true } : {}) };
+  const last = probed.layers.at(-1)!;
+  return { ms: since(t), bytes, sha256: last.archive.sha256, layers: probed.layers.length, ...(piped ? { extractedWhileReceiving: true } : {}) };
 }
 
 export async function materializePhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<StepResult> {
   const t = performance.now();
-  if (s.path === "push-pipe" || s.path === "presigned-pipe") return { ms: 0, bytes: 0, overlapped: true };
+  if (isPiped(s)) return { ms: 0, bytes: 0, overlapped: true };
   const agent = new AgentClient(d.transport, p.sandboxId);
   const staged = stagingPath(p, probed.snapshot);
   await agent.deleteFile(p.path);

@@ -104,6 +104,16 @@ export class AgentClient {
   extractFile(body: z.input<typeof P.ExtractFile>) {
     return this.json<P.WrittenBytes>("extract file", "/v1/extract", body);
   }
+  /** Plans a delta against a base manifest, streamed to the agent (it can be megabytes). */
+  async delta(path: string, list: string, base: ReadableStream<Uint8Array>) {
+    const head = new TextEncoder().encode(`{"path":${JSON.stringify(path)},"list":${JSON.stringify(list)},"base":`);
+    const body = concatStreams([head, base, new TextEncoder().encode("}")]);
+    const r = await this.call("plan delta", "/v1/delta", { method: "POST", body, headers: { "content-type": "application/json" } });
+    return r.json() as Promise<{ manifest: Manifest; changed: number; changedBytes: number; deleted: string[] }>;
+  }
+  removeEntries(path: string, entries: string[]) {
+    return this.json<{ removed: number }>("remove entries", "/v1/remove", { path, entries });
+  }
   split(path: string, chunkBytes: number) {
     return this.json<{ chunks: { path: string; bytes: number }[] }>("split", "/v1/split", { path, chunkBytes });
   }

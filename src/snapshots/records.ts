@@ -15,6 +15,8 @@ import type { ObjectStore } from "../store/object-store.ts";
 export const archiveKey = (id: string, format: TarFormat) => `snapshots/${id}/archive.${archiveExtension(format)}`;
 export const manifestKey = (id: string) => `snapshots/${id}/manifest.json`;
 export const snapshotRecordKey = (id: string) => `snapshots/${id}/snapshot.json`;
+/** a delta's deleted paths (relative to the tree), removed before its archive is extracted */
+export const deletedKey = (id: string) => `snapshots/${id}/deleted.json`;
 export const restoreRecordKey = (id: string) => `restores/${id}.json`;
 
 /** What every step returns: small JSON with its own measured time and bytes. */
@@ -33,6 +35,8 @@ export interface SnapshotRecord {
   format: TarFormat;
   archive: { key: string; bytes: number; sha256: string };
   manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number };
+  /** a delta: the snapshot it applies on top of, and its deletions */
+  delta?: { base: string; changed: number; deleted: number; deletedKey: string };
   steps: Record<string, StepResult>;
 }
 

@@ -25,6 +25,8 @@ export interface BackupStrategy {
   description: string;
   format: TarFormat;
   path: BackupPath;
+  /** "changed-files": only what changed since `baseSnapshotId`, computed from the base's manifest */
+  delta?: "changed-files";
   requires: ToolName[];
   needs?: Capability[];
   /** the seed report this preset reproduces, when it is one of theirs */
@@ -95,6 +97,10 @@ export const STRATEGIES: readonly Strategy[] = [
   backup("zstd-stream", zstd3, "multipart", "tar | zstd -T0", SEED_003),
   backup("lz4-stream", lz4, "multipart", "tar | lz4"),
   backup("tar-zst-presigned", zstd3, "presigned-put", "tar | zstd -3 -T0"),
+  {
+    ...backup("tar-zst-delta", zstd3, "multipart", "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0"),
+    delta: "changed-files",
+  },
 
   // restores: one staged and one piped per archive family
   restore("restore-tar", plain, "push-file", "plain tar", SEED_R2),

@@ -1,0 +1,86 @@
+// Changed-files deltas end to end: a full snapshot, then deltas holding only what changed (computed from the
+// previous snapshot's manifest), restored as base + deltas into a fresh sandbox and verified against the tree
+// as it was at the last delta. Real agent, real tar/zstd, real S3 server.
+import { env } from "cloudflare:workers";
+import { introspectWorkflow } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { agent, api, freshSandbox } from "./helpers.ts";
+
+async function run(kind: "backup" | "restore", body: Record<string, unknown>, expected: "complete" | "errored" = "complete") {
+  await using wf = await introspectWorkflow(kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
+  await wf.modifyAll(async (m) => m.disableRetryDelays());
+  const started = await api("POST", `/api/${kind}s`, body);
+  expect(started.status, JSON.stringify(started.json)).toBe(202);
+  const [instance] = await wf.get();
+  await instance!.waitForStatus(expected);
+  return (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
+}
+
+async function put(sandbox: string, path: string, text: string) {
+  const r = await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${env.AGENT_TOKEN}`, "x-snapflow-sandbox": sandbox },
+    body: text,
+  });
+  expect(r.status).toBe(200);
+}
+const remove = (sandbox: string, path: string) => agent(sandbox, "DELETE", `/v1/files?path=${encodeURIComponent(path)}`);
+const manifest = (sandbox: string) => agent(sandbox, "POST", "/v1/manifest", { path: "/workspace/app" });
+
+describe("changed-files deltas", () => {
+  it("base + two deltas restore to the tree as it was at the last delta, and a delta holds only the changes", async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 3, files: 400, bytes: 4_000_000 });
+    const full = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" });
+    const before = await manifest(src);
+    const someFile = before.entries.find((e: any) => e.type === "file" && e.path.startsWith("node_modules/") && e.size > 1000).path;
+    const someDir = before.entries.find((e: any) => e.type === "dir" && e.path.split("/").length === 2 && e.path.startsWith("node_modules/pkg-")).path;
+
+    // First round of changes: edit, add (in a new directory), delete a file, delete a directory.
+    await put(src, `/workspace/app/${someFile}`, "edited\n");
+    await put(src, "/workspace/app/src/new-dir/new-file.ts", "export const added = 1;\n");
+    await remove(src, "/workspace/app/package.json");
+    await remove(src, `/workspace/app/${someDir}`);
+    const d1 = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-delta", baseSnapshotId: full.snapshotId });
+    expect(d1.status, d1.error).toBe("complete");
+    const d1Record = (await api("GET", `/api/snapshots/${d1.snapshotId}`)).json;
+    expect(d1Record.delta.base).toBe(full.snapshotId);
+    expect(d1Record.delta.deleted).toBeGreaterThanOrEqual(2);
+    expect(d1Record.archive.bytes).toBeLessThan(full.steps.transfer.bytes / 4);
+
+    // Second round on top of the first delta.
+    await put(src, "/workspace/app/src/new-dir/new-file.ts", "export const added = 2;\n");
+    await put(src, "/workspace/app/package.json", "{\"name\":\"back\"}\n");
+    const d2 = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-delta", baseSnapshotId: d1.snapshotId });
+    expect(d2.status, d2.error).toBe("complete");
+    const expected = await manifest(src);
+
+    for (const strategy of ["presigned-tar-zst-pipe", "restore-tar-zst-pipe"]) {
+      const dst = freshSandbox("dst");
+      const r = await run("restore", { snapshotId: d2.snapshotId, sandboxId: dst, path: "/workspace/app", strategy });
+      expect(r.status, r.error).toBe("complete");
+      expect(r.steps.transfer.layers).toBe(3);
+      expect((await manifest(dst)).entries).toEqual(expected.entries);
+    }
+  });
+
+  it("a delta restore with a staged (non-pipe) strategy is refused with the reason", async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 4 });
+    const full = await run("backup", { sandboxId: src, path: "/workspace/app" });
+    await put(src, "/workspace/app/plain.txt", "changed");
+    const d = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-delta", baseSnapshotId: full.snapshotId });
+    const r = await run("restore", { snapshotId: d.snapshotId, sandboxId: freshSandbox("dst"), path: "/workspace/app", strategy: "restore-tar-zst" }, "errored");
+    expect(r.error).toMatch(/is a delta: restore it with a pipe strategy/);
+  });
+
+  it("the API asks for a base exactly when the strategy is a delta", async () => {
+    expect((await api("POST", "/api/backups", { sandboxId: "s1", strategy: "tar-zst-delta" })).json.error.field).toBe("baseSnapshotId");
+    const missing = await api("POST", "/api/backups", { sandboxId: "s1", strategy: "tar-zst-delta", baseSnapshotId: "bk-20260101000000-00000000" });
+    expect(missing.status).toBe(404);
+    expect(missing.json.error.field).toBe("baseSnapshotId");
+    const full = await api("POST", "/api/backups", { sandboxId: "s1", strategy: "tar-zst-pipe", baseSnapshotId: "bk-20260101000000-00000000" });
+    expect(full.status).toBe(400);
+    expect(full.json.error.field).toBe("baseSnapshotId");
+  });
+});
