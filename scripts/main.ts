@@ -4,6 +4,7 @@
 import { parseArgs } from "node:util";
 import { apiClient, ApiCallError, type RunStatus } from "./lib/api-client.ts";
 import { findRunningStack, startStack, type Stack } from "./lib/stack.ts";
+import { processTree, sampleRss, type RssSample } from "./lib/rss.ts";
 import { timingTable, type Row } from "./lib/timing-table.ts";
 
 const HELP = `Usage: npm start [-- options]
@@ -15,6 +16,9 @@ Options:
   --files N            files in the generated workspace          (default 20000)
   --bytes N            total bytes of the generated workspace    (default 240000000)
   --seed N             dataset seed                              (default 1)
+  --kind K             node-modules, or added-data (a node-modules base plus --added-bytes of
+                       incompressible data, the shapes of snapshot-create-restore-benchmark.md)
+  --added-bytes N      with --kind added-data                    (default 0)
   --backup NAME        backup strategy                           (default tar-zst-pipe)
   --restore NAME       restore strategy                          (default: the pipe restore for the format)
   --keep               keep the sandboxes' files (default: they are removed at the end)
@@ -27,6 +31,8 @@ const { values: opts } = parseArgs({
     files: { type: "string", default: "20000" },
     bytes: { type: "string", default: "240000000" },
     seed: { type: "string", default: "1" },
+    kind: { type: "string", default: "node-modules" },
+    "added-bytes": { type: "string", default: "0" },
     backup: { type: "string", default: "tar-zst-pipe" },
     restore: { type: "string" },
     keep: { type: "boolean", default: false },
@@ -48,6 +54,11 @@ const num = (name: string, value: string) => {
   return n;
 };
 const files = num("files", opts.files), bytes = num("bytes", opts.bytes), seed = num("seed", opts.seed);
+const addedBytes = num("added-bytes", opts["added-bytes"]);
+if (opts.kind !== "node-modules" && opts.kind !== "added-data") {
+  console.error(`--kind must be node-modules or added-data, got '${opts.kind}'`);
+  process.exit(2);
+}
 
 let stack: Stack | undefined;
 const running = await findRunningStack();
@@ -67,6 +78,13 @@ const stamp = Date.now().toString(36);
 const source = `main-src-${stamp}`;
 const target = `main-dst-${stamp}`;
 const rows: Row[] = [];
+const memory: [string, { workerd: RssSample; agent: RssSample }][] = [];
+/** workerd (below wrangler dev) and the host agent, sampled while a run goes on. */
+const watchRss = () => {
+  const workerd = sampleRss(() => processTree(info.wranglerPid, "workerd"));
+  const agent = sampleRss(() => [info.agentPid]);
+  return { stop: () => ({ workerd: workerd.stop(), agent: agent.stop() }) };
+};
 let exitCode = 1;
 
 const say = (line: string) => console.error(line);
@@ -78,23 +96,32 @@ const stepLogger = (run: string) => (name: string, s: RunStatus["steps"][string]
 
 try {
   say(`generating a workspace in sandbox ${source}: ${files} files, ${(bytes / 1e6).toFixed(0)} MB (seed ${seed})...`);
-  const ds = await api.generateDataset(source, { path: "/workspace/app", kind: "node-modules", seed, files, bytes });
+  const ds = await api.generateDataset(source, { path: "/workspace/app", kind: opts.kind, seed, files, bytes, ...(opts.kind === "added-data" ? { addedBytes } : {}) });
   say(`  generated ${ds.files} files, ${(ds.bytes / 1e6).toFixed(1)} MB in ${ds.ms} ms`);
 
   const b = await api.startBackup({ sandboxId: source, path: "/workspace/app", strategy: opts.backup });
   say(`backup ${b.id} (${b.strategy}):`);
+  let rss = watchRss();
   const backup = await api.waitFor("backup", b.id, stepLogger("backup"));
+  memory.push(["backup", rss.stop()]);
   if (backup.status !== "complete") throw new Error(`backup ${b.id} ${backup.status}: ${backup.error}`);
 
   const r = await api.startRestore({ snapshotId: b.snapshotId, sandboxId: target, path: "/workspace/app", ...(opts.restore ? { strategy: opts.restore } : {}) });
   say(`restore ${r.id} (${r.strategy}) into fresh sandbox ${target}:`);
+  rss = watchRss();
   const restore = await api.waitFor("restore", r.id, stepLogger("restore"));
+  memory.push(["restore", rss.stop()]);
   if (restore.status !== "complete") throw new Error(`restore ${r.id} ${restore.status}: ${restore.error}`);
 
   rows.push({ run: "backup", step: "total", ms: backup.totalMs ?? 0, bytes: backup.steps.transfer?.bytes ?? 0 });
   rows.push({ run: "restore", step: "total", ms: restore.totalMs ?? 0, bytes: restore.steps.transfer?.bytes ?? 0 });
   console.log(`\nsnapflow: ${b.strategy} → ${r.strategy}, ${ds.files} files, ${(ds.bytes / 1e6).toFixed(1)} MB (local stack, emulated R2 over S3; ${new Date().toISOString()})\n`);
   console.log(timingTable(rows));
+  const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
+  console.log("\nresident memory (sampled every 200 ms): before → peak → after");
+  for (const [run, m] of memory) {
+    console.log(`  ${run.padEnd(8)} workerd ${mib(m.workerd.before)} → ${mib(m.workerd.peak)} → ${mib(m.workerd.after)};  agent ${mib(m.agent.before)} → ${mib(m.agent.peak)} → ${mib(m.agent.after)}`);
+  }
   const v = restore.steps.verify!;
   console.log(`\nrestored manifest equals source: ${v.files} files, ${v.dirs} dirs, ${v.symlinks} symlinks, ${v.bytes} bytes (snapshot ${b.snapshotId})`);
   console.log(`inspect: npx wrangler workflows instances describe snapflow-backup ${b.id} --local  (while the stack runs)`);

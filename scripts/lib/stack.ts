@@ -21,6 +21,9 @@ export interface StackInfo {
   agentUrl: string;
   s3Endpoint: string;
   pid: number;
+  /** for memory sampling: wrangler dev (workerd runs below it) and the host agent */
+  wranglerPid: number;
+  agentPid: number;
 }
 
 export interface Stack extends StackInfo {
@@ -90,7 +93,7 @@ export async function startStack(options: { port?: number; log?: (line: string) 
     await waitReady(wrangler, async () => (await fetch(`${apiUrl}/healthz`)).ok, 60_000);
     log(`stack: wrangler dev ready at ${apiUrl} (${Math.round(performance.now() - t1)} ms)`);
 
-    const info: StackInfo = { apiUrl, apiToken, agentUrl: agent.url, s3Endpoint: store.endpoint, pid: process.pid };
+    const info: StackInfo = { apiUrl, apiToken, agentUrl: agent.url, s3Endpoint: store.endpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: agent.process.child.pid! };
     writeFileSync(STACK_FILE, JSON.stringify(info, null, 1), { mode: 0o600 });
     const died = Promise.race([
       store.exited.then(() => "object store"),
