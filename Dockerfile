@@ -15,7 +15,7 @@ RUN bun build container/agent.ts --target=bun --outfile=/build/agent.js
 FROM docker.io/cloudflare/sandbox:0.12.10
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      tar gzip zstd lz4 pigz squashfs-tools squashfuse fuse3 erofs-utils curl aria2 \
+      tar gzip zstd lz4 pigz squashfs-tools squashfuse fuse3 fuse-overlayfs erofs-utils curl aria2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=agent-build /build/agent.js /opt/snapflow/agent.js
 RUN mkdir -p /workspace /snapflow/staging /snapflow/mnt

@@ -213,7 +213,7 @@ export async function downloadWithAria2c(o: RangedOptions, output: string): Prom
   const n = String(o.concurrency);
   const argv = [
     "aria2c", "-x", n, "-s", n, "-k", "1M", "--allow-overwrite=true", "--auto-file-renaming=false",
-    `--max-tries=${o.retries + 1}`, "--retry-wait=1", "--console-log-level=error", "--summary-interval=0", "--download-result=hide",
+    `--max-tries=${o.retries + 1}`, "--retry-wait=1", "--console-log-level=error", "--summary-interval=0", "--download-result=hide", "--enable-color=false",
     "-d", dir, "-o", name, o.url,
   ];
   const tool = startTool(argv, { stdout: "pipe" });
@@ -226,7 +226,7 @@ export async function downloadWithAria2c(o: RangedOptions, output: string): Prom
     await rm(join(dir, `${name}.aria2`), { force: true });
     const err = e as AgentError;
     // argv carries the presigned URL (a credential): say which tool failed without it.
-    const said = err.message.replace(/^.*? exited /s, "aria2c exited ");
+    const said = err.message.replace(/^.*? exited /s, "aria2c exited ").replace(/: $/, "");
     throw new AgentError(err.code, `${said.replaceAll(o.url, "<url>")}${out.trim() ? `; aria2c said: ${out.trim().replaceAll(o.url, "<url>")}` : ""}`);
   }
   const size = (await stat(output)).size;

@@ -227,7 +227,7 @@ export function createAgentServer(options: AgentOptions): Server {
       const { bytes } = await checkImage(file, body.format);
       if (body.how === "extract") return { ...(await extractImage(file, body.format, dir)), bytes };
       const started = performance.now();
-      const mounted = await mountImage(mounts, c.sandboxId, { file, source: body.archive, dir, path: body.path, format: body.format, how: body.how });
+      const mounted = await mountImage(mounts, c.sandboxId, { file, source: checkSandboxPath(body.archive, "archive"), dir, path: checkSandboxPath(body.path, "path"), format: body.format, how: body.how });
       return { ms: Math.round(performance.now() - started), bytes, mounted };
     },
 

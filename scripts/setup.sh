@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # tool → Debian package (the same list as TOOLS in container/protocol.ts; test/node/dockerfile-unit.test.ts
 # checks the Dockerfile against it)
 declare -A PKG=([tar]=tar [zstd]=zstd [gzip]=gzip [pigz]=pigz [lz4]=lz4 [mksquashfs]=squashfs-tools [unsquashfs]=squashfs-tools
-  [squashfuse]=squashfuse [fusermount3]=fuse3 [mkfs.erofs]=erofs-utils [fsck.erofs]=erofs-utils [curl]=curl [aria2c]=aria2)
+  [squashfuse]=squashfuse [squashfuse_ll]=squashfuse [fusermount3]=fuse3 [fuse-overlayfs]=fuse-overlayfs [mkfs.erofs]=erofs-utils [fsck.erofs]=erofs-utils [curl]=curl [aria2c]=aria2)
 missing=()
 for tool in "${!PKG[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing+=("${PKG[$tool]}"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -43,7 +43,7 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
       return { restoreId: p.restoreId, snapshotId: p.snapshotId, strategy: s.name, steps, totalMs: totalMs(steps) };
     } catch (e) {
       const snapshot = probed;
-      if (snapshot) await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup!, () => phases.cleanupRestore(d, p, snapshot));
+      if (snapshot) await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup!, () => phases.cleanupRestore(d, p, s, snapshot));
       progress.status = "errored";
       progress.error = errorMessage(e);
       await writeProgress(d.kv, progress);

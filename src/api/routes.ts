@@ -14,7 +14,7 @@ import { depsFrom, type Deps } from "../deps.ts";
 import { AgentClient, AgentCallError } from "../sandbox/agent-client.ts";
 import { SANDBOX_ID } from "../../container/protocol.ts";
 import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
-import { findStrategy, restoresFor, STRATEGIES, unavailableReason, type BackupStrategy } from "../strategies/registry.ts";
+import { findStrategy, formatName, restoresFor, STRATEGIES, unavailableReason, type BackupStrategy } from "../strategies/registry.ts";
 import { ApiError, checkBearer, json, newId, parseBody } from "./http.ts";
 import { BackupRequest, DatasetRequest, RestoreRequest, RUN_ID } from "./schemas.ts";
 import type { BackupParams } from "../../workflows/backup-workflow.ts";
@@ -101,7 +101,7 @@ const routes: [string, string, Handler][] = [
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
     const strategy = body.strategy ?? (fits.find((s) => s.path === "presigned-pipe") ?? fits.find((s) => s.path === "push-pipe") ?? fits[0])?.name;
     if (!strategy || !fits.some((s) => s.name === strategy)) {
-      throw new ApiError(400, `strategy: ${body.strategy} cannot restore a ${snapshot.format.compression} snapshot; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
+      throw new ApiError(400, `strategy: ${body.strategy} cannot restore a ${formatName(snapshot.format)} snapshot; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
     }
     const id = newId("rs");
     const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString() };

@@ -6,15 +6,14 @@
 //   transfer → archive bytes to the store: staged file → one put, or the live tar stream → multipart
 //   verify   → read the stored object back, check its size and SHA-256
 //   record   → snapshot record in the store and index entry in KV: from here on the snapshot is "good"
-import { archiveExtension } from "../../container/tar-argv.ts";
 import type { Deps } from "../deps.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { hashStream } from "../store/hash-stream.ts";
 import { equalPartGuard, partSizeFor, uploadStreamMultipart } from "../store/multipart-upload.ts";
 import { base64ToBytes } from "../sandbox/base64-events.ts";
 import { presign } from "../store/s3-store.ts";
-import { archiveKey, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
-import type { BackupStrategy } from "../strategies/registry.ts";
+import { archiveKey, deletedKey, extensionOf, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { formatName, isImage, type BackupStrategy } from "../strategies/registry.ts";
 import { checkStrategyRuns, PermanentError } from "../phase-errors.ts";
 
 export interface BackupParams {
@@ -41,6 +40,7 @@ export interface TransferResult extends StepResult {
 }
 
 const since = (t: number) => Math.round(performance.now() - t);
+const stagedArchive = (p: BackupParams, s: BackupStrategy) => `/snapflow/staging/${p.snapshotId}.${extensionOf(s.format)}`;
 
 export async function probePhase(d: Deps, p: BackupParams, s: BackupStrategy): Promise<StepResult> {
   const t = performance.now();
@@ -69,8 +69,10 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
     // Streaming strategies archive during transfer; this phase only took the manifest (and planned a delta).
     return { ms: since(t), bytes: 0, overlapped: true, manifest, delta };
   }
-  const staged = `/snapflow/staging/${p.snapshotId}.${archiveExtension(s.format)}`;
-  const made = await agent.archiveToFile({ path: p.path, output: staged, format: s.format, filesFrom: delta?.list });
+  const staged = stagedArchive(p, s);
+  const made = isImage(s.format)
+    ? await agent.makeImage({ path: p.path, output: staged, format: s.format })
+    : await agent.archiveToFile({ path: p.path, output: staged, format: s.format, filesFrom: delta?.list });
   return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest, delta };
 }
 
@@ -116,6 +118,7 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
     return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts };
   }
   // multipart: the archive is made while it uploads.
+  if (isImage(s.format)) throw new PermanentError(`${formatName(s.format)} images are made to a file; they cannot be piped (${s.name})`);
   const r = await agent.archiveStream({ path: p.path, ...s.format, filesFrom: archived.delta?.list });
   let ttfbMs: number | undefined;
   const timed = r.body!.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
@@ -187,5 +190,5 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
 /** After a failed backup: remove every object and staging file it may have written. Idempotent. */
 export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy): Promise<void> {
   await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId), deletedKey(p.snapshotId)]);
-  await new AgentClient(d.transport, p.sandboxId).deleteFile(`/snapflow/staging/${p.snapshotId}.${archiveExtension(s.format)}`).catch(() => {});
+  await new AgentClient(d.transport, p.sandboxId).deleteFile(stagedArchive(p, s)).catch(() => {});
 }

@@ -7,14 +7,13 @@
 //   materialize → extract the staged archive
 //   verify      → the agent compares the restored tree with the snapshot's manifest (streamed to it)
 //   record      → restore record in the store
-import { archiveExtension } from "../../container/tar-argv.ts";
 import type { Deps } from "../deps.ts";
 import { PermanentError, checkStrategyRuns } from "../phase-errors.ts";
 import type { WrittenBytes } from "../../container/protocol.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { presign } from "../store/s3-store.ts";
-import { getJson, putJson, readSnapshot, restoreRecordKey, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
-import { archiveFamily, type RestoreStrategy } from "../strategies/registry.ts";
+import { extensionOf, getJson, putJson, readSnapshot, restoreRecordKey, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { archiveFamily, formatName, isImage, type RestoreStrategy } from "../strategies/registry.ts";
 
 export interface RestoreParams {
   restoreId: string;
@@ -37,14 +36,16 @@ export interface RestoreProbeResult extends StepResult {
 const MAX_LAYERS = 100;
 
 const since = (t: number) => Math.round(performance.now() - t);
-const stagingPath = (p: RestoreParams, snap: RestoreProbeResult["snapshot"]) => `/snapflow/staging/${p.restoreId}.${archiveExtension(snap.format)}`;
+/** Where an archive lands in the sandbox. A mounted image stays there as long as the mount, so it has its own place. */
+const stagingPath = (p: RestoreParams, snap: RestoreProbeResult["snapshot"]) =>
+  isImage(snap.format) ? `/snapflow/images/${p.restoreId}.${extensionOf(snap.format)}` : `/snapflow/staging/${p.restoreId}.${extensionOf(snap.format)}`;
 
 export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy): Promise<RestoreProbeResult> {
   const t = performance.now();
   const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
   if (!snapshot) throw new PermanentError(`snapshot ${p.snapshotId} does not exist (or did not complete)`);
   if (archiveFamily(snapshot.format) !== archiveFamily(s.format)) {
-    throw new PermanentError(`strategy ${s.name} restores ${s.format.compression} archives; snapshot ${p.snapshotId} is ${snapshot.format.compression}`);
+    throw new PermanentError(`strategy ${s.name} restores ${formatName(s.format)} archives; snapshot ${p.snapshotId} is ${formatName(snapshot.format)}`);
   }
   const agent = new AgentClient(d.transport, p.sandboxId);
   checkStrategyRuns(s, await agent.probe(), p.sandboxId);
@@ -57,7 +58,7 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     if (layers.length >= MAX_LAYERS) throw new PermanentError(`snapshot ${p.snapshotId} has more than ${MAX_LAYERS} layers of deltas`);
     const record = await readSnapshot(d.store, d.kv, base);
     if (!record) throw new PermanentError(`snapshot ${p.snapshotId} is a delta on ${base}, which does not exist any more`);
-    if (archiveFamily(record.format) !== archiveFamily(s.format)) throw new PermanentError(`base snapshot ${base} is ${record.format.compression}; ${s.name} restores ${s.format.compression}`);
+    if (archiveFamily(record.format) !== archiveFamily(s.format)) throw new PermanentError(`base snapshot ${base} is ${formatName(record.format)}; ${s.name} restores ${formatName(s.format)}`);
     layers.unshift({ id: record.id, format: record.format, archive: record.archive, deletedKey: record.delta?.deletedKey });
     base = record.delta?.base;
   }
@@ -73,14 +74,15 @@ async function bringArchive(d: Deps, p: RestoreParams, s: RestoreStrategy, layer
   const agent = new AgentClient(d.transport, p.sandboxId);
   const piped = isPiped(s);
   let got: WrittenBytes;
+  if (piped && s.format.kind !== "tar") throw new PermanentError(`${s.name}: images cannot be piped into an extractor`);
   if (s.path === "presigned-pipe" || s.path === "presigned-file") {
     const url = await presign(d.s3, layer.archive.key, "GET", d.config.PRESIGN_EXPIRY_SECONDS);
     // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
-    got = await agent.downloadFromUrl(piped ? { url, extract: { path: p.path, format: s.format } } : { url, output: staging });
+    got = await agent.downloadFromUrl(piped && s.format.kind === "tar" ? { url, extract: { path: p.path, format: s.format } } : { url, output: staging });
   } else {
     const o = await d.store.get(layer.archive.key);
     if (!o) throw new PermanentError(`archive ${layer.archive.key} of snapshot ${layer.id} is missing from the store`);
-    got = piped ? await agent.extractStream({ path: p.path, ...s.format }, o.body) : await agent.writeFile(staging, o.body);
+    got = piped && s.format.kind === "tar" ? await agent.extractStream({ path: p.path, ...s.format }, o.body) : await agent.writeFile(staging, o.body);
   }
   if (got.bytes !== layer.archive.bytes || got.sha256 !== layer.archive.sha256) {
     throw new Error(`archive of ${layer.id} arrived damaged: ${got.bytes} bytes sha256 ${got.sha256}, expected ${layer.archive.bytes} bytes sha256 ${layer.archive.sha256}`);
@@ -114,6 +116,15 @@ export async function materializePhase(d: Deps, p: RestoreParams, s: RestoreStra
   const agent = new AgentClient(d.transport, p.sandboxId);
   const staged = stagingPath(p, probed.snapshot);
   await agent.deleteFile(p.path);
+  const snapFormat = probed.snapshot.format;
+  if (isImage(snapFormat)) {
+    const how = s.materialize ?? "extract";
+    const done = await agent.materialize({ archive: staged, path: p.path, format: snapFormat, how });
+    // An extracted image is no longer needed; a mounted one is the restored tree's backing file.
+    if (how === "extract") await agent.deleteFile(staged).catch(() => {});
+    return { ms: since(t), bytes: done.bytes, how, ...(done.mounted ? { mounted: done.mounted.path } : {}) };
+  }
+  if (s.format.kind !== "tar") throw new PermanentError(`${s.name} cannot extract a ${formatName(snapFormat)} archive`);
   const done = await agent.extractFile({ archive: staged, path: p.path, format: s.format });
   await agent.deleteFile(staged).catch(() => {});
   return { ms: since(t), bytes: done.bytes };
@@ -141,8 +152,10 @@ export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
  * After a failed restore whose probe passed: remove the staging file and whatever was extracted, so the target
  * is left empty rather than half-restored. (If the probe failed, the target was never touched.)
  */
-export async function cleanupRestore(d: Deps, p: RestoreParams, probed: RestoreProbeResult): Promise<void> {
+export async function cleanupRestore(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<void> {
   const agent = new AgentClient(d.transport, p.sandboxId);
+  // A mount made by materialize must go before its backing file and mount point can.
+  if (s.materialize?.startsWith("mount")) await agent.unmount(p.path).catch(() => {});
   await agent.deleteFile(stagingPath(p, probed.snapshot));
   await agent.deleteFile(p.path);
 }

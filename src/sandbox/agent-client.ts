@@ -123,6 +123,18 @@ export class AgentClient {
   downloadFromUrl(body: z.input<typeof P.DownloadBody>) {
     return this.json<P.WrittenBytes>("presigned download", "/v1/download", body);
   }
+  makeImage(body: z.input<typeof P.ImageBody>) {
+    return this.json<P.WrittenBytes>("make image", "/v1/image", body);
+  }
+  materialize(body: z.input<typeof P.MaterializeBody>) {
+    return this.json<P.MaterializeResult>("materialize", "/v1/materialize", body);
+  }
+  mounts() {
+    return this.json<{ mounts: P.MountEntry[] }>("list mounts", "/v1/mounts", undefined, "GET");
+  }
+  unmount(path: string) {
+    return this.json<{ unmounted: string[] }>("unmount", `/v1/mounts?${qs({ path })}`, undefined, "DELETE");
+  }
   armFault(route: string, times: number) {
     return this.json<unknown>("arm fault", "/v1/faults", { route, times });
   }

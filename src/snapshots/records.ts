@@ -8,11 +8,13 @@
 //
 // A snapshot exists for readers only when its record and its KV entry exist, and both are written by the
 // record step after verify passed; a failed run deletes what it wrote, so nothing half-made is ever listed.
-import type { TarFormat } from "../../container/protocol.ts";
+import type { ArchiveFormat } from "../../container/protocol.ts";
 import { archiveExtension } from "../../container/tar-argv.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 
-export const archiveKey = (id: string, format: TarFormat) => `snapshots/${id}/archive.${archiveExtension(format)}`;
+/** The file extension of an archive format: tar.zst, tar.gz, …, sqsh, erofs. */
+export const extensionOf = (format: ArchiveFormat) => (format.kind === "tar" ? archiveExtension(format) : format.kind === "squashfs" ? "sqsh" : "erofs");
+export const archiveKey = (id: string, format: ArchiveFormat) => `snapshots/${id}/archive.${extensionOf(format)}`;
 export const manifestKey = (id: string) => `snapshots/${id}/manifest.json`;
 export const snapshotRecordKey = (id: string) => `snapshots/${id}/snapshot.json`;
 /** a delta's deleted paths (relative to the tree), removed before its archive is extracted */
@@ -32,7 +34,7 @@ export interface SnapshotRecord {
   createdAt: string;
   source: { sandboxId: string; path: string };
   strategy: string;
-  format: TarFormat;
+  format: ArchiveFormat;
   archive: { key: string; bytes: number; sha256: string };
   manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number };
   /** a delta: the snapshot it applies on top of, and its deletions */

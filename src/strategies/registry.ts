@@ -1,8 +1,7 @@
 // The strategy registry: every way snapflow can move a workspace, as data. A strategy is
 // format × path × materialization plus the tools it needs; the seeds' strategy names are presets of it, so
 // our result tables line up with theirs row by row. Adding a preset is adding an entry here.
-import type { TarFormat } from "../../container/protocol.ts";
-import type { ProbeResult, ToolName } from "../../container/protocol.ts";
+import type { ArchiveFormat, ErofsFormat, ImageFormat, ProbeResult, SquashfsFormat, TarFormat, ToolName } from "../../container/protocol.ts";
 
 /** How archive bytes travel from the sandbox to the store. */
 export type BackupPath =
@@ -23,7 +22,7 @@ export interface BackupStrategy {
   name: string;
   kind: "backup";
   description: string;
-  format: TarFormat;
+  format: ArchiveFormat;
   path: BackupPath;
   /** "changed-files": only what changed since `baseSnapshotId`, computed from the base's manifest */
   delta?: "changed-files";
@@ -37,9 +36,11 @@ export interface RestoreStrategy {
   name: string;
   kind: "restore";
   description: string;
-  /** restores snapshots of this format */
-  format: TarFormat;
+  /** restores snapshots of this format's family (tar+zstd of any level; any squashfs; …) */
+  format: ArchiveFormat;
   path: RestorePath;
+  /** images only: extract them, or mount them read-only (kernel, or FUSE without CAP_SYS_ADMIN) */
+  materialize?: "extract" | "mount-kernel" | "mount-fuse";
   requires: ToolName[];
   needs?: Capability[];
   seed?: string;
@@ -52,7 +53,8 @@ const tar = (compression: TarFormat["compression"], level?: number): TarFormat =
 });
 const plain = tar("none"), zstd3 = tar("zstd", 3), zstd1 = tar("zstd", 1), gzip6 = tar("gzip", 6), pigz6 = tar("pigz", 6), lz4 = tar("lz4", 1);
 
-const toolsFor = (f: TarFormat): ToolName[] => (f.compression === "none" ? ["tar"] : ["tar", f.compression as ToolName]);
+const toolsFor = (f: ArchiveFormat): ToolName[] =>
+  f.kind === "tar" ? (f.compression === "none" ? ["tar"] : ["tar", f.compression as ToolName]) : f.kind === "squashfs" ? ["mksquashfs"] : ["mkfs.erofs"];
 
 const SEED_R2 = "r2-backup-restore-benchmark.md";
 const SEED_003 = "snapshot-create-restore-benchmark.md";
@@ -71,12 +73,24 @@ const RESTORE_HOW: Record<RestorePath, string> = {
   "presigned-pipe": "the agent GETs a presigned URL piped straight into the extractor (no Worker in the byte path)",
 };
 
-function backup(name: string, format: TarFormat, path: BackupPath, what: string, seed?: string): BackupStrategy {
+function backup(name: string, format: ArchiveFormat, path: BackupPath, what: string, seed?: string): BackupStrategy {
   return { name, kind: "backup", format, path, requires: toolsFor(format), seed, description: `${what}, ${BACKUP_HOW[path]}` };
 }
-function restore(name: string, format: TarFormat, path: RestorePath, what: string, seed?: string): RestoreStrategy {
-  return { name, kind: "restore", format, path, requires: toolsFor(format), seed, description: `${what}: ${RESTORE_HOW[path]}` };
+type Materialize = NonNullable<RestoreStrategy["materialize"]>;
+
+function restore(name: string, format: ArchiveFormat, path: RestorePath, what: string, seed?: string, materialize?: Materialize): RestoreStrategy {
+  if (format.kind === "tar") return { name, kind: "restore", format, path, requires: toolsFor(format), seed, description: `${what}: ${RESTORE_HOW[path]}` };
+  // Images: fetched to a file, then extracted or mounted.
+  const how = materialize ?? "extract";
+  const requires: ToolName[] =
+    how === "extract" ? [format.kind === "squashfs" ? "unsquashfs" : "fsck.erofs"] : how === "mount-fuse" ? ["squashfuse", "fusermount3"] : [];
+  const needs: Capability[] = how === "mount-kernel" ? ["cap_sys_admin", `fs:${format.kind}`] : how === "mount-fuse" ? ["fuse"] : [];
+  const verb = { extract: "extracted", "mount-kernel": "mounted read-only by the kernel", "mount-fuse": "mounted read-only with squashfuse (no CAP_SYS_ADMIN)" }[how];
+  return { name, kind: "restore", format, path, materialize: how, requires, needs, seed, description: `${what}: ${RESTORE_HOW[path]}, ${verb}` };
 }
+
+const squashfs = (compression: SquashfsFormat["compression"], level?: number): SquashfsFormat => ({ kind: "squashfs", compression, ...(level ? { level } : {}) });
+const erofs = (compression: ErofsFormat["compression"]): ErofsFormat => ({ kind: "erofs", compression });
 
 export const STRATEGIES: readonly Strategy[] = [
   // r2-backup-restore-benchmark.md / r2-backup-benchmark-local.md backups
@@ -97,6 +111,16 @@ export const STRATEGIES: readonly Strategy[] = [
   backup("zstd-stream", zstd3, "multipart", "tar | zstd -T0", SEED_003),
   backup("lz4-stream", lz4, "multipart", "tar | lz4"),
   backup("tar-zst-presigned", zstd3, "presigned-put", "tar | zstd -3 -T0"),
+  // images (mksquashfs and mkfs.erofs cannot write to a pipe: always staged)
+  backup("squashfs-zstd", squashfs("zstd"), "stream", "mksquashfs -comp zstd at its default level (15), as the seed did", SEED_R2),
+  backup("squashfs-zstd-3", squashfs("zstd", 3), "stream", "mksquashfs -comp zstd -Xcompression-level 3"),
+  backup("squashfs-lz4", squashfs("lz4"), "stream", "mksquashfs -comp lz4", SEED_R2),
+  backup("squashfs-lzo", squashfs("lzo"), "stream", "mksquashfs -comp lzo", SEED_R2),
+  backup("squashfs-gzip", squashfs("gzip"), "stream", "mksquashfs -comp gzip"),
+  backup("squashfs-zstd-3-presigned", squashfs("zstd", 3), "presigned-put", "mksquashfs -comp zstd level 3"),
+  backup("erofs-lz4", erofs("lz4"), "stream", "mkfs.erofs -zlz4"),
+  backup("erofs-lz4hc", erofs("lz4hc"), "stream", "mkfs.erofs -zlz4hc"),
+  backup("erofs", erofs("none"), "stream", "mkfs.erofs, uncompressed"),
   {
     ...backup("tar-zst-delta", zstd3, "multipart", "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0"),
     delta: "changed-files",
@@ -114,6 +138,15 @@ export const STRATEGIES: readonly Strategy[] = [
   restore("restore-tar-gz-pipe", gzip6, "push-pipe", "tar+gzip"),
   restore("restore-tar-lz4", lz4, "push-file", "tar+lz4"),
   restore("restore-tar-lz4-pipe", lz4, "push-pipe", "tar+lz4"),
+
+  restore("presigned-squashfs-mount", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "mount-kernel"),
+  restore("presigned-squashfuse-mount", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "mount-fuse"),
+  restore("presigned-squashfs-lz4-mount", squashfs("lz4"), "presigned-file", "squashfs (lz4 in the seed)", SEED_R2, "mount-kernel"),
+  restore("presigned-squashfs-extract", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "extract"),
+  restore("restore-squashfs-mount", squashfs("zstd"), "push-file", "squashfs", SEED_R2, "mount-kernel"),
+  restore("restore-squashfs-extract", squashfs("zstd"), "push-file", "squashfs", SEED_R2, "extract"),
+  restore("presigned-erofs-mount", erofs("lz4"), "presigned-file", "erofs", undefined, "mount-kernel"),
+  restore("presigned-erofs-extract", erofs("lz4"), "presigned-file", "erofs", undefined, "extract"),
 ];
 
 export const DEFAULT_BACKUP = "tar-zst-pipe";
@@ -122,13 +155,24 @@ export function findStrategy(name: string): Strategy | undefined {
   return STRATEGIES.find((s) => s.name === name);
 }
 
-/** gzip and pigz write the same format; everything else is its own family. */
-export function archiveFamily(format: TarFormat): string {
+/**
+ * Which restores can read an archive: tar by compressor (gzip and pigz write the same format), images by kind
+ * (unsquashfs, the kernel and squashfuse read every squashfs compressor).
+ */
+export function archiveFamily(format: ArchiveFormat): string {
+  if (format.kind !== "tar") return format.kind;
   return format.compression === "pigz" ? "gzip" : format.compression;
 }
 
+/** A short name of a format for messages: "tar+zstd", "squashfs+lz4". */
+export function formatName(format: ArchiveFormat): string {
+  return format.compression === "none" ? format.kind : `${format.kind}+${format.compression}`;
+}
+
+export const isImage = (f: ArchiveFormat): f is ImageFormat => f.kind !== "tar";
+
 /** Restore strategies that can read a snapshot made with `format`. */
-export function restoresFor(format: TarFormat): RestoreStrategy[] {
+export function restoresFor(format: ArchiveFormat): RestoreStrategy[] {
   return STRATEGIES.filter((s): s is RestoreStrategy => s.kind === "restore" && archiveFamily(s.format) === archiveFamily(format));
 }
 

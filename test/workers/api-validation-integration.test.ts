@@ -57,7 +57,8 @@ it("GET /api/strategies lists every preset with its format and tools", async () 
   expect(r.status).toBe(200);
   const names = r.json.strategies.map((s: any) => s.name);
   expect(names).toEqual(expect.arrayContaining(["tar-zst-direct", "tar-zst-pipe", "restore-tar-zst", "restore-tar-zst-pipe"]));
-  for (const s of r.json.strategies) expect(s.requires.length).toBeGreaterThan(0);
+  // Every strategy says what it needs of the sandbox: tools, or (a kernel mount) capabilities.
+  for (const s of r.json.strategies) expect(s.requires.length + (s.needs?.length ?? 0), s.name).toBeGreaterThan(0);
 });
 
 it("GET /api/strategies?sandboxId= probes that sandbox and says what can run there", async () => {
