@@ -6,12 +6,13 @@
 //   transfer → archive bytes to the store: staged file → one put, or the live tar stream → multipart
 //   verify   → read the stored object back, check its size and SHA-256
 //   record   → snapshot record in the store and index entry in KV: from here on the snapshot is "good"
+import type { TarFormat } from "../../container/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { hashStream } from "../store/hash-stream.ts";
-import { equalPartGuard, partSizeFor, uploadStreamMultipart } from "../store/multipart-upload.ts";
+import { equalPartGuard, PartRuleError, partSizeFor, R2_MULTIPART, uploadStreamMultipart } from "../store/multipart-upload.ts";
 import { base64ToBytes } from "../sandbox/base64-events.ts";
-import { presign } from "../store/s3-store.ts";
+import { presign, s3Store } from "../store/s3-store.ts";
 import { archiveKey, deletedKey, extensionOf, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { formatName, isImage, type BackupStrategy } from "../strategies/registry.ts";
 import { checkStrategyRuns, PermanentError } from "../phase-errors.ts";
@@ -65,7 +66,7 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const totals = (JSON.parse(text) as { totals: ArchiveResult["manifest"] }).totals;
   await d.store.put(manifestKey(p.snapshotId), text, { contentType: "application/json" });
   const manifest = { ...totals, manifestBytes: text.length, ms: since(t) };
-  if (s.path === "multipart") {
+  if (s.path === "multipart" || s.path === "presigned-multipart") {
     // Streaming strategies archive during transfer; this phase only took the manifest (and planned a delta).
     return { ms: since(t), bytes: 0, overlapped: true, manifest, delta };
   }
@@ -119,6 +120,7 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
   }
   // multipart: the archive is made while it uploads.
   if (isImage(s.format)) throw new PermanentError(`${formatName(s.format)} images are made to a file; they cannot be piped (${s.name})`);
+  if (s.path === "presigned-multipart") return presignedMultipartTransfer(d, p, s.format, archived, key, t);
   const r = await agent.archiveStream({ path: p.path, ...s.format, filesFrom: archived.delta?.list });
   let ttfbMs: number | undefined;
   const timed = r.body!.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
@@ -130,6 +132,34 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
   const up = await uploadStreamMultipart(d.store, key, timed, { partSize: partSizeFor(archived.delta?.changedBytes ?? archived.manifest.bytes), concurrency: 2 });
   if (archived.delta) await agent.deleteFile(archived.delta.list).catch(() => {});
   return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts, ttfbMs };
+}
+
+/**
+ * The agent cuts the live tar stream into equal parts and PUTs them in parallel to presigned part URLs; the Worker
+ * only creates the upload (over the S3 API, which the agent's URLs address), signs URLs and completes or aborts.
+ */
+async function presignedMultipartTransfer(d: Deps, p: BackupParams, format: TarFormat, archived: ArchiveResult, key: string, t: number): Promise<TransferResult> {
+  const agent = new AgentClient(d.transport, p.sandboxId);
+  const s3 = s3Store(d.s3);
+  // The archive is at most about the tree's size; 25% headroom and one spare part cover incompressible data.
+  const expected = archived.manifest.bytes;
+  const partSize = partSizeFor(expected);
+  const count = Math.min(R2_MULTIPART.maxParts, Math.ceil((expected * 1.25) / partSize) + 1);
+  const upload = await s3.createMultipartUpload(key);
+  try {
+    const urls = await Promise.all(
+      Array.from({ length: count }, (_, i) => presign(d.s3, key, "PUT", d.config.PRESIGN_EXPIRY_SECONDS, { partNumber: String(i + 1), uploadId: upload.uploadId })),
+    );
+    const up = await agent.uploadMultipart({ source: { archive: { path: p.path, format } }, partSize, concurrency: 4, urls });
+    // R2's equal-part rule, checked on what the agent reports before completing.
+    const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
+    if (unequal) throw new PartRuleError(`part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
+    await upload.complete(up.parts.map(({ partNumber, etag }) => ({ partNumber, etag })));
+    return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, agentPeakBufferedBytes: up.peakBufferedBytes };
+  } catch (e) {
+    await upload.abort().catch(() => {});
+    throw e;
+  }
 }
 
 /** The seeds' chunked baseline: 10 MiB chunk files, each read as base64 through the file API and decoded here. */

@@ -67,7 +67,7 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers };
 }
 
-const isPiped = (s: RestoreStrategy) => s.path === "push-pipe" || s.path === "presigned-pipe";
+const isPiped = (s: RestoreStrategy) => s.path === "push-pipe" || s.path === "presigned-pipe" || s.path === "presigned-ranged-pipe";
 
 /** Brings one archive into the sandbox: piped into the extractor at p.path, or to a staging file. */
 async function bringArchive(d: Deps, p: RestoreParams, s: RestoreStrategy, layer: Layer, staging: string): Promise<WrittenBytes> {
@@ -75,7 +75,11 @@ async function bringArchive(d: Deps, p: RestoreParams, s: RestoreStrategy, layer
   const piped = isPiped(s);
   let got: WrittenBytes;
   if (piped && s.format.kind !== "tar") throw new PermanentError(`${s.name}: images cannot be piped into an extractor`);
-  if (s.path === "presigned-pipe" || s.path === "presigned-file") {
+  if (s.path === "presigned-ranged-pipe" || s.path === "presigned-ranged-file") {
+    const url = await presign(d.s3, layer.archive.key, "GET", d.config.PRESIGN_EXPIRY_SECONDS);
+    const where = piped && s.format.kind === "tar" ? { extract: { path: p.path, format: s.format } } : { output: staging };
+    got = await agent.downloadRanged({ url, size: layer.archive.bytes, ...where, tool: s.downloader ?? "node", concurrency: 4 });
+  } else if (s.path === "presigned-pipe" || s.path === "presigned-file") {
     const url = await presign(d.s3, layer.archive.key, "GET", d.config.PRESIGN_EXPIRY_SECONDS);
     // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
     got = await agent.downloadFromUrl(piped && s.format.kind === "tar" ? { url, extract: { path: p.path, format: s.format } } : { url, output: staging });

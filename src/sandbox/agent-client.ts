@@ -123,6 +123,13 @@ export class AgentClient {
   downloadFromUrl(body: z.input<typeof P.DownloadBody>) {
     return this.json<P.WrittenBytes>("presigned download", "/v1/download", body);
   }
+  uploadMultipart(body: z.input<typeof P.UploadMultipartBody>) {
+    return this.json<{ bytes: number; sha256: string; ms: number; peakBufferedBytes: number; parts: { partNumber: number; etag: string; bytes: number }[] }>(
+      "presigned multipart upload", "/v1/upload-multipart", body);
+  }
+  downloadRanged(body: z.input<typeof P.DownloadRangedBody>) {
+    return this.json<P.WrittenBytes & { tool: string; ranges?: number; peakBufferedBytes?: number }>("ranged download", "/v1/download-ranged", body);
+  }
   makeImage(body: z.input<typeof P.ImageBody>) {
     return this.json<P.WrittenBytes>("make image", "/v1/image", body);
   }

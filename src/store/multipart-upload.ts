@@ -84,11 +84,16 @@ export async function uploadStreamMultipart(store: ObjectStore, key: string, bod
   let failed: unknown;
   let bytes = 0;
 
+  const spare: Uint8Array[] = [];
   const send = async (partNumber: number, part: Uint8Array) => {
     while (inflight.size >= concurrency) await Promise.race(inflight);
     if (failed) throw failed;
     const p = upload.uploadPart(partNumber, part).then(
-      (done) => void parts.push(done),
+      (done) => {
+        parts.push(done);
+        // The part has been sent: its buffer can hold a later part (less garbage for the isolate to collect).
+        if (part.byteLength === partSize) spare.push(part);
+      },
       (e) => void (failed ??= e),
     );
     inflight.add(p);
@@ -96,7 +101,8 @@ export async function uploadStreamMultipart(store: ObjectStore, key: string, bod
   };
 
   try {
-    let buffer = new Uint8Array(partSize);
+    const nextBuffer = () => spare.pop() ?? new Uint8Array(partSize);
+    let buffer = nextBuffer();
     let filled = 0;
     let partNumber = 0;
     const reader = body.getReader();
@@ -114,7 +120,7 @@ export async function uploadStreamMultipart(store: ObjectStore, key: string, bod
         offset += n;
         if (filled === partSize) {
           await send(++partNumber, buffer);
-          buffer = new Uint8Array(partSize);
+          buffer = nextBuffer();
           filled = 0;
         }
       }

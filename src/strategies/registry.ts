@@ -8,6 +8,7 @@ export type BackupPath =
   | "stream" // archive to a file in the sandbox, then its raw bytes → FixedLengthStream → single put
   | "multipart" // archive piped as the response body → equal-size parts → multipart from the Worker
   | "presigned-put" // archive to a file in the sandbox, then the agent PUTs it to a presigned URL (no Worker in the byte path)
+  | "presigned-multipart" // the agent cuts the live tar stream into equal parts and PUTs them in parallel to presigned part URLs
   | "sdk-base64-chunked" // the seeds' baseline: split the staged archive, readFile each chunk as base64, decode, multipart
   | "sdk-base64-stream"; // readFileStream: base64 in server-sent events, decoded in the Worker, multipart
 
@@ -16,7 +17,9 @@ export type RestorePath =
   | "push-file" // store → Worker → agent request body → file, then extract
   | "push-pipe" // store → Worker → agent request body piped straight into the extractor
   | "presigned-file" // the agent GETs a presigned URL to a file, then extract
-  | "presigned-pipe"; // the agent GETs a presigned URL piped straight into the extractor
+  | "presigned-pipe" // the agent GETs a presigned URL piped straight into the extractor
+  | "presigned-ranged-file" // parallel Range GETs (the agent's own, or aria2c) into a file, then extract or mount
+  | "presigned-ranged-pipe"; // parallel Range GETs fed in order into the extractor
 
 export interface BackupStrategy {
   name: string;
@@ -41,6 +44,8 @@ export interface RestoreStrategy {
   path: RestorePath;
   /** images only: extract them, or mount them read-only (kernel, or FUSE without CAP_SYS_ADMIN) */
   materialize?: "extract" | "mount-kernel" | "mount-fuse";
+  /** presigned-ranged paths: who makes the Range GETs */
+  downloader?: "node" | "aria2c";
   requires: ToolName[];
   needs?: Capability[];
   seed?: string;
@@ -63,6 +68,7 @@ const BACKUP_HOW: Record<BackupPath, string> = {
   stream: "archive to a file in the sandbox, then its raw bytes → FixedLengthStream → one put",
   multipart: "streamed as the agent's response → equal-size parts → multipart upload, bounded memory",
   "presigned-put": "archive to a file in the sandbox, then the agent PUTs it to a presigned URL",
+  "presigned-multipart": "the agent cuts the live stream into equal parts and PUTs 4 at a time to presigned part URLs (no temp file, no Worker in the byte path)",
   "sdk-base64-chunked": "archive to a file, split into 10 MiB chunks, each read through the SDK file API as base64, decoded, multipart",
   "sdk-base64-stream": "archive to a file, read through the SDK's streaming file API (base64 events), decoded, multipart",
 };
@@ -71,6 +77,8 @@ const RESTORE_HOW: Record<RestorePath, string> = {
   "push-pipe": "store → Worker → agent PUT piped straight into the extractor (nothing staged)",
   "presigned-file": "the agent GETs a presigned URL to a file, then extract",
   "presigned-pipe": "the agent GETs a presigned URL piped straight into the extractor (no Worker in the byte path)",
+  "presigned-ranged-file": "the agent makes 4 parallel Range GETs of a presigned URL into a file",
+  "presigned-ranged-pipe": "the agent makes 4 parallel Range GETs of a presigned URL, fed in order into the extractor",
 };
 
 function backup(name: string, format: ArchiveFormat, path: BackupPath, what: string, seed?: string): BackupStrategy {
@@ -117,6 +125,7 @@ export const STRATEGIES: readonly Strategy[] = [
   backup("squashfs-lz4", squashfs("lz4"), "stream", "mksquashfs -comp lz4", SEED_R2),
   backup("squashfs-lzo", squashfs("lzo"), "stream", "mksquashfs -comp lzo", SEED_R2),
   backup("squashfs-gzip", squashfs("gzip"), "stream", "mksquashfs -comp gzip"),
+  backup("tar-zst-presigned-multipart", zstd3, "presigned-multipart", "tar | zstd -3 -T0"),
   backup("squashfs-zstd-3-presigned", squashfs("zstd", 3), "presigned-put", "mksquashfs -comp zstd level 3"),
   backup("erofs-lz4", erofs("lz4"), "stream", "mkfs.erofs -zlz4"),
   backup("erofs-lz4hc", erofs("lz4hc"), "stream", "mkfs.erofs -zlz4hc"),
@@ -134,6 +143,7 @@ export const STRATEGIES: readonly Strategy[] = [
   restore("presigned-tar-zst-pipe", zstd3, "presigned-pipe", "tar+zstd", SEED_R2),
   restore("presigned-tar-zst1-pipe", zstd1, "presigned-pipe", "tar+zstd (a zstd -1 archive in the seed)", SEED_R2),
   restore("presigned-tar-zst", zstd3, "presigned-file", "tar+zstd", SEED_R2),
+  restore("presigned-tar-zst-ranged-pipe", zstd3, "presigned-ranged-pipe", "tar+zstd"),
   restore("restore-tar-gz", gzip6, "push-file", "tar+gzip", SEED_R2),
   restore("restore-tar-gz-pipe", gzip6, "push-pipe", "tar+gzip"),
   restore("restore-tar-lz4", lz4, "push-file", "tar+lz4"),
@@ -141,6 +151,8 @@ export const STRATEGIES: readonly Strategy[] = [
 
   restore("presigned-squashfs-mount", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "mount-kernel"),
   restore("presigned-squashfuse-mount", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "mount-fuse"),
+  { ...restore("presigned-squashfs-mount-aria2c", squashfs("zstd"), "presigned-ranged-file", "squashfs, aria2c with 4 connections", SEED_R2, "mount-kernel"), downloader: "aria2c", requires: ["aria2c"] },
+  { ...restore("presigned-squashfs-lz4-mount-aria2c", squashfs("lz4"), "presigned-ranged-file", "squashfs (lz4 in the seed), aria2c with 4 connections", SEED_R2, "mount-kernel"), downloader: "aria2c", requires: ["aria2c"] },
   restore("presigned-squashfs-lz4-mount", squashfs("lz4"), "presigned-file", "squashfs (lz4 in the seed)", SEED_R2, "mount-kernel"),
   restore("presigned-squashfs-extract", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "extract"),
   restore("restore-squashfs-mount", squashfs("zstd"), "push-file", "squashfs", SEED_R2, "mount-kernel"),
