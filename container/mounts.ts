@@ -161,19 +161,22 @@ export interface OverlayMountRequest {
   work: string;
   workPath: string;
   how: "kernel" | "fuse";
+  /** keep what the upper directory holds (a restored overlay delta); otherwise it starts empty */
+  keepUpper?: boolean;
 }
 
-/** Mounts a writable overlay with a fresh upper and work directory over `lower`, and registers it. */
+/** Mounts a writable overlay over `lower` (a fresh upper unless keepUpper, always a fresh work dir), and registers it. */
 export async function mountOverlay(registry: MountRegistry, sandboxId: string, r: OverlayMountRequest): Promise<MountEntry> {
   if (!(await lstat(r.lower).catch(() => null))?.isDirectory()) throw new AgentError("not_found", "lower: no directory there", "lower");
   const tool = r.how === "kernel" ? (await requireKernelFs("overlay"), "mount") : await requireFuse(["fuse-overlayfs"], "a FUSE overlay");
   const lower = checkOverlayPath(await realpath(r.lower), "lower");
   const hostPath = checkOverlayPath(await prepareTarget(r.dir, "path"), "path");
   // A fresh writable layer: whatever a previous overlay at this path left is not carried over.
-  for (const d of [r.upper, r.work]) {
+  for (const d of r.keepUpper ? [r.work] : [r.upper, r.work]) {
     await rm(d, { recursive: true, force: true });
     await mkdir(d, { recursive: true });
   }
+  await mkdir(r.upper, { recursive: true });
   const upper = checkOverlayPath(await realpath(r.upper), "path");
   const work = checkOverlayPath(await realpath(r.work), "path");
   const argv = r.how === "kernel" ? overlayKernelArgv(lower, upper, work, hostPath) : overlayFuseArgv(lower, upper, work, hostPath);

@@ -221,7 +221,14 @@ export type DownloadRangedBody = z.infer<typeof DownloadRangedBody>;
 export const ImageBody = z.object({ path: z.string(), output: z.string(), format: ImageFormat });
 export const MaterializeHow = z.enum(["extract", "mount-kernel", "mount-fuse"]);
 export const MaterializeBody = z.object({ archive: z.string(), path: z.string(), format: ImageFormat, how: MaterializeHow });
-export const OverlayBody = z.object({ lower: z.string(), path: z.string(), how: z.enum(["kernel", "fuse"]) });
+export const OverlayBody = z.object({
+  lower: z.string(),
+  path: z.string(),
+  how: z.enum(["kernel", "fuse"]),
+  /** an upper directory that already holds a layer (a restored overlay delta), kept as it is; its work dir is
+   *  `${upper}.work`. Without it the overlay gets a fresh, empty layer under /snapflow/overlays/. */
+  upper: z.string().optional(),
+});
 
 /** A mount made through the agent, as GET /v1/mounts lists it (sandbox paths throughout). */
 export interface MountEntry {

@@ -236,13 +236,14 @@ export function createAgentServer(options: AgentOptions): Server {
       const started = performance.now();
       const path = checkSandboxPath(body.path, "path");
       const layer = `/snapflow/overlays/${createHash("sha256").update(path).digest("hex").slice(0, 16)}`;
-      const [upperPath, workPath] = [`${layer}/upper`, `${layer}/work`];
+      const [upperPath, workPath] = body.upper ? [checkSandboxPath(body.upper, "upper"), `${checkSandboxPath(body.upper, "upper")}.work`] : [`${layer}/upper`, `${layer}/work`];
       const mounted = await mountOverlay(mounts, c.sandboxId, {
         lower: await c.path(body.lower, "lower"), lowerPath: checkSandboxPath(body.lower, "lower"),
         dir: await c.path(path, "path"), path,
         upper: await c.path(upperPath, "path"), upperPath,
         work: await c.path(workPath, "path"), workPath,
         how: body.how,
+        keepUpper: body.upper !== undefined,
       });
       return { upper: upperPath, work: workPath, ms: Math.round(performance.now() - started), mounted };
     },

@@ -14,7 +14,7 @@ import { depsFrom, type Deps } from "../deps.ts";
 import { AgentClient, AgentCallError } from "../sandbox/agent-client.ts";
 import { SANDBOX_ID } from "../../container/protocol.ts";
 import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
-import { findStrategy, formatName, restoresFor, STRATEGIES, unavailableReason, type BackupStrategy } from "../strategies/registry.ts";
+import { findStrategy, formatName, restoresForSnapshot, STRATEGIES, unavailableReason, type BackupStrategy } from "../strategies/registry.ts";
 import { ApiError, checkBearer, json, newId, parseBody } from "./http.ts";
 import { BackupRequest, DatasetRequest, RestoreRequest, RUN_ID } from "./schemas.ts";
 import type { BackupParams } from "../../workflows/backup-workflow.ts";
@@ -82,8 +82,10 @@ const routes: [string, string, Handler][] = [
     const strategy = findStrategy(body.strategy) as BackupStrategy;
     if (strategy.delta && !body.baseSnapshotId) throw new ApiError(400, `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
     if (!strategy.delta && body.baseSnapshotId) throw new ApiError(400, `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
-    if (body.baseSnapshotId && !(await readSnapshot(d.store, d.kv, body.baseSnapshotId))) {
-      throw new ApiError(404, `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
+    const base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
+    if (body.baseSnapshotId && !base) throw new ApiError(404, `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
+    if (strategy.delta === "overlay-upper" && base && base.format.kind !== "squashfs") {
+      throw new ApiError(400, `baseSnapshotId: an overlay delta sits on a squashfs base image; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }
     const id = newId("bk");
     const params: BackupParams = { snapshotId: id, ...body, startedAt: new Date().toISOString() };
@@ -97,11 +99,12 @@ const routes: [string, string, Handler][] = [
     const body = await parseBody(req, RestoreRequest);
     const snapshot = await readSnapshot(d.store, d.kv, body.snapshotId);
     if (!snapshot) throw new ApiError(404, `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
-    const fits = restoresFor(snapshot.format);
+    const fits = restoresForSnapshot(snapshot);
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
     const strategy = body.strategy ?? (fits.find((s) => s.path === "presigned-pipe") ?? fits.find((s) => s.path === "push-pipe") ?? fits[0])?.name;
+    const kindOf = snapshot.delta ? `${snapshot.delta.kind} delta` : `${formatName(snapshot.format)} snapshot`;
     if (!strategy || !fits.some((s) => s.name === strategy)) {
-      throw new ApiError(400, `strategy: ${body.strategy} cannot restore a ${formatName(snapshot.format)} snapshot; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
+      throw new ApiError(400, `strategy: ${body.strategy} cannot restore a ${kindOf}; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
     }
     const id = newId("rs");
     const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString() };

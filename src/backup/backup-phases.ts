@@ -31,6 +31,8 @@ export interface ArchiveResult extends StepResult {
   staged?: string;
   /** a delta: the list of changed entries in the sandbox, and what it holds */
   delta?: { list: string; changed: number; deleted: number; changedBytes: number };
+  /** an overlay delta: the upper directory archived instead of `path` */
+  archiveRoot?: string;
   manifest: { files: number; dirs: number; symlinks: number; bytes: number; manifestBytes: number; ms: number };
 }
 
@@ -56,7 +58,14 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   // The manifest is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
   let text: string;
   let delta: ArchiveResult["delta"];
-  if (s.delta) {
+  let archiveRoot: string | undefined;
+  if (s.delta === "overlay-upper") {
+    // The merged view is what a restore must reproduce; the upper directory is what changed.
+    text = await (await agent.manifest(p.path)).text();
+    const overlay = (await agent.mounts()).mounts.find((m) => m.kind === "overlay" && m.path === p.path);
+    if (!overlay?.upper) throw new PermanentError(`no overlay is mounted at ${p.path} in sandbox ${p.sandboxId}; restore the base snapshot there with overlay-restore first`);
+    archiveRoot = overlay.upper;
+  } else if (s.delta) {
     const planned = await planDelta(d, p, agent);
     text = planned.manifestText;
     delta = planned.delta;
@@ -68,7 +77,7 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const manifest = { ...totals, manifestBytes: text.length, ms: since(t) };
   if (s.path === "multipart" || s.path === "presigned-multipart") {
     // Streaming strategies archive during transfer; this phase only took the manifest (and planned a delta).
-    return { ms: since(t), bytes: 0, overlapped: true, manifest, delta };
+    return { ms: since(t), bytes: 0, overlapped: true, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
   }
   const staged = stagedArchive(p, s);
   const made = isImage(s.format)
@@ -121,7 +130,7 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
   // multipart: the archive is made while it uploads.
   if (isImage(s.format)) throw new PermanentError(`${formatName(s.format)} images are made to a file; they cannot be piped (${s.name})`);
   if (s.path === "presigned-multipart") return presignedMultipartTransfer(d, p, s.format, archived, key, t);
-  const r = await agent.archiveStream({ path: p.path, ...s.format, filesFrom: archived.delta?.list });
+  const r = await agent.archiveStream({ path: archived.archiveRoot ?? p.path, ...s.format, filesFrom: archived.delta?.list });
   let ttfbMs: number | undefined;
   const timed = r.body!.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, c) {
@@ -210,7 +219,8 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     format: s.format,
     archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256 },
     manifest: { key: manifestKey(p.snapshotId), ...totals },
-    ...(archived.delta ? { delta: { base: p.baseSnapshotId!, changed: archived.delta.changed, deleted: archived.delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),
+    ...(archived.delta ? { delta: { kind: "changed-files" as const, base: p.baseSnapshotId!, changed: archived.delta.changed, deleted: archived.delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),
+    ...(archived.archiveRoot ? { delta: { kind: "overlay-upper" as const, base: p.baseSnapshotId! } } : {}),
     steps,
   };
   await recordSnapshot(d.store, d.kv, record);

@@ -11,6 +11,7 @@ import type { Deps } from "../deps.ts";
 import { PermanentError, checkStrategyRuns } from "../phase-errors.ts";
 import type { WrittenBytes } from "../../container/protocol.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
+import { overlayCleanup, overlayLayers, overlayMaterialize, overlayTransfer } from "./overlay-restore.ts";
 import { presign } from "../store/s3-store.ts";
 import { extensionOf, getJson, putJson, readSnapshot, restoreRecordKey, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { archiveFamily, formatName, isImage, type RestoreStrategy } from "../strategies/registry.ts";
@@ -44,6 +45,8 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const t = performance.now();
   const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
   if (!snapshot) throw new PermanentError(`snapshot ${p.snapshotId} does not exist (or did not complete)`);
+  if (s.materialize === "overlay") return overlayProbe(d, p, s, snapshot, t);
+  if (snapshot.delta?.kind === "overlay-upper") throw new PermanentError(`snapshot ${p.snapshotId} is an overlay delta: restore it with overlay-restore`);
   if (archiveFamily(snapshot.format) !== archiveFamily(s.format)) {
     throw new PermanentError(`strategy ${s.name} restores ${formatName(s.format)} archives; snapshot ${p.snapshotId} is ${formatName(snapshot.format)}`);
   }
@@ -63,6 +66,18 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     base = record.delta?.base;
   }
   if (layers.length > 1 && !isPiped(s)) throw new PermanentError(`snapshot ${p.snapshotId} is a delta: restore it with a pipe strategy (e.g. presigned-tar-zst-pipe)`);
+  const { id, format, archive, manifest } = snapshot;
+  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers };
+}
+
+async function overlayProbe(d: Deps, p: RestoreParams, s: RestoreStrategy, snapshot: SnapshotRecord, t: number): Promise<RestoreProbeResult> {
+  const agent = new AgentClient(d.transport, p.sandboxId);
+  checkStrategyRuns(s, await agent.probe(), p.sandboxId);
+  const target = await agent.stat(p.path);
+  if (target.exists && (target.type !== "dir" || (target.entries ?? 0) > 0) && !p.replace) {
+    throw new PermanentError(`restore target ${p.path} in sandbox ${p.sandboxId} is not empty; pass replace: true to overwrite it`);
+  }
+  const layers = await overlayLayers(d, p, snapshot);
   const { id, format, archive, manifest } = snapshot;
   return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers };
 }
@@ -95,6 +110,7 @@ async function bringArchive(d: Deps, p: RestoreParams, s: RestoreStrategy, layer
 }
 
 export async function transferPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<StepResult> {
+  if (s.materialize === "overlay") return overlayTransfer(d, p, probed.layers);
   const t = performance.now();
   const agent = new AgentClient(d.transport, p.sandboxId);
   const piped = isPiped(s);
@@ -115,6 +131,7 @@ export async function transferPhase(d: Deps, p: RestoreParams, s: RestoreStrateg
 }
 
 export async function materializePhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<StepResult> {
+  if (s.materialize === "overlay") return overlayMaterialize(d, p, probed.layers);
   const t = performance.now();
   if (isPiped(s)) return { ms: 0, bytes: 0, overlapped: true };
   const agent = new AgentClient(d.transport, p.sandboxId);
@@ -122,7 +139,7 @@ export async function materializePhase(d: Deps, p: RestoreParams, s: RestoreStra
   await agent.deleteFile(p.path);
   const snapFormat = probed.snapshot.format;
   if (isImage(snapFormat)) {
-    const how = s.materialize ?? "extract";
+    const how = s.materialize === "mount-kernel" || s.materialize === "mount-fuse" ? s.materialize : "extract";
     const done = await agent.materialize({ archive: staged, path: p.path, format: snapFormat, how });
     // An extracted image is no longer needed; a mounted one is the restored tree's backing file.
     if (how === "extract") await agent.deleteFile(staged).catch(() => {});
@@ -157,6 +174,7 @@ export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
  * is left empty rather than half-restored. (If the probe failed, the target was never touched.)
  */
 export async function cleanupRestore(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<void> {
+  if (s.materialize === "overlay") return overlayCleanup(d, p);
   const agent = new AgentClient(d.transport, p.sandboxId);
   // A mount made by materialize must go before its backing file and mount point can.
   if (s.materialize?.startsWith("mount")) await agent.unmount(p.path).catch(() => {});

@@ -58,7 +58,7 @@ export class AgentClient {
     throw new AgentCallError(what, r.status, body.error?.code ?? "http_error", body.error?.message ?? (text.slice(0, 500) || `HTTP ${r.status}`), body.error?.field);
   }
 
-  private async json<T>(what: string, path: string, body?: unknown, method = "POST"): Promise<T> {
+  async json<T>(what: string, path: string, body?: unknown, method = "POST"): Promise<T> {
     const init: RequestInit = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } };
     return (await this.call(what, path, init)).json() as Promise<T>;
   }

@@ -37,8 +37,11 @@ export interface SnapshotRecord {
   format: ArchiveFormat;
   archive: { key: string; bytes: number; sha256: string };
   manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number };
-  /** a delta: the snapshot it applies on top of, and its deletions */
-  delta?: { base: string; changed: number; deleted: number; deletedKey: string };
+  /**
+   * a delta: the snapshot it applies on top of. changed-files deltas keep their deletions beside the archive;
+   * an overlay-upper delta is the overlay's upper directory, whose whiteouts are its deletions.
+   */
+  delta?: { kind: "changed-files"; base: string; changed: number; deleted: number; deletedKey: string } | { kind: "overlay-upper"; base: string; deletedKey?: undefined };
   steps: Record<string, StepResult>;
 }
 

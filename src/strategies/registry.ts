@@ -27,8 +27,11 @@ export interface BackupStrategy {
   description: string;
   format: ArchiveFormat;
   path: BackupPath;
-  /** "changed-files": only what changed since `baseSnapshotId`, computed from the base's manifest */
-  delta?: "changed-files";
+  /**
+   * "changed-files": only what changed since `baseSnapshotId`, computed from the base's manifest;
+   * "overlay-upper": the upper directory of the overlay mounted at `path` (made by overlay-restore of that base)
+   */
+  delta?: "changed-files" | "overlay-upper";
   requires: ToolName[];
   needs?: Capability[];
   /** the seed report this preset reproduces, when it is one of theirs */
@@ -43,7 +46,7 @@ export interface RestoreStrategy {
   format: ArchiveFormat;
   path: RestorePath;
   /** images only: extract them, or mount them read-only (kernel, or FUSE without CAP_SYS_ADMIN) */
-  materialize?: "extract" | "mount-kernel" | "mount-fuse";
+  materialize?: "extract" | "mount-kernel" | "mount-fuse" | "overlay";
   /** presigned-ranged paths: who makes the Range GETs */
   downloader?: "node" | "aria2c";
   requires: ToolName[];
@@ -91,9 +94,15 @@ function restore(name: string, format: ArchiveFormat, path: RestorePath, what: s
   // Images: fetched to a file, then extracted or mounted.
   const how = materialize ?? "extract";
   const requires: ToolName[] =
-    how === "extract" ? [format.kind === "squashfs" ? "unsquashfs" : "fsck.erofs"] : how === "mount-fuse" ? ["squashfuse", "fusermount3"] : [];
-  const needs: Capability[] = how === "mount-kernel" ? ["cap_sys_admin", `fs:${format.kind}`] : how === "mount-fuse" ? ["fuse"] : [];
-  const verb = { extract: "extracted", "mount-kernel": "mounted read-only by the kernel", "mount-fuse": "mounted read-only with squashfuse (no CAP_SYS_ADMIN)" }[how];
+    how === "extract" ? [format.kind === "squashfs" ? "unsquashfs" : "fsck.erofs"] : how === "mount-kernel" ? [] : ["squashfuse", "fusermount3"];
+  const needs: Capability[] =
+    how === "mount-kernel" ? ["cap_sys_admin", `fs:${format.kind}`] : how === "mount-fuse" ? ["fuse"] : how === "overlay" ? ["fuse", "cap_sys_admin", "fs:overlay"] : [];
+  const verb = {
+    extract: "extracted",
+    "mount-kernel": "mounted read-only by the kernel",
+    "mount-fuse": "mounted read-only with squashfuse (no CAP_SYS_ADMIN)",
+    overlay: "mounted with squashfuse as the lower layer of a writable overlayfs, with an overlay delta's upper directory extracted into its upper layer",
+  }[how];
   return { name, kind: "restore", format, path, materialize: how, requires, needs, seed, description: `${what}: ${RESTORE_HOW[path]}, ${verb}` };
 }
 
@@ -131,6 +140,10 @@ export const STRATEGIES: readonly Strategy[] = [
   backup("erofs-lz4hc", erofs("lz4hc"), "stream", "mkfs.erofs -zlz4hc"),
   backup("erofs", erofs("none"), "stream", "mkfs.erofs, uncompressed"),
   {
+    ...backup("overlay-delta", zstd3, "multipart", "the upper directory of the workspace's overlay (what changed over its base image), tar | zstd -3 -T0", SEED_R2),
+    delta: "overlay-upper",
+  },
+  {
     ...backup("tar-zst-delta", zstd3, "multipart", "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0"),
     delta: "changed-files",
   },
@@ -157,6 +170,7 @@ export const STRATEGIES: readonly Strategy[] = [
   restore("presigned-squashfs-extract", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "extract"),
   restore("restore-squashfs-mount", squashfs("zstd"), "push-file", "squashfs", SEED_R2, "mount-kernel"),
   restore("restore-squashfs-extract", squashfs("zstd"), "push-file", "squashfs", SEED_R2, "extract"),
+  restore("overlay-restore", squashfs("zstd"), "presigned-file", "squashfs base (+ an overlay-delta)", SEED_R2, "overlay"),
   restore("presigned-erofs-mount", erofs("lz4"), "presigned-file", "erofs", undefined, "mount-kernel"),
   restore("presigned-erofs-extract", erofs("lz4"), "presigned-file", "erofs", undefined, "extract"),
 ];
@@ -186,6 +200,14 @@ export const isImage = (f: ArchiveFormat): f is ImageFormat => f.kind !== "tar";
 /** Restore strategies that can read a snapshot made with `format`. */
 export function restoresFor(format: ArchiveFormat): RestoreStrategy[] {
   return STRATEGIES.filter((s): s is RestoreStrategy => s.kind === "restore" && archiveFamily(s.format) === archiveFamily(format));
+}
+
+/** Restore strategies that can restore a snapshot, deltas included (they need a pipe, or the overlay). */
+export function restoresForSnapshot(snapshot: { format: ArchiveFormat; delta?: { kind: string } }): RestoreStrategy[] {
+  const restores = STRATEGIES.filter((s): s is RestoreStrategy => s.kind === "restore");
+  if (snapshot.delta?.kind === "overlay-upper") return restores.filter((s) => s.materialize === "overlay");
+  const fits = restoresFor(snapshot.format);
+  return snapshot.delta ? fits.filter((s) => s.path.endsWith("-pipe")) : fits;
 }
 
 /** What a strategy needs of the sandbox beyond tools. */

@@ -70,8 +70,11 @@ describe("changed-files deltas", () => {
     const full = await run("backup", { sandboxId: src, path: "/workspace/app" });
     await put(src, "/workspace/app/plain.txt", "changed");
     const d = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-delta", baseSnapshotId: full.snapshotId });
-    const r = await run("restore", { snapshotId: d.snapshotId, sandboxId: freshSandbox("dst"), path: "/workspace/app", strategy: "restore-tar-zst" }, "errored");
-    expect(r.error).toMatch(/is a delta: restore it with a pipe strategy/);
+    // Refused before anything starts: the API knows which strategies can restore a delta.
+    const r = await api("POST", "/api/restores", { snapshotId: d.snapshotId, sandboxId: freshSandbox("dst"), path: "/workspace/app", strategy: "restore-tar-zst" });
+    expect(r.status).toBe(400);
+    expect(r.json.error.field).toBe("strategy");
+    expect(r.json.error.message).toMatch(/cannot restore a changed-files delta; use one of: .*presigned-tar-zst-pipe/);
   });
 
   it("the API asks for a base exactly when the strategy is a delta", async () => {
