@@ -4,6 +4,8 @@
 //   GET    /api/strategies                   the registry
 //   POST   /api/sandboxes/:id/datasets       generate a deterministic dataset in a sandbox
 //   DELETE /api/sandboxes/:id                end a sandbox
+//   GET    /api/sandboxes/:id/mounts         mounts made by restores (images, overlays)
+//   DELETE /api/sandboxes/:id/mounts?path=   unmount (overlays on top of it first)
 //   POST   /api/backups                      start a BackupWorkflow → {id}
 //   GET    /api/backups/:id                  its status and per-step timings
 //   POST   /api/restores                     start a RestoreWorkflow → {id}
@@ -12,7 +14,7 @@
 //   GET    /api/snapshots/:id                one snapshot's record
 import { depsFrom, type Deps } from "../deps.ts";
 import { AgentClient, AgentCallError } from "../sandbox/agent-client.ts";
-import { SANDBOX_ID } from "../../container/protocol.ts";
+import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
 import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
 import { findStrategy, formatName, restoresForSnapshot, STRATEGIES, unavailableReason, type BackupStrategy } from "../strategies/registry.ts";
 import { ApiError, checkBearer, json, newId, parseBody } from "./http.ts";
@@ -75,6 +77,18 @@ const routes: [string, string, Handler][] = [
     const sandboxId = idParam(id, SANDBOX_ID, "sandboxId");
     await d.transport.destroy(sandboxId);
     return json({ sandboxId, destroyed: true });
+  }],
+
+  ["GET", "/api/sandboxes/:id/mounts", async (_req, _env, d, { id }) => {
+    const sandboxId = idParam(id, SANDBOX_ID, "sandboxId");
+    return json({ sandboxId, ...(await new AgentClient(d.transport, sandboxId).mounts()) });
+  }],
+
+  ["DELETE", "/api/sandboxes/:id/mounts", async (req, _env, d, { id }) => {
+    const sandboxId = idParam(id, SANDBOX_ID, "sandboxId");
+    const path = SandboxPath.safeParse(new URL(req.url).searchParams.get("path") ?? "");
+    if (!path.success) throw new ApiError(400, `path: ${path.error.issues[0]!.message}`, "path");
+    return json({ sandboxId, ...(await new AgentClient(d.transport, sandboxId).unmount(path.data)) });
   }],
 
   ["POST", "/api/backups", async (req, env, d) => {

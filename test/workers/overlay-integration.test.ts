@@ -62,6 +62,17 @@ it("overlay-restore gives a writable workspace; overlay-delta keeps only its cha
   const restored = await run("restore", { snapshotId: delta.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "overlay-restore" });
   expect(restored.steps.transfer.layers).toBe(2);
   expect((await manifest(dst)).entries).toEqual(expected.entries);
+
+  // The API lists the restore's mounts and takes them down (the overlay with its lower).
+  const listed = await api("GET", `/api/sandboxes/${dst}/mounts`);
+  const paths = listed.json.mounts.map((m: any) => m.path);
+  expect(paths).toHaveLength(2);
+  expect(paths).toEqual(expect.arrayContaining(["/workspace/app", expect.stringMatching(/^\/snapflow\/mnt\//)]));
+  const lower = listed.json.mounts.find((m: any) => m.kind === "image").path;
+  const down = await api("DELETE", `/api/sandboxes/${dst}/mounts?path=${encodeURIComponent(lower)}`);
+  expect(down.json.unmounted).toEqual(["/workspace/app", lower]);
+  expect((await api("GET", `/api/sandboxes/${dst}/mounts`)).json.mounts).toEqual([]);
+  expect((await api("DELETE", `/api/sandboxes/${dst}/mounts?path=/etc`)).json.error.field).toBe("path");
 });
 
 it("overlay-delta needs an overlay at the path, and a squashfs base", async () => {
