@@ -3,6 +3,7 @@
 //
 //   GET    /v1/health                      liveness, no token
 //   GET    /v1/probe                       what this sandbox can do (tools, filesystems, fuse, caps, cpu, memory, disk)
+//   POST   /v1/drop-caches                 sync and drop the page cache when permitted → {dropped, ms, reason?}
 //   POST   /v1/datasets     DatasetBody    generate a deterministic dataset at `path`
 //   POST   /v1/manifest     PathBody       manifest of a tree
 //   POST   /v1/verify       VerifyBody     compare a tree with an expected manifest

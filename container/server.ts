@@ -13,6 +13,7 @@ import type { z } from "zod";
 import { AgentError } from "./agent-error.ts";
 import { archiveToFile, archiveToStream } from "./archive.ts";
 import { generateDataset } from "./dataset.ts";
+import { dropCaches } from "./drop-caches.ts";
 import { planDelta, removeEntries } from "./delta.ts";
 import { extractFromFile, extractFromStream } from "./extract.ts";
 import { Faults } from "./faults.ts";
@@ -79,6 +80,8 @@ export function createAgentServer(options: AgentOptions): Server {
 
   const routes: Record<string, Handler> = {
     "GET /v1/probe": async (c) => probe(c.root.hostRoot),
+
+    "POST /v1/drop-caches": async () => dropCaches(),
 
     "POST /v1/datasets": async (c) => {
       const body = await c.json(P.DatasetBody);

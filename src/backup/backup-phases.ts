@@ -24,6 +24,10 @@ export interface BackupParams {
   strategy: string;
   /** delta strategies: the snapshot this one applies on top of */
   baseSnapshotId?: string;
+  /** drop the page cache in the probe step (cold-cache runs) */
+  dropCaches?: boolean;
+  /** multipart paths: part size and parts in flight */
+  tuning?: { partSizeMiB?: number; concurrency?: number };
 }
 
 export interface ArchiveResult extends StepResult {
@@ -43,13 +47,22 @@ export interface TransferResult extends StepResult {
 }
 
 const since = (t: number) => Math.round(performance.now() - t);
+/** The requested part size, or one sized for the expected bytes; either way within R2's rules. */
+function partSizeOf(p: BackupParams, expected: number): number {
+  const asked = p.tuning?.partSizeMiB ? p.tuning.partSizeMiB * 2 ** 20 : 0;
+  const needed = partSizeFor(expected, R2_MULTIPART.minPartBytes);
+  if (asked && asked < needed) throw new PermanentError(`tuning.partSizeMiB ${p.tuning!.partSizeMiB} is too small for ${expected} bytes in ${R2_MULTIPART.maxParts} parts; use at least ${needed / 2 ** 20}`);
+  return asked || partSizeFor(expected);
+}
 const stagedArchive = (p: BackupParams, s: BackupStrategy) => `/snapflow/staging/${p.snapshotId}.${extensionOf(s.format)}`;
 
 export async function probePhase(d: Deps, p: BackupParams, s: BackupStrategy): Promise<StepResult> {
   const t = performance.now();
-  const probe = await new AgentClient(d.transport, p.sandboxId).probe();
+  const agent = new AgentClient(d.transport, p.sandboxId);
+  const probe = await agent.probe();
   checkStrategyRuns(s, probe, p.sandboxId);
-  return { ms: since(t), bytes: 0, cpus: probe.cpus, kernel: probe.kernel, runtime: probe.runtime };
+  const caches = p.dropCaches ? await agent.dropCaches() : undefined;
+  return { ms: since(t), bytes: 0, cpus: probe.cpus, kernel: probe.kernel, runtime: probe.runtime, ...(caches ? { cachesDropped: caches.dropped, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
 }
 
 export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy): Promise<ArchiveResult> {
@@ -138,7 +151,7 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
       c.enqueue(chunk);
     },
   }));
-  const up = await uploadStreamMultipart(d.store, key, timed, { partSize: partSizeFor(archived.delta?.changedBytes ?? archived.manifest.bytes), concurrency: 2 });
+  const up = await uploadStreamMultipart(d.store, key, timed, { partSize: partSizeOf(p, archived.delta?.changedBytes ?? archived.manifest.bytes), concurrency: p.tuning?.concurrency ?? 2 });
   if (archived.delta) await agent.deleteFile(archived.delta.list).catch(() => {});
   return { ms: since(t), bytes: up.bytes, sha256: up.sha256, parts: up.parts, ttfbMs };
 }
@@ -152,14 +165,14 @@ async function presignedMultipartTransfer(d: Deps, p: BackupParams, format: TarF
   const s3 = s3Store(d.s3);
   // The archive is at most about the tree's size; 25% headroom and one spare part cover incompressible data.
   const expected = archived.manifest.bytes;
-  const partSize = partSizeFor(expected);
+  const partSize = partSizeOf(p, expected);
   const count = Math.min(R2_MULTIPART.maxParts, Math.ceil((expected * 1.25) / partSize) + 1);
   const upload = await s3.createMultipartUpload(key);
   try {
     const urls = await Promise.all(
       Array.from({ length: count }, (_, i) => presign(d.s3, key, "PUT", d.config.PRESIGN_EXPIRY_SECONDS, { partNumber: String(i + 1), uploadId: upload.uploadId })),
     );
-    const up = await agent.uploadMultipart({ source: { archive: { path: p.path, format } }, partSize, concurrency: 4, urls });
+    const up = await agent.uploadMultipart({ source: { archive: { path: p.path, format } }, partSize, concurrency: p.tuning?.concurrency ?? 4, urls });
     // R2's equal-part rule, checked on what the agent reports before completing.
     const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
     if (unequal) throw new PartRuleError(`part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);

@@ -24,6 +24,8 @@ export interface RestoreParams {
   strategy: string;
   /** allow restoring over a non-empty target (its contents are removed first) */
   replace: boolean;
+  /** drop the page cache in the probe step (cold-cache runs) */
+  dropCaches?: boolean;
 }
 
 type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & { deletedKey?: string };
@@ -67,7 +69,13 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   }
   if (layers.length > 1 && !isPiped(s)) throw new PermanentError(`snapshot ${p.snapshotId} is a delta: restore it with a pipe strategy (e.g. presigned-tar-zst-pipe)`);
   const { id, format, archive, manifest } = snapshot;
-  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers };
+  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers, ...(await maybeDropCaches(agent, p)) };
+}
+
+async function maybeDropCaches(agent: AgentClient, p: RestoreParams) {
+  if (!p.dropCaches) return {};
+  const c = await agent.dropCaches();
+  return { cachesDropped: c.dropped, ...(c.reason ? { cacheReason: c.reason } : {}) };
 }
 
 async function overlayProbe(d: Deps, p: RestoreParams, s: RestoreStrategy, snapshot: SnapshotRecord, t: number): Promise<RestoreProbeResult> {
@@ -79,7 +87,7 @@ async function overlayProbe(d: Deps, p: RestoreParams, s: RestoreStrategy, snaps
   }
   const layers = await overlayLayers(d, p, snapshot);
   const { id, format, archive, manifest } = snapshot;
-  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers };
+  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers, ...(await maybeDropCaches(agent, p)) };
 }
 
 const isPiped = (s: RestoreStrategy) => s.path === "push-pipe" || s.path === "presigned-pipe" || s.path === "presigned-ranged-pipe";

@@ -66,6 +66,9 @@ export class AgentClient {
   probe() {
     return this.json<ProbeResult>("probe", "/v1/probe", undefined, "GET");
   }
+  dropCaches() {
+    return this.json<{ dropped: boolean; ms: number; reason?: string }>("drop caches", "/v1/drop-caches", {});
+  }
   generateDataset(body: z.input<typeof P.DatasetBody>) {
     return this.json<{ files: number; bytes: number; ms: number }>("generate dataset", "/v1/datasets", body);
   }

@@ -118,6 +118,7 @@ export const STRATEGIES: readonly Strategy[] = [
   backup("tar-zst-fast-chunked", zstd1, "sdk-base64-chunked", "tar | zstd -1 -T0", SEED_R2),
   backup("tar-zst-stream", zstd3, "sdk-base64-stream", "tar | zstd -3 -T0", SEED_R2),
   backup("tar-zst-pipe", zstd3, "multipart", "tar | zstd -3 -T0", SEED_R2),
+  backup("tar-zst-long-pipe", { ...zstd3, long: true }, "multipart", "tar | zstd -3 -T0 --long=27 (a 128 MiB match window)"),
   backup("tar-zst-fast-pipe", zstd1, "multipart", "tar | zstd -1 -T0", SEED_R2),
   backup("tar-pipe", plain, "multipart", "plain tar", SEED_R2),
   // snapshot-create-restore-benchmark.md techniques ("file" = temp file then upload, "stream" = no temp file)
@@ -134,6 +135,7 @@ export const STRATEGIES: readonly Strategy[] = [
   backup("squashfs-lz4", squashfs("lz4"), "stream", "mksquashfs -comp lz4", SEED_R2),
   backup("squashfs-lzo", squashfs("lzo"), "stream", "mksquashfs -comp lzo", SEED_R2),
   backup("squashfs-gzip", squashfs("gzip"), "stream", "mksquashfs -comp gzip"),
+  backup("squashfs-zstd-3-1m", { ...squashfs("zstd", 3), blockSize: 1 << 20 }, "stream", "mksquashfs -comp zstd level 3, 1 MiB blocks"),
   backup("tar-zst-presigned-multipart", zstd3, "presigned-multipart", "tar | zstd -3 -T0"),
   backup("squashfs-zstd-3-presigned", squashfs("zstd", 3), "presigned-put", "mksquashfs -comp zstd level 3"),
   backup("erofs-lz4", erofs("lz4"), "stream", "mkfs.erofs -zlz4"),

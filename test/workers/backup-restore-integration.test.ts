@@ -104,3 +104,23 @@ describe("retries and failures", () => {
     expect(b.error).toMatch(/path: no directory there/);
   });
 });
+
+describe("tuning and cold caches", () => {
+  it("a backup takes the part size and concurrency it is given, and drops caches when asked", async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 5, files: 300, bytes: 12_000_000 });
+    const b = await runBackup({ sandboxId: src, path: "/workspace/app", strategy: "tar-pipe", dropCaches: true, tuning: { partSizeMiB: 5, concurrency: 3 } });
+    expect(b.status).toBe("complete");
+    // Plain tar of ~12 MB in 5 MiB parts: three parts, the last one short.
+    expect(b.steps.transfer.parts).toBe(3);
+    expect(b.steps.probe.cachesDropped).toBe(true);
+    const r = await runRestore({ snapshotId: b.snapshotId, sandboxId: freshSandbox("dst"), path: "/workspace/app", dropCaches: true });
+    expect(r.steps.probe.cachesDropped).toBe(true);
+  });
+
+  it("a part size below R2's minimum is refused naming the field", async () => {
+    const r = await api("POST", "/api/backups", { sandboxId: "s1", tuning: { partSizeMiB: 4 } });
+    expect(r.status).toBe(400);
+    expect(r.json.error.field).toBe("tuning.partSizeMiB");
+  });
+});
