@@ -1,20 +1,9 @@
 // Backup and restore Workflows end to end in workerd, against the real host agent (real tar, zstd) and the real
 // S3 server. Nothing of ours is mocked; the test pool's Workflow introspection only removes retry delays.
 import { env } from "cloudflare:workers";
-import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { agent, api, freshSandbox } from "./helpers.ts";
+import { agent, api, freshSandbox, runWorkflow } from "./helpers.ts";
 
-/** Starts a run through the API and waits for the Workflow to end; returns the API's status of it. */
-async function runWorkflow(kind: "backup" | "restore", body: Record<string, unknown>, expected: "complete" | "errored") {
-  await using wf = await introspectWorkflow(kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
-  await wf.modifyAll(async (m) => m.disableRetryDelays());
-  const started = await api("POST", `/api/${kind}s`, body);
-  expect(started.status, JSON.stringify(started.json)).toBe(202);
-  const [instance] = await wf.get();
-  await instance!.waitForStatus(expected);
-  return (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
-}
 const runBackup = (body: Record<string, unknown>, expected: "complete" | "errored" = "complete") => runWorkflow("backup", body, expected);
 const runRestore = (body: Record<string, unknown>, expected: "complete" | "errored" = "complete") => runWorkflow("restore", body, expected);
 

@@ -1,29 +1,10 @@
 // Changed-files deltas end to end: a full snapshot, then deltas holding only what changed (computed from the
 // previous snapshot's manifest), restored as base + deltas into a fresh sandbox and verified against the tree
 // as it was at the last delta. Real agent, real tar/zstd, real S3 server.
-import { env } from "cloudflare:workers";
-import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { agent, api, freshSandbox } from "./helpers.ts";
+import { agent, api, freshSandbox, putFile as put, runWorkflow as run } from "./helpers.ts";
 
-async function run(kind: "backup" | "restore", body: Record<string, unknown>, expected: "complete" | "errored" = "complete") {
-  await using wf = await introspectWorkflow(kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
-  await wf.modifyAll(async (m) => m.disableRetryDelays());
-  const started = await api("POST", `/api/${kind}s`, body);
-  expect(started.status, JSON.stringify(started.json)).toBe(202);
-  const [instance] = await wf.get();
-  await instance!.waitForStatus(expected);
-  return (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
-}
 
-async function put(sandbox: string, path: string, text: string) {
-  const r = await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${env.AGENT_TOKEN}`, "x-snapflow-sandbox": sandbox },
-    body: text,
-  });
-  expect(r.status).toBe(200);
-}
 const remove = (sandbox: string, path: string) => agent(sandbox, "DELETE", `/v1/files?path=${encodeURIComponent(path)}`);
 const manifest = (sandbox: string) => agent(sandbox, "POST", "/v1/manifest", { path: "/workspace/app" });
 

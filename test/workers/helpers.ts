@@ -1,6 +1,7 @@
 // Helpers for Worker tests: call the API through the Worker's own fetch handler, and talk to the real host agent
 // directly (to prepare trees and read manifests independently of the code under test).
 import { env, exports } from "cloudflare:workers";
+import { introspectWorkflow } from "cloudflare:test";
 
 export async function api(method: string, path: string, body?: unknown, token: string = env.API_TOKEN): Promise<{ status: number; json: any }> {
   const r = await exports.default.fetch(`http://snapflow.test${path}`, {
@@ -25,4 +26,30 @@ let counter = 0;
 /** A sandbox id no other test uses: every test gets fresh sandbox roots. */
 export function freshSandbox(label: string): string {
   return `${label}-${Date.now().toString(36)}-${(counter++).toString(36)}`;
+}
+
+/**
+ * Starts a backup or restore through the API and waits for its Workflow to reach `expected` (retry delays off);
+ * returns the API's status of the run. If the run ends otherwise, throws with the run's own error.
+ */
+export async function runWorkflow(kind: "backup" | "restore", body: Record<string, unknown>, expected: "complete" | "errored" = "complete"): Promise<any> {
+  await using wf = await introspectWorkflow(kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
+  await wf.modifyAll(async (m) => m.disableRetryDelays());
+  const started = await api("POST", `/api/${kind}s`, body);
+  if (started.status !== 202) throw new Error(`POST /api/${kind}s answered ${started.status}: ${JSON.stringify(started.json)}`);
+  const [instance] = await wf.get();
+  const ended = await instance!.waitForStatus(expected).then(() => null, (e: Error) => e);
+  const status = (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
+  if (ended) throw new Error(`${kind} ${body.strategy ?? ""}: ${status.error ?? ended.message}`);
+  return status;
+}
+
+/** Writes a small text file in a sandbox through the agent (to change a tree between snapshots). */
+export async function putFile(sandbox: string, path: string, text: string): Promise<void> {
+  const r = await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${env.AGENT_TOKEN}`, "x-snapflow-sandbox": sandbox },
+    body: text,
+  });
+  if (r.status !== 200) throw new Error(`writing ${path}: ${r.status} ${await r.text()}`);
 }

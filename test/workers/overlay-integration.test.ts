@@ -4,26 +4,9 @@
 import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { afterAll, expect, it } from "vitest";
-import { agent, api, freshSandbox } from "./helpers.ts";
+import { agent, api, freshSandbox, putFile as put, runWorkflow as run } from "./helpers.ts";
 
-async function run(kind: "backup" | "restore", body: Record<string, unknown>) {
-  await using wf = await introspectWorkflow(kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
-  await wf.modifyAll(async (m) => m.disableRetryDelays());
-  const started = await api("POST", `/api/${kind}s`, body);
-  expect(started.status, JSON.stringify(started.json)).toBe(202);
-  const [instance] = await wf.get();
-  const ended = await instance!.waitForStatus("complete").then(() => null, (e: Error) => e);
-  const status = (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
-  if (ended) throw new Error(`${kind} ${body.strategy}: ${status.error ?? ended.message}`);
-  return status;
-}
 
-const put = async (sandbox: string, path: string, text: string) => {
-  const r = await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
-    method: "PUT", headers: { authorization: `Bearer ${env.AGENT_TOKEN}`, "x-snapflow-sandbox": sandbox }, body: text,
-  });
-  expect(r.status).toBe(200);
-};
 const manifest = (sandbox: string) => agent(sandbox, "POST", "/v1/manifest", { path: "/workspace/app" });
 
 const used: string[] = [];

@@ -1,23 +1,8 @@
 // Every (full) backup preset in the registry, then every restore preset that reads its format, on the tricky tree:
 // the Workflow's verify step and an independent manifest comparison must both find the trees equal.
-import { env } from "cloudflare:workers";
-import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { restoresFor, STRATEGIES, type BackupStrategy } from "../../src/strategies/registry.ts";
-import { agent, api, freshSandbox } from "./helpers.ts";
-
-async function run(kind: "backup" | "restore", body: Record<string, unknown>) {
-  await using wf = await introspectWorkflow(kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
-  await wf.modifyAll(async (m) => m.disableRetryDelays());
-  const started = await api("POST", `/api/${kind}s`, body);
-  expect(started.status, JSON.stringify(started.json)).toBe(202);
-  const [instance] = await wf.get();
-  // On failure, show the run's own error rather than only the introspector's "reached errored".
-  const ended = await instance!.waitForStatus("complete").then(() => null, (e: Error) => e);
-  const status = (await api("GET", `/api/${kind}s/${started.json.id}`)).json;
-  if (ended) throw new Error(`${kind} ${body.strategy}: ${status.error ?? ended.message}`);
-  return status;
-}
+import { agent, api, freshSandbox, runWorkflow as run } from "./helpers.ts";
 
 // Deltas need a base snapshot: test/workers/delta-integration.test.ts covers them.
 const backups = STRATEGIES.filter((s): s is BackupStrategy => s.kind === "backup" && !s.delta);
