@@ -9,7 +9,7 @@ import { mkdir, stat } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { dirname } from "node:path";
-import { Readable } from "node:stream";
+import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { AgentError } from "./agent-error.ts";
 import { extractFromStream } from "./extract.ts";
@@ -62,6 +62,14 @@ export async function downloadToFile(url: string, output: string): Promise<Writt
   await mkdir(dirname(output), { recursive: true });
   const hashing = new HashingStream();
   await pipeline(body, hashing, createWriteStream(output));
+  return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
+}
+
+/** Reads a URL to the end and hashes it, keeping nothing: checks what the store holds without a copy on disk. */
+export async function hashUrl(url: string): Promise<WrittenBytes> {
+  const started = performance.now();
+  const hashing = new HashingStream();
+  await pipeline(await get(url), hashing, new Writable({ write: (_chunk, _enc, done) => done() }));
   return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
 }
 

@@ -19,6 +19,7 @@
 //   DELETE /v1/files?path=                 remove a file or tree
 //   PUT    /v1/extract?     ExtractQuery   request body (an archive) piped into the extractor
 //   POST   /v1/extract      ExtractFile    extract an archive file in the sandbox
+//   POST   /v1/hash-url     HashUrlBody    GET a presigned URL to the end and hash it (verifies a stored archive)
 //   POST   /v1/upload       UploadBody     PUT a file in the sandbox to a presigned URL
 //   POST   /v1/download     DownloadBody   GET a presigned URL into a file, or piped into the extractor
 //   POST   /v1/faults       FaultBody      test-only, when the agent runs with SNAPFLOW_AGENT_FAULTS=1
@@ -145,6 +146,7 @@ export const ExtractFile = z.object({ archive: z.string(), path: z.string(), for
 
 export const SplitBody = z.object({ path: z.string(), chunkBytes: z.number().int().min(1 << 20).max(1 << 30) });
 
+export const HashUrlBody = z.object({ url: z.string() });
 export const UploadBody = z.object({ path: z.string(), url: z.string() });
 export const DownloadBody = z.union([
   z.object({ url: z.string(), output: z.string() }).strict(),

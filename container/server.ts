@@ -21,7 +21,7 @@ import { HashingStream } from "./hashing-stream.ts";
 import { checkImage, extractImage, makeImage } from "./images.ts";
 import { compareManifests, takeManifest, type Manifest } from "./manifest.ts";
 import { listMounts, mountImage, mountOverlay, MountRegistry, unmountPath, unmountSandbox } from "./mounts.ts";
-import { downloadAndExtract, downloadToFile, uploadFile } from "./presigned.ts";
+import { downloadAndExtract, downloadToFile, hashUrl, uploadFile } from "./presigned.ts";
 import { uploadMultipart } from "./presigned-multipart.ts";
 import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } from "./presigned-ranged.ts";
 import { probe } from "./probe.ts";
@@ -184,6 +184,11 @@ export function createAgentServer(options: AgentOptions): Server {
       const archive = await c.path(body.archive, "archive");
       if (!(await stat(archive).catch(() => null))?.isFile()) throw new AgentError("not_found", `no archive at ${body.archive}`, "archive");
       return extractFromFile(archive, body.format, await c.path(body.path, "path"));
+    },
+
+    "POST /v1/hash-url": async (c) => {
+      const body = await c.json(P.HashUrlBody);
+      return hashUrl(body.url);
     },
 
     "POST /v1/upload": async (c) => {

@@ -9,7 +9,6 @@
 import type { TarFormat } from "../../container/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
-import { hashStream } from "../store/hash-stream.ts";
 import { equalPartGuard, PartRuleError, partSizeFor, R2_MULTIPART, uploadStreamMultipart } from "../store/multipart-upload.ts";
 import { base64ToBytes } from "../sandbox/base64-events.ts";
 import { presign, s3Store } from "../store/s3-store.ts";
@@ -211,10 +210,12 @@ async function sdkChunkedTransfer(d: Deps, p: BackupParams, archived: ArchiveRes
 export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, sent: TransferResult): Promise<StepResult> {
   const t = performance.now();
   const key = archiveKey(p.snapshotId, s.format);
-  const o = await d.store.get(key);
-  if (!o) throw new Error(`archive ${key} is not in the store after transfer`);
-  const got = await hashStream(o.body);
-  if (got.bytes !== sent.bytes || got.sha256 !== sent.sha256) {
+  const head = await d.store.head(key);
+  if (!head) throw new Error(`archive ${key} is not in the store after transfer`);
+  // The sandbox reads the stored object back over a presigned URL and hashes it: a multi-gigabyte read stays out
+  // of the Worker (whose CPU time is limited), and the check covers the same URL path restores use.
+  const got = await new AgentClient(d.transport, p.sandboxId).hashUrl(await presign(d.s3, key, "GET", d.config.PRESIGN_EXPIRY_SECONDS));
+  if (got.bytes !== sent.bytes || head.size !== sent.bytes || got.sha256 !== sent.sha256) {
     throw new PermanentError(`stored archive ${key} does not match what was sent: ${got.bytes} bytes sha256 ${got.sha256}, sent ${sent.bytes} bytes sha256 ${sent.sha256}`);
   }
   return { ms: since(t), bytes: got.bytes, sha256: got.sha256 };

@@ -120,6 +120,9 @@ export class AgentClient {
   split(path: string, chunkBytes: number) {
     return this.json<{ chunks: { path: string; bytes: number }[] }>("split", "/v1/split", { path, chunkBytes });
   }
+  hashUrl(url: string) {
+    return this.json<P.WrittenBytes>("hash stored object", "/v1/hash-url", { url });
+  }
   uploadToUrl(body: z.input<typeof P.UploadBody>) {
     return this.json<P.WrittenBytes>("presigned upload", "/v1/upload", body);
   }
