@@ -159,6 +159,8 @@ export const STRATEGIES: readonly Strategy[] = [
   restore("presigned-tar-zst1-pipe", zstd1, "presigned-pipe", "tar+zstd (a zstd -1 archive in the seed)", SEED_R2),
   restore("presigned-tar-zst", zstd3, "presigned-file", "tar+zstd", SEED_R2),
   restore("presigned-tar-zst-ranged-pipe", zstd3, "presigned-ranged-pipe", "tar+zstd"),
+  restore("presigned-tar-zst-ranged", zstd3, "presigned-ranged-file", "tar+zstd"),
+  { ...restore("presigned-tar-zst-aria2c", zstd3, "presigned-ranged-file", "tar+zstd, aria2c with 4 connections"), downloader: "aria2c", requires: ["aria2c", "tar", "zstd"] },
   restore("restore-tar-gz", gzip6, "push-file", "tar+gzip", SEED_R2),
   restore("restore-tar-gz-pipe", gzip6, "push-pipe", "tar+gzip"),
   restore("restore-tar-lz4", lz4, "push-file", "tar+lz4"),
