@@ -10,9 +10,17 @@
 //   GET    /api/backups/:id                  its status and per-step timings
 //   POST   /api/restores                     start a RestoreWorkflow → {id}
 //   GET    /api/restores/:id
+//   POST   /api/matrices                     start a benchmark matrix → {id}
+//   GET    /api/matrices                     history
+//   GET    /api/matrices/:id                 spec, cells, progress, summary
 //   GET    /api/snapshots                    good snapshots (verified and recorded)
 //   GET    /api/snapshots/:id                one snapshot's record
+import { z } from "zod";
+import { startMatrix } from "../../queues/matrix-producer.ts";
 import { depsFrom, type Deps } from "../deps.ts";
+import { newMatrixId } from "../matrix/matrix-ids.ts";
+import { listMatrices, readMatrix, readProgress as readMatrixProgress, readSummary } from "../matrix/matrix-records.ts";
+import { MatrixSpec } from "../matrix/matrix-spec.ts";
 import { AgentClient, AgentCallError } from "../sandbox/agent-client.ts";
 import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
 import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
@@ -24,7 +32,9 @@ import type { RestoreParams } from "../../workflows/restore-workflow.ts";
 
 type Handler = (req: Request, env: Env, d: Deps, params: Record<string, string>) => Promise<Response>;
 
-function idParam(value: string | undefined, schema: typeof RUN_ID | typeof SANDBOX_ID, field: string): string {
+const MATRIX_ID = z.string().regex(/^[a-z0-9][a-z0-9-]{0,80}$/, "not a matrix id");
+
+function idParam(value: string | undefined, schema: z.ZodType<string>, field: string): string {
   const r = schema.safeParse(value);
   if (!r.success) throw new ApiError(400, `${field}: ${r.error.issues[0]!.message}`, field);
   return r.data;
@@ -127,6 +137,22 @@ const routes: [string, string, Handler][] = [
   }],
 
   ["GET", "/api/restores/:id", async (_req, env, d, { id }) => runStatus(env.RESTORE_WORKFLOW, d.kv, idParam(id, RUN_ID, "id"))],
+
+  ["POST", "/api/matrices", async (req, env, d) => {
+    const spec = await parseBody(req, MatrixSpec);
+    const id = newMatrixId();
+    const record = await startMatrix(d, env.MATRIX_QUEUE, id, spec, "http");
+    return json({ id, cells: record.cells.length, runs: record.cells.length * spec.runs, status: "running" }, 202, { location: `/api/matrices/${id}` });
+  }],
+
+  ["GET", "/api/matrices", async (req, _env, d) => json(await listMatrices(d.kv, new URL(req.url).searchParams.get("cursor") ?? undefined))],
+
+  ["GET", "/api/matrices/:id", async (_req, _env, d, { id }) => {
+    const matrixId = idParam(id, MATRIX_ID, "id");
+    const [record, progress, summary] = await Promise.all([readMatrix(d.store, matrixId), readMatrixProgress(d.kv, matrixId), readSummary(d.store, matrixId)]);
+    if (!record) throw new ApiError(404, `no matrix with id ${matrixId}`, "id");
+    return json({ id: matrixId, spec: record.spec, cells: record.cells, progress, summary });
+  }],
 
   ["GET", "/api/snapshots", async (req, _env, d) => {
     const cursor = new URL(req.url).searchParams.get("cursor") ?? undefined;

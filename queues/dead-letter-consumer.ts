@@ -1,0 +1,20 @@
+// The dead-letter queue's consumer: a message that failed every retry is recorded with its reason (the last error
+// the consumer kept, or why it does not parse) in its matrix's status, so it is visible rather than lost.
+import { readProgress, writeProgress } from "../src/matrix/matrix-records.ts";
+import type { Deps } from "../src/deps.ts";
+import { MatrixMessage, ResultMessage } from "./messages.ts";
+
+export async function recordDeadLetter(d: Deps, id: string, body: unknown): Promise<void> {
+  const parsed = MatrixMessage.or(ResultMessage).safeParse(body);
+  const reason = (await d.kv.get(`queue-error:${id}`)) ?? (parsed.success ? "failed every retry" : `not a valid message: ${parsed.error.issues[0]!.path.join(".")}: ${parsed.error.issues[0]!.message}`);
+  const matrixId = typeof body === "object" && body && "matrixId" in body && typeof body.matrixId === "string" ? body.matrixId : undefined;
+  const entry = { reason, message: JSON.stringify(body).slice(0, 500) };
+  const progress = matrixId ? await readProgress(d.kv, matrixId) : null;
+  if (progress) {
+    progress.deadLettered.push(entry);
+    progress.updatedAt = new Date().toISOString();
+    await writeProgress(d.kv, progress);
+  } else {
+    await d.kv.put(`dead-letter:${id}`, JSON.stringify(entry), { expirationTtl: 30 * 24 * 3600 });
+  }
+}

@@ -1,0 +1,30 @@
+// The results queue's consumer: the aggregator. For each finished run it rebuilds the matrix's summary from every
+// stored run result (so a redelivered message cannot count twice), writes summary.json and summary.md to the
+// store and the progress to KV. The queue runs this consumer one batch at a time (max_concurrency 1), so a
+// summary is never overwritten by one built from fewer runs.
+import { matrixKeys, readMatrix, readProgress, readRuns, writeProgress } from "../src/matrix/matrix-records.ts";
+import { buildSummary, summaryMarkdown } from "../src/matrix/summary.ts";
+import { putJson } from "../src/snapshots/records.ts";
+import type { Deps } from "../src/deps.ts";
+import { ResultMessage } from "./messages.ts";
+
+export async function aggregateMatrix(d: Deps, matrixId: string): Promise<void> {
+  const record = await readMatrix(d.store, matrixId);
+  if (!record) throw new Error(`matrix ${matrixId} has no record`);
+  const runs = await readRuns(d.store, matrixId);
+  const summary = buildSummary(matrixId, record.spec.name, record.cells, record.spec.runs, runs);
+  await putJson(d.store, matrixKeys(matrixId).summaryJson, summary);
+  await d.store.put(matrixKeys(matrixId).summaryMd, summaryMarkdown(summary), { contentType: "text/markdown" });
+  const progress = await readProgress(d.kv, matrixId);
+  await writeProgress(d.kv, {
+    id: matrixId, name: record.spec.name, trigger: record.trigger, createdAt: record.createdAt, deadLettered: progress?.deadLettered ?? [],
+    total: summary.total, done: summary.done, failed: summary.failed,
+    status: summary.done >= summary.total ? "complete" : "running",
+    updatedAt: summary.updatedAt,
+  });
+}
+
+export async function processResult(d: Deps, body: unknown): Promise<void> {
+  const msg = ResultMessage.parse(body);
+  await aggregateMatrix(d, msg.matrixId);
+}

@@ -1,0 +1,63 @@
+// Where a matrix lives. Store: matrices/<id>/matrix.json (spec + cells), runs/<runKey>.json (one per finished run),
+// summary.json, summary.md, dead/<runKey or n>.json (poison messages). KV: matrix:<id> → progress (for listing
+// and the results page), nightly:latest → the id of the latest cron matrix.
+import type { ObjectStore } from "../store/object-store.ts";
+import { getJson, putJson } from "../snapshots/records.ts";
+import type { Cell, MatrixSpec } from "./matrix-spec.ts";
+import type { RunResult, Summary } from "./summary.ts";
+
+export interface MatrixRecord {
+  id: string;
+  spec: MatrixSpec;
+  cells: Cell[];
+  createdAt: string;
+  /** how it was started */
+  trigger: "http" | "cron" | "queue";
+}
+
+export interface MatrixProgress {
+  id: string;
+  name: string;
+  trigger: MatrixRecord["trigger"];
+  status: "running" | "complete";
+  total: number;
+  done: number;
+  failed: number;
+  deadLettered: { reason: string; message: string }[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const matrixKeys = (id: string) => ({
+  record: `matrices/${id}/matrix.json`,
+  run: (runKey: string) => `matrices/${id}/runs/${runKey}.json`,
+  runs: `matrices/${id}/runs/`,
+  summaryJson: `matrices/${id}/summary.json`,
+  summaryMd: `matrices/${id}/summary.md`,
+});
+
+export const readMatrix = (store: ObjectStore, id: string) => getJson<MatrixRecord>(store, matrixKeys(id).record);
+export const readProgress = (kv: KVNamespace, id: string) => kv.get<MatrixProgress>(`matrix:${id}`, "json");
+export const writeProgress = (kv: KVNamespace, p: MatrixProgress) => kv.put(`matrix:${p.id}`, JSON.stringify(p), { metadata: { name: p.name, status: p.status, createdAt: p.createdAt } });
+export const readSummary = (store: ObjectStore, id: string) => getJson<Summary>(store, matrixKeys(id).summaryJson);
+export const writeRun = (store: ObjectStore, r: RunResult) => putJson(store, matrixKeys(r.matrixId).run(r.runKey), r);
+
+export async function readRuns(store: ObjectStore, id: string): Promise<RunResult[]> {
+  const keys: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.list(matrixKeys(id).runs, { cursor });
+    keys.push(...page.objects.map((o) => o.key));
+    cursor = page.cursor;
+  } while (cursor);
+  const runs = await Promise.all(keys.map((k) => getJson<RunResult>(store, k)));
+  return runs.filter((r): r is RunResult => r !== null);
+}
+
+export async function listMatrices(kv: KVNamespace, cursor?: string) {
+  const r = await kv.list<{ name: string; status: string; createdAt: string }>({ prefix: "matrix:", cursor, limit: 100 });
+  return {
+    matrices: r.keys.map((k) => ({ id: k.name.slice("matrix:".length), ...k.metadata })).sort((a, b) => ((a.createdAt ?? "") < (b.createdAt ?? "") ? 1 : -1)),
+    cursor: r.list_complete ? undefined : r.cursor,
+  };
+}

@@ -1,0 +1,47 @@
+// A benchmark matrix: datasets × backup presets × restore presets × runs. Restores are paired only with backups
+// whose snapshots they can read; a cell is one such (dataset, backup, restore) triple.
+import { z } from "zod";
+import { DatasetBody } from "../../container/protocol.ts";
+import { findStrategy, restoresFor, type BackupStrategy, type RestoreStrategy } from "../strategies/registry.ts";
+
+export const DatasetSpec = DatasetBody.omit({ path: true, replace: true }).extend({ name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,40}$/, "a dataset name is 1–41 of a-z, 0-9 and '-'") });
+export type DatasetSpec = z.infer<typeof DatasetSpec>;
+
+const preset = (kind: "backup" | "restore") =>
+  z.string().refine((n) => findStrategy(n)?.kind === kind && !(findStrategy(n) as BackupStrategy).delta, { message: `not a full ${kind} preset (see GET /api/strategies)` });
+
+export const MatrixSpec = z.object({
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,40}$/, "a matrix name is 1–41 of a-z, 0-9 and '-'"),
+  datasets: z.array(DatasetSpec).min(1).max(20),
+  backups: z.array(preset("backup")).min(1).max(100),
+  /** restore presets to pair with each backup; default: every restore that reads the backup's format */
+  restores: z.array(preset("restore")).max(100).optional(),
+  runs: z.number().int().min(1).max(20).default(3),
+  /** a fresh sandbox for every run (the seeds' isolated=true), else one sandbox per cell */
+  isolated: z.boolean().default(true),
+  dropCaches: z.boolean().default(true),
+}).strict();
+export type MatrixSpec = z.infer<typeof MatrixSpec>;
+
+export interface Cell {
+  index: number;
+  dataset: string;
+  backup: string;
+  restore: string;
+}
+
+/** The cells of a matrix, in a stable order; a backup with no restore among `restores` gets none. */
+export function cellsOf(spec: MatrixSpec): Cell[] {
+  const cells: Cell[] = [];
+  for (const dataset of spec.datasets) {
+    for (const b of spec.backups) {
+      const backup = findStrategy(b) as BackupStrategy;
+      const fits = restoresFor(backup.format).filter((r: RestoreStrategy) => !spec.restores || spec.restores.includes(r.name));
+      for (const r of fits) cells.push({ index: cells.length, dataset: dataset.name, backup: b, restore: r.name });
+    }
+  }
+  return cells;
+}
+
+/** The key of one run, also its Workflow instance id: the same message always names the same instance. */
+export const runKey = (matrixId: string, cell: Pick<Cell, "index">, run: number) => `${matrixId}-c${cell.index}-r${run}`;

@@ -1,0 +1,16 @@
+// The cron trigger's job: start the preset matrix named by NIGHTLY_MATRIX, with an id derived from the day (so a
+// re-fired trigger restarts nothing new), and point nightly:latest at it.
+import { startMatrix } from "../../queues/matrix-producer.ts";
+import { depsFrom } from "../deps.ts";
+import { MATRIX_PRESETS } from "./presets.ts";
+
+export async function startNightly(env: Env, when: Date): Promise<string> {
+  const name = env.NIGHTLY_MATRIX;
+  const spec = MATRIX_PRESETS[name];
+  if (!spec) throw new Error(`NIGHTLY_MATRIX names no preset: '${name}' (one of ${Object.keys(MATRIX_PRESETS).join(", ")})`);
+  const id = `nightly-${name}-${when.toISOString().slice(0, 10).replaceAll("-", "")}`;
+  const d = depsFrom(env);
+  await startMatrix(d, env.MATRIX_QUEUE, id, spec, "cron");
+  await d.kv.put("nightly:latest", id);
+  return id;
+}

@@ -1,0 +1,102 @@
+// The aggregate of a matrix: per cell (dataset × backup × restore) and phase, the median, min and max of the runs'
+// measured milliseconds, n, bytes and MB/s, and the failures with their errors. Built from the stored run results
+// every time, so a redelivered result message can never count twice. Pure.
+import type { StepResult } from "../snapshots/records.ts";
+import type { Cell } from "./matrix-spec.ts";
+import { median, stats } from "./median.ts";
+
+export interface RunResult {
+  matrixId: string;
+  runKey: string;
+  cell: Cell;
+  run: number;
+  ok: boolean;
+  error?: string;
+  /** time until the fresh sandbox answered its first request */
+  sandboxStartMs?: number;
+  backup?: { steps: Record<string, StepResult>; totalMs: number; archiveBytes: number };
+  restore?: { steps: Record<string, StepResult>; totalMs: number };
+  finishedAt: string;
+}
+
+export interface SummaryRow {
+  cell: Cell;
+  n: number;
+  failures: { run: number; error: string }[];
+  archiveBytes?: number;
+  /** "backup.total", "backup.transfer", "restore.total", "sandbox.start", … → stats of milliseconds */
+  phases: Record<string, ReturnType<typeof stats>>;
+  /** archive MB per second of the median backup and restore transfer */
+  backupMBps?: number;
+  restoreMBps?: number;
+}
+
+export interface Summary {
+  matrixId: string;
+  name: string;
+  total: number;
+  done: number;
+  failed: number;
+  rows: SummaryRow[];
+  updatedAt: string;
+}
+
+const mbps = (bytes: number | undefined, ms: number | undefined) => (bytes && ms ? Math.round((bytes / 1e6 / (ms / 1000)) * 10) / 10 : undefined);
+
+export function buildSummary(matrixId: string, name: string, cells: Cell[], runsPerCell: number, results: RunResult[]): Summary {
+  const rows = cells.map((cell): SummaryRow => {
+    const mine = results.filter((r) => r.cell.index === cell.index);
+    const ok = mine.filter((r) => r.ok);
+    const phases: Record<string, number[]> = {};
+    const add = (key: string, ms: number | undefined) => {
+      if (ms !== undefined) (phases[key] ??= []).push(ms);
+    };
+    for (const r of ok) {
+      add("sandbox.start", r.sandboxStartMs);
+      add("backup.total", r.backup?.totalMs);
+      add("restore.total", r.restore?.totalMs);
+      for (const [k, v] of Object.entries(r.backup?.steps ?? {})) add(`backup.${k}`, v.ms);
+      for (const [k, v] of Object.entries(r.restore?.steps ?? {})) add(`restore.${k}`, v.ms);
+    }
+    const archiveBytes = median(ok.map((r) => r.backup?.archiveBytes ?? 0));
+    const phaseStats = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, stats(v)]));
+    return {
+      cell,
+      n: ok.length,
+      failures: mine.filter((r) => !r.ok).map((r) => ({ run: r.run, error: r.error ?? "unknown error" })),
+      archiveBytes,
+      phases: phaseStats,
+      backupMBps: mbps(archiveBytes, phaseStats["backup.transfer"]?.median),
+      restoreMBps: mbps(archiveBytes, phaseStats["restore.transfer"]?.median),
+    };
+  });
+  return {
+    matrixId, name,
+    total: cells.length * runsPerCell,
+    done: results.length,
+    failed: results.filter((r) => !r.ok).length,
+    rows,
+    updatedAt: new Date().toISOString(),
+  };
+}
+
+const s = (ms: number | undefined) => (ms === undefined ? "—" : `${(ms / 1000).toFixed(2)} s`);
+
+export function summaryMarkdown(sum: Summary): string {
+  const lines = [
+    `# ${sum.name} (${sum.matrixId})`,
+    "",
+    `${sum.done} of ${sum.total} runs done, ${sum.failed} failed. Medians of n runs (min–max).`,
+    "",
+    "| dataset | backup | restore | n | archive MB | backup total | transfer MB/s | restore total | restore MB/s | sandbox start | failures |",
+    "| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --- |",
+  ];
+  for (const r of sum.rows) {
+    const range = (k: string) => {
+      const p = r.phases[k];
+      return p?.n ? `${s(p.median)} (${s(p.min)}–${s(p.max)})` : "—";
+    };
+    lines.push(`| ${r.cell.dataset} | ${r.cell.backup} | ${r.cell.restore} | ${r.n} | ${r.archiveBytes ? (r.archiveBytes / 1e6).toFixed(1) : "—"} | ${range("backup.total")} | ${r.backupMBps ?? "—"} | ${range("restore.total")} | ${r.restoreMBps ?? "—"} | ${range("sandbox.start")} | ${r.failures.map((f) => `run ${f.run}: ${f.error.replaceAll("|", "/").slice(0, 120)}`).join("; ")} |`);
+  }
+  return lines.join("\n") + "\n";
+}
