@@ -1,7 +1,8 @@
 // The aggregate of a matrix: per cell (dataset × backup × restore) and phase, the median, min and max of the runs'
 // measured milliseconds, n, bytes and MB/s, and the failures with their errors. Built from the stored run results
 // every time, so a redelivered result message can never count twice. Pure.
-import type { StepResult } from "../snapshots/records.ts";
+/** A phase's own measurement, as the Workflows' steps return it. */
+type StepResult = { ms: number; bytes: number; [detail: string]: unknown };
 import type { Cell } from "./matrix-spec.ts";
 import { median, stats } from "./median.ts";
 
