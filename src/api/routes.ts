@@ -13,6 +13,7 @@
 //   POST   /api/matrices                     start a benchmark matrix → {id}
 //   GET    /api/matrices                     history
 //   GET    /api/matrices/:id                 spec, cells, progress, summary
+//   GET    /matrices/:id?token=              the results page (table + chart, refreshes while running)
 //   GET    /api/snapshots                    good snapshots (verified and recorded)
 //   GET    /api/snapshots/:id                one snapshot's record
 import { z } from "zod";
@@ -26,6 +27,7 @@ import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
 import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
 import { findStrategy, formatName, restoresForSnapshot, STRATEGIES, unavailableReason, type BackupStrategy } from "../strategies/registry.ts";
 import { ApiError, checkBearer, json, newId, parseBody } from "./http.ts";
+import { resultsPage } from "./results-page.ts";
 import { BackupRequest, DatasetRequest, RestoreRequest, RUN_ID } from "./schemas.ts";
 import type { BackupParams } from "../../workflows/backup-workflow.ts";
 import type { RestoreParams } from "../../workflows/restore-workflow.ts";
@@ -168,9 +170,22 @@ const routes: [string, string, Handler][] = [
 
 const compiled = routes.map(([method, pattern, handler]) => ({ method, pattern: new URLPattern({ pathname: pattern }), handler }));
 
+const RESULTS_PAGE = new URLPattern({ pathname: "/matrices/:id" });
+
 export async function handleApi(req: Request, env: Env): Promise<Response> {
   const url = new URL(req.url);
   if (url.pathname === "/healthz") return json({ ok: true });
+  const page = RESULTS_PAGE.exec(url);
+  if (page && req.method === "GET") {
+    const d = depsFrom(env);
+    // A page cannot send a header on navigation: the token comes as ?token=.
+    const token = url.searchParams.get("token") ?? "";
+    checkBearer(new Request(req.url, { headers: { authorization: `Bearer ${token}` } }), d.config.API_TOKEN);
+    const id = idParam(page.pathname.groups.id, MATRIX_ID, "id");
+    const [progress, summary] = await Promise.all([readMatrixProgress(d.kv, id), readSummary(d.store, id)]);
+    if (!progress) throw new ApiError(404, `no matrix with id ${id}`, "id");
+    return new Response(resultsPage(id, progress, summary), { headers: { "content-type": "text/html; charset=utf-8" } });
+  }
   const matches = compiled.filter((r) => r.pattern.test(url));
   if (!matches.length) throw new ApiError(404, `no route ${url.pathname}`);
   const route = matches.find((r) => r.method === req.method);

@@ -60,8 +60,10 @@ export async function probePhase(d: Deps, p: BackupParams, s: BackupStrategy): P
   const agent = new AgentClient(d.transport, p.sandboxId);
   const probe = await agent.probe();
   checkStrategyRuns(s, probe, p.sandboxId);
+  const ms = since(t);
+  // Dropping caches (sync first) is preparation, not probing: its time is reported apart from the step's.
   const caches = p.dropCaches ? await agent.dropCaches() : undefined;
-  return { ms: since(t), bytes: 0, cpus: probe.cpus, kernel: probe.kernel, runtime: probe.runtime, ...(caches ? { cachesDropped: caches.dropped, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
+  return { ms, bytes: 0, cpus: probe.cpus, kernel: probe.kernel, runtime: probe.runtime, ...(caches ? { cachesDropped: caches.dropped, cacheDropMs: caches.ms, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
 }
 
 export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy): Promise<ArchiveResult> {

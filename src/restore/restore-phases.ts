@@ -69,13 +69,15 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   }
   if (layers.length > 1 && !isPiped(s)) throw new PermanentError(`snapshot ${p.snapshotId} is a delta: restore it with a pipe strategy (e.g. presigned-tar-zst-pipe)`);
   const { id, format, archive, manifest } = snapshot;
-  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers, ...(await maybeDropCaches(agent, p)) };
+  const ms = since(t);
+  return { ms, bytes: 0, snapshot: { id, format, archive, manifest }, layers, ...(await maybeDropCaches(agent, p)) };
 }
 
+/** Dropping caches (sync first) is preparation, not probing: its time is reported apart from the step's. */
 async function maybeDropCaches(agent: AgentClient, p: RestoreParams) {
   if (!p.dropCaches) return {};
   const c = await agent.dropCaches();
-  return { cachesDropped: c.dropped, ...(c.reason ? { cacheReason: c.reason } : {}) };
+  return { cachesDropped: c.dropped, cacheDropMs: c.ms, ...(c.reason ? { cacheReason: c.reason } : {}) };
 }
 
 async function overlayProbe(d: Deps, p: RestoreParams, s: RestoreStrategy, snapshot: SnapshotRecord, t: number): Promise<RestoreProbeResult> {
@@ -87,7 +89,8 @@ async function overlayProbe(d: Deps, p: RestoreParams, s: RestoreStrategy, snaps
   }
   const layers = await overlayLayers(d, p, snapshot);
   const { id, format, archive, manifest } = snapshot;
-  return { ms: since(t), bytes: 0, snapshot: { id, format, archive, manifest }, layers, ...(await maybeDropCaches(agent, p)) };
+  const ms = since(t);
+  return { ms, bytes: 0, snapshot: { id, format, archive, manifest }, layers, ...(await maybeDropCaches(agent, p)) };
 }
 
 const isPiped = (s: RestoreStrategy) => s.path === "push-pipe" || s.path === "presigned-pipe" || s.path === "presigned-ranged-pipe";

@@ -58,6 +58,16 @@ describe("a matrix", () => {
 
     const history = (await api("GET", "/api/matrices")).json.matrices.map((m: any) => m.id);
     expect(history).toContain(started.json.id);
+
+    // The results page: the table and the chart, no external resources; the token comes as ?token=.
+    const page = await worker.fetch(new Request(`http://snapflow.test/matrices/${started.json.id}?token=${env.API_TOKEN}`), env);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("<svg");
+    expect(html).toContain(`<td>${done.cells[1].restore}</td>`);
+    expect(html).toMatch(/4 of 4 runs done, 0 failed — complete/);
+    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=/);
+    expect((await worker.fetch(new Request(`http://snapflow.test/matrices/${started.json.id}?token=wrong`), env)).status).toBe(401);
   });
 
   it("a failing cell is a failure with its error, and the matrix still completes (queue-driven start)", async () => {
