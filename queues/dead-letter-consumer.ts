@@ -1,10 +1,11 @@
 // The dead-letter queue's consumer: a message that failed every retry is recorded with its reason (the last error
 // the consumer kept, or why it does not parse) in its matrix's status, so it is visible rather than lost.
-import { readProgress, writeProgress } from "../src/matrix/matrix-records.ts";
+import { readProgress, writeProgress, writeRun } from "../src/matrix/matrix-records.ts";
+import { runKey } from "../src/matrix/matrix-spec.ts";
 import type { Deps } from "../src/deps.ts";
 import { MatrixMessage, ResultMessage } from "./messages.ts";
 
-export async function recordDeadLetter(d: Deps, id: string, body: unknown): Promise<void> {
+export async function recordDeadLetter(d: Deps, results: Queue, id: string, body: unknown): Promise<void> {
   const parsed = MatrixMessage.or(ResultMessage).safeParse(body);
   const reason = (await d.kv.get(`queue-error:${id}`)) ?? (parsed.success ? "failed every retry" : `not a valid message: ${parsed.error.issues[0]!.path.join(".")}: ${parsed.error.issues[0]!.message}`);
   const matrixId = typeof body === "object" && body && "matrixId" in body && typeof body.matrixId === "string" ? body.matrixId : undefined;
@@ -14,6 +15,13 @@ export async function recordDeadLetter(d: Deps, id: string, body: unknown): Prom
     progress.deadLettered.push(entry);
     progress.updatedAt = new Date().toISOString();
     await writeProgress(d.kv, progress);
+    // A run that can never start is a failed run: recording it lets the matrix finish (and send its next runs).
+    if (parsed.success && parsed.data.type === "cell") {
+      const { matrixId: mid, cell, run } = parsed.data;
+      const key = runKey(mid, cell, run);
+      await writeRun(d.store, { matrixId: mid, runKey: key, cell, run, ok: false, error: `dead-lettered: ${reason}`, finishedAt: new Date().toISOString() });
+      await results.send({ type: "result", matrixId: mid, runKey: key });
+    }
   } else {
     await d.kv.put(`dead-letter:${id}`, JSON.stringify(entry), { expirationTtl: 30 * 24 * 3600 });
   }

@@ -6,9 +6,11 @@ import { matrixKeys, readMatrix, readProgress, readRuns, writeProgress } from ".
 import { buildSummary, summaryMarkdown } from "../src/matrix/summary.ts";
 import { putJson } from "../src/snapshots/records.ts";
 import type { Deps } from "../src/deps.ts";
+import { sharedSource } from "../src/matrix/matrix-spec.ts";
+import { sendDueRuns } from "./matrix-producer.ts";
 import { ResultMessage } from "./messages.ts";
 
-export async function aggregateMatrix(d: Deps, matrixId: string): Promise<void> {
+export async function aggregateMatrix(d: Deps, queue: Queue, matrixId: string): Promise<void> {
   const record = await readMatrix(d.store, matrixId);
   if (!record) throw new Error(`matrix ${matrixId} has no record`);
   const runs = await readRuns(d.store, matrixId);
@@ -18,13 +20,19 @@ export async function aggregateMatrix(d: Deps, matrixId: string): Promise<void> 
   const progress = await readProgress(d.kv, matrixId);
   await writeProgress(d.kv, {
     id: matrixId, name: record.spec.name, trigger: record.trigger, createdAt: record.createdAt, deadLettered: progress?.deadLettered ?? [],
-    total: summary.total, done: summary.done, failed: summary.failed,
+    total: summary.total, sent: progress?.sent ?? 0, done: summary.done, failed: summary.failed,
     status: summary.done >= summary.total ? "complete" : "running",
     updatedAt: summary.updatedAt,
   });
+  // Room for more runs: keep `concurrency` in flight.
+  await sendDueRuns(d, queue, record, summary.done);
+  if (summary.done >= summary.total && record.spec.concurrency === 1) {
+    // The shared dataset sandboxes are no longer needed.
+    for (const i of record.spec.datasets.keys()) await d.transport.destroy(sharedSource(matrixId, i)).catch(() => {});
+  }
 }
 
-export async function processResult(d: Deps, body: unknown): Promise<void> {
+export async function processResult(d: Deps, queue: Queue, body: unknown): Promise<void> {
   const msg = ResultMessage.parse(body);
-  await aggregateMatrix(d, msg.matrixId);
+  await aggregateMatrix(d, queue, msg.matrixId);
 }

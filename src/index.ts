@@ -30,10 +30,10 @@ export default {
   async queue(batch, env) {
     const d = depsFrom(env);
     if (batch.queue.startsWith("snapflow-matrix")) return consumeEach(batch, d.kv, (body) => processMatrixMessage(env, d, body));
-    if (batch.queue.startsWith("snapflow-results")) return consumeEach(batch, d.kv, (body) => processResult(d, body));
+    if (batch.queue.startsWith("snapflow-results")) return consumeEach(batch, d.kv, (body) => processResult(d, env.MATRIX_QUEUE, body));
     // The dead-letter queue: record, never retry.
     for (const m of batch.messages) {
-      await recordDeadLetter(d, m.id, m.body);
+      await recordDeadLetter(d, env.RESULTS_QUEUE, m.id, m.body);
       m.ack();
     }
   },

@@ -21,6 +21,8 @@ export interface MatrixProgress {
   trigger: MatrixRecord["trigger"];
   status: "running" | "complete";
   total: number;
+  /** runs sent to the matrix queue so far: at most `done + concurrency` (see sendDueRuns) */
+  sent: number;
   done: number;
   failed: number;
   deadLettered: { reason: string; message: string }[];

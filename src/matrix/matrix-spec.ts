@@ -16,11 +16,21 @@ export const MatrixSpec = z.object({
   backups: z.array(preset("backup")).min(1).max(100),
   /** restore presets to pair with each backup; default: every restore that reads the backup's format */
   restores: z.array(preset("restore")).max(100).optional(),
+  /** explicit (backup, restore) cells instead of the cross product; each backup must appear in `backups` */
+  pairs: z.array(z.object({ backup: preset("backup"), restore: preset("restore") }).strict()).max(200).optional(),
   runs: z.number().int().min(1).max(20).default(3),
   /** a fresh sandbox for every run (the seeds' isolated=true), else one sandbox per cell */
   isolated: z.boolean().default(true),
   dropCaches: z.boolean().default(true),
-}).strict();
+  /** runs in flight at once; 1 keeps runs from competing for the machine (timings stay comparable) */
+  concurrency: z.number().int().min(1).max(50).default(1),
+}).strict().superRefine((spec, ctx) => {
+  spec.pairs?.forEach((pair, i) => {
+    const b = findStrategy(pair.backup) as BackupStrategy | undefined;
+    if (!spec.backups.includes(pair.backup)) ctx.addIssue({ code: "custom", path: ["pairs", i, "backup"], message: `${pair.backup} is not in backups` });
+    if (b && !restoresFor(b.format).some((r) => r.name === pair.restore)) ctx.addIssue({ code: "custom", path: ["pairs", i, "restore"], message: `${pair.restore} cannot restore what ${pair.backup} makes` });
+  });
+});
 export type MatrixSpec = z.infer<typeof MatrixSpec>;
 
 export interface Cell {
@@ -34,6 +44,10 @@ export interface Cell {
 export function cellsOf(spec: MatrixSpec): Cell[] {
   const cells: Cell[] = [];
   for (const dataset of spec.datasets) {
+    if (spec.pairs) {
+      for (const pair of spec.pairs) cells.push({ index: cells.length, dataset: dataset.name, ...pair });
+      continue;
+    }
     for (const b of spec.backups) {
       const backup = findStrategy(b) as BackupStrategy;
       const fits = restoresFor(backup.format).filter((r: RestoreStrategy) => !spec.restores || spec.restores.includes(r.name));
@@ -43,5 +57,13 @@ export function cellsOf(spec: MatrixSpec): Cell[] {
   return cells;
 }
 
+/** Every run of a matrix in the order they are sent: cell by cell, run by run. */
+export function runsOf(spec: MatrixSpec, cells: Cell[]): { cell: Cell; run: number }[] {
+  return cells.flatMap((cell) => Array.from({ length: spec.runs }, (_, i) => ({ cell, run: i + 1 })));
+}
+
 /** The key of one run, also its Workflow instance id: the same message always names the same instance. */
 export const runKey = (matrixId: string, cell: Pick<Cell, "index">, run: number) => `${matrixId}-c${cell.index}-r${run}`;
+
+/** The sandbox holding dataset i of a matrix whose runs go one at a time; the aggregator ends it with the matrix. */
+export const sharedSource = (matrixId: string, datasetIndex: number) => `${matrixId}-d${datasetIndex}`;

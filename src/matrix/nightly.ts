@@ -2,12 +2,14 @@
 // re-fired trigger restarts nothing new), and point nightly:latest at it.
 import { startMatrix } from "../../queues/matrix-producer.ts";
 import { depsFrom } from "../deps.ts";
+import { MatrixSpec } from "./matrix-spec.ts";
 import { MATRIX_PRESETS } from "./presets.ts";
 
 export async function startNightly(env: Env, when: Date): Promise<string> {
   const name = env.NIGHTLY_MATRIX;
-  const spec = MATRIX_PRESETS[name];
-  if (!spec) throw new Error(`NIGHTLY_MATRIX names no preset: '${name}' (one of ${Object.keys(MATRIX_PRESETS).join(", ")})`);
+  const preset = MATRIX_PRESETS[name];
+  if (!preset) throw new Error(`NIGHTLY_MATRIX names no preset: '${name}' (one of ${Object.keys(MATRIX_PRESETS).join(", ")})`);
+  const spec = MatrixSpec.parse(preset);
   const id = `nightly-${name}-${when.toISOString().slice(0, 10).replaceAll("-", "")}`;
   const d = depsFrom(env);
   await startMatrix(d, env.MATRIX_QUEUE, id, spec, "cron");

@@ -1,10 +1,12 @@
 // Named matrices: the cron trigger starts one of these (NIGHTLY_MATRIX), and the CLI can name them.
+import type { z } from "zod";
 import type { MatrixSpec } from "./matrix-spec.ts";
 
 /** The seeds' workload: the sandbox-sdk repo with node_modules, ~692 MB in ~34.5k files. */
 const nodeModules = { name: "node-modules", kind: "node-modules", seed: 1, files: 34_500, bytes: 692_000_000 } as const;
 
-export const MATRIX_PRESETS: Record<string, MatrixSpec> = {
+/** Specs as written (defaults apply when the API or the cron handler parses them). */
+export const MATRIX_PRESETS: Record<string, z.input<typeof MatrixSpec>> = {
   /** A few minutes: one small dataset, the recommended path and the baseline. */
   smoke: {
     name: "smoke",

@@ -9,10 +9,12 @@ import { agent, api } from "./helpers.ts";
 
 const tricky = { name: "tricky", kind: "tricky", seed: 3 };
 
+/** Polls a matrix to completion, checking on the way that no more than `concurrency` runs were ever in flight. */
 async function waitForMatrix(id: string, timeoutMs = 100_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const m = (await api("GET", `/api/matrices/${id}`)).json;
+    if (m.progress) expect(m.progress.sent).toBeLessThanOrEqual(m.progress.done + m.spec.concurrency);
     if (m.progress?.status === "complete") return m;
     if (Date.now() > deadline) throw new Error(`matrix ${id} not complete: ${JSON.stringify(m.progress)}`);
     await new Promise((r) => setTimeout(r, 250));
@@ -30,7 +32,7 @@ describe("a matrix", () => {
   it("fans out one run per cell × run, aggregates medians, and a redelivered message starts and counts nothing twice", async () => {
     await using cells = await introspectWorkflow(env.CELL_WORKFLOW);
     const started = await api("POST", "/api/matrices", {
-      name: "two-cells", datasets: [tricky], backups: ["tar-zst-pipe"], restores: ["presigned-tar-zst-pipe", "restore-tar-zst-pipe"], runs: 2, dropCaches: false,
+      name: "two-cells", datasets: [tricky], backups: ["tar-zst-pipe"], restores: ["presigned-tar-zst-pipe", "restore-tar-zst-pipe"], runs: 2, dropCaches: false, concurrency: 2,
     });
     expect(started.status, JSON.stringify(started.json)).toBe(202);
     expect(started.json).toMatchObject({ cells: 2, runs: 4 });
@@ -74,11 +76,12 @@ describe("a matrix", () => {
     await using cells = await introspectWorkflow(env.CELL_WORKFLOW);
     await cells.modifyAll(async (m) => m.disableRetryDelays());
     const id = `mx-test-fail-${Date.now().toString(36)}`;
-    // Run 1's source sandbox answers every archive request with a 503; run 2 is healthy.
-    await agent(`${id}-c0-r1-src`, "POST", "/v1/faults", { route: "GET /v1/archive", times: 50 });
+    // Runs go one at a time from a shared source sandbox: its next 4 archive requests (run 1's transfer step and
+    // its 3 retries) answer 503, so run 1 fails and run 2 is healthy.
+    await agent(`${id}-d0`, "POST", "/v1/faults", { route: "GET /v1/archive", times: 4 });
     await env.MATRIX_QUEUE.send({ type: "start", id, spec: { name: "one-bad-run", datasets: [tricky], backups: ["tar-zst-pipe"], restores: ["presigned-tar-zst-pipe"], runs: 2, dropCaches: false } });
     const done = await waitForMatrix(id);
-    expect(done.progress).toMatchObject({ total: 2, done: 2, failed: 1, trigger: "queue" });
+    expect(done.progress).toMatchObject({ total: 2, done: 2, failed: 1, trigger: "queue", sent: 2 });
     const [row] = done.summary.rows;
     expect(row.n).toBe(1);
     expect(row.failures).toEqual([{ run: 1, error: expect.stringMatching(/injected fault/) }]);
@@ -104,6 +107,16 @@ it("the cron trigger starts the nightly preset and marks it latest", async () =>
   const m = (await api("GET", `/api/matrices/${latest}`)).json;
   expect(m.spec.name).toBe(env.NIGHTLY_MATRIX);
   expect(m.progress).toMatchObject({ trigger: "cron", total: m.cells.length * m.spec.runs });
+});
+
+it("explicit pairs make the cells, and a pair that cannot work is refused naming it", async () => {
+  const ok = await api("POST", "/api/matrices", { name: "pairs", datasets: [tricky], backups: ["tar-zst-pipe", "squashfs-lz4"], pairs: [{ backup: "squashfs-lz4", restore: "presigned-squashfuse-mount" }], runs: 1, dropCaches: false });
+  expect(ok.json).toMatchObject({ cells: 1, runs: 1 });
+  const done = await waitForMatrix(ok.json.id);
+  expect(done.summary.rows[0]).toMatchObject({ n: 1, cell: { backup: "squashfs-lz4", restore: "presigned-squashfuse-mount" } });
+  const bad = await api("POST", "/api/matrices", { name: "pairs", datasets: [tricky], backups: ["tar-zst-pipe"], pairs: [{ backup: "tar-zst-pipe", restore: "presigned-squashfuse-mount" }] });
+  expect(bad.status).toBe(400);
+  expect(bad.json.error.field).toBe("pairs.0.restore");
 });
 
 it("a bad matrix spec is a 400 naming the field", async () => {
