@@ -3,7 +3,7 @@
 // timing table, and exits 0 only if the restored tree's manifest equals the source's.
 import { parseArgs } from "node:util";
 import { apiClient, ApiCallError, type RunStatus } from "./lib/api-client.ts";
-import { findRunningStack, startStack, type Stack } from "./lib/stack.ts";
+import { findRunningStack, freePort, portIsFree, startStack, type Stack } from "./lib/stack.ts";
 import { processTree, sampleRss, type RssSample } from "./lib/rss.ts";
 import { timingTable, type Row } from "./lib/timing-table.ts";
 
@@ -62,7 +62,9 @@ if (opts.kind !== "node-modules" && opts.kind !== "added-data") {
 
 let stack: Stack | undefined;
 const running = await findRunningStack();
-const info = running ?? (stack = await startStack().catch((e: Error) => {
+// Our own stack takes 8787 when it is free, and any free port when something else holds it.
+const port = (await portIsFree(8787)) ? 8787 : await freePort();
+const info = running ?? (stack = await startStack({ port }).catch((e: Error) => {
   console.error(`could not start the local stack: ${e.message}`);
   process.exit(2);
 }));

@@ -5,6 +5,7 @@ import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { summaryChartSvg } from "../../src/matrix/chart-svg.ts";
 import { MATRIX_PRESETS } from "../../src/matrix/presets.ts";
+import { seedComparison, seedComparisonMarkdown } from "../../src/matrix/seed-comparison.ts";
 import { summaryMarkdown, type Summary } from "../../src/matrix/summary.ts";
 import type { apiClient } from "./api-client.ts";
 import { PROJECT } from "./stack.ts";
@@ -55,7 +56,8 @@ export async function runBench(api: ReturnType<typeof apiClient>, o: BenchOption
   if (tty) process.stderr.write("\n");
   const summary = view.summary!;
   const machine = machineDescription(o.url);
-  const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n`;
+  const comparison = seedComparisonMarkdown(seedComparison(summary));
+  const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n\n## Beside the seeds' published figures\n\nOurs: median total of the phase on this machine (local stack: emulator figures). Theirs: as published, on their machines.\n\n${comparison}`;
   console.log(md);
   const dir = o.out ?? join(PROJECT, "results");
   mkdirSync(dir, { recursive: true });

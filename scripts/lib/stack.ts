@@ -6,6 +6,7 @@
 // and the CLI find it; the file is removed when the stack stops.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { startObjectStore, type ObjectStoreServer } from "./object-store-server.ts";
 import { startManaged, waitReady, type Managed } from "./processes.ts";
@@ -82,6 +83,8 @@ export async function startStack(options: { port?: number; log?: (line: string) 
     };
     const envFile = join(STATE, "dev.vars");
     writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n") + "\n", { mode: 0o600 });
+    // Another process on the port would answer our readiness check and then refuse our token: say so instead.
+    if (!(await portIsFree(port))) throw new Error(`port ${port} is in use (another snapflow stack or wrangler dev?); stop it or pick another port`);
     const t1 = performance.now();
     const wrangler = startManaged("wrangler dev", [join(PROJECT, "node_modules/.bin/wrangler"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--env-file", envFile, "--show-interactive-dev-session=false"], {
       cwd: PROJECT,
@@ -105,6 +108,27 @@ export async function startStack(options: { port?: number; log?: (line: string) 
     await stopAll();
     throw e;
   }
+}
+
+/** Whether nothing listens on 127.0.0.1:port. */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+/** A port the OS says is free now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
 }
 
 /** Keeps wrangler from writing outside the project or phoning home. */

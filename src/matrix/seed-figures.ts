@@ -1,0 +1,51 @@
+// The seed reports' own published figures, per preset, so that results tables can set ours beside theirs. Seconds,
+// as published; "where" says which of their machines and which column. Data only.
+export interface SeedFigure {
+  seed: string;
+  /** what the figure times: a backup's total, a restore's total (or median), or create/restore of seed 003 */
+  phase: "backup" | "restore";
+  seconds: number | null;
+  where: string;
+  note?: string;
+}
+
+const R2 = "r2-backup-restore-benchmark.md";
+const LOCAL = "r2-backup-benchmark-local.md";
+const S003 = "snapshot-create-restore-benchmark.md";
+const prod = "Cloudflare standard-4 (4 vCPU, 12 GiB)";
+const docker = "local Docker on Apple Silicon";
+const hetzner = "Hetzner cx43 (8 vCPU), 100 MB added to a ~190 MB base";
+
+export const SEED_FIGURES: Record<string, SeedFigure[]> = {
+  "tar-zst-direct": [{ seed: R2, phase: "backup", seconds: 10.9, where: prod }, { seed: LOCAL, phase: "backup", seconds: 4.0, where: docker }],
+  "tar-zst-fast-direct": [{ seed: R2, phase: "backup", seconds: 22.4, where: prod }, { seed: LOCAL, phase: "backup", seconds: 4.1, where: docker }],
+  "tar-direct": [{ seed: R2, phase: "backup", seconds: 29.7, where: prod }, { seed: LOCAL, phase: "backup", seconds: 8.8, where: docker }],
+  "tar-gz-direct": [{ seed: R2, phase: "backup", seconds: 35.4, where: prod }, { seed: LOCAL, phase: "backup", seconds: 17.7, where: docker }],
+  "tar-zst-fast-chunked": [{ seed: R2, phase: "backup", seconds: 22.4, where: prod }, { seed: LOCAL, phase: "backup", seconds: 16.4, where: docker }],
+  "tar-zst-pipe": [{ seed: R2, phase: "backup", seconds: null, where: prod, note: "OOM in the Worker (~220 MB buffered)" }, { seed: LOCAL, phase: "backup", seconds: 3.6, where: docker }],
+  "tar-zst-fast-pipe": [{ seed: R2, phase: "backup", seconds: null, where: prod, note: "OOM in the Worker" }, { seed: LOCAL, phase: "backup", seconds: 3.7, where: docker }],
+  "tar-pipe": [{ seed: R2, phase: "backup", seconds: null, where: prod, note: "OOM in the Worker" }, { seed: LOCAL, phase: "backup", seconds: 8.0, where: docker }],
+  "squashfs-zstd": [{ seed: R2, phase: "backup", seconds: 29.4, where: prod }],
+  "squashfs-lz4": [{ seed: R2, phase: "backup", seconds: 13.9, where: prod }],
+  "squashfs-lzo": [{ seed: R2, phase: "backup", seconds: 30.2, where: prod }],
+  "presigned-squashfs-mount": [{ seed: R2, phase: "restore", seconds: 2.2, where: prod }],
+  "presigned-squashfuse-mount": [{ seed: R2, phase: "restore", seconds: 2.3, where: prod }],
+  "presigned-squashfs-mount-aria2c": [{ seed: R2, phase: "restore", seconds: 2.3, where: prod }],
+  "presigned-squashfs-lz4-mount": [{ seed: R2, phase: "restore", seconds: 3.8, where: prod }],
+  "presigned-tar-zst1-pipe": [{ seed: R2, phase: "restore", seconds: 4.5, where: prod }],
+  "presigned-tar-zst-pipe": [{ seed: R2, phase: "restore", seconds: 4.7, where: prod }],
+  "presigned-tar-zst": [{ seed: R2, phase: "restore", seconds: 48.9, where: prod }],
+  "presigned-squashfs-extract": [{ seed: R2, phase: "restore", seconds: 51.2, where: prod }],
+  // The seeds' restore-* strategies ran archive + extract inside the container (no store); ours fetch from the store.
+  "restore-tar": [{ seed: R2, phase: "restore", seconds: 15.2, where: `${prod}, in-container archive+extract` }, { seed: R2, phase: "restore", seconds: 1.4, where: `${docker}, in-container` }],
+  "restore-tar-zst": [{ seed: R2, phase: "restore", seconds: 54.0, where: `${prod}, in-container archive+extract` }, { seed: R2, phase: "restore", seconds: 5.1, where: `${docker}, in-container` }],
+  "restore-tar-zst-pipe": [{ seed: R2, phase: "restore", seconds: 53.8, where: `${prod}, in-container pipeline` }, { seed: R2, phase: "restore", seconds: 3.4, where: `${docker}, in-container` }],
+  "restore-tar-gz": [{ seed: R2, phase: "restore", seconds: 82.2, where: `${prod}, in-container archive+extract` }, { seed: R2, phase: "restore", seconds: 21.7, where: `${docker}, in-container` }],
+  "restore-squashfs-mount": [{ seed: R2, phase: "restore", seconds: 20.9, where: `${prod}, in-container mksquashfs+mount` }],
+  "restore-squashfs-extract": [{ seed: R2, phase: "restore", seconds: 72.2, where: `${prod}, in-container` }, { seed: R2, phase: "restore", seconds: 25.1, where: `${docker}, in-container` }],
+  "pigz-file": [{ seed: S003, phase: "backup", seconds: 10.6, where: hetzner }, { seed: S003, phase: "restore", seconds: 12.2, where: hetzner }],
+  "zstd-file": [{ seed: S003, phase: "backup", seconds: 7.9, where: hetzner }, { seed: S003, phase: "restore", seconds: 5.6, where: hetzner }],
+  "lz4-file": [{ seed: S003, phase: "backup", seconds: 8.0, where: hetzner }, { seed: S003, phase: "restore", seconds: 7.6, where: hetzner }],
+  "pigz-stream": [{ seed: S003, phase: "backup", seconds: 8.4, where: hetzner }, { seed: S003, phase: "restore", seconds: 6.3, where: hetzner }],
+  "zstd-stream": [{ seed: S003, phase: "backup", seconds: 6.6, where: hetzner }, { seed: S003, phase: "restore", seconds: 5.8, where: hetzner }],
+};
