@@ -3,7 +3,7 @@
 import { parseArgs } from "node:util";
 import { apiClient, ApiCallError } from "./lib/api-client.ts";
 import { findRunningStack } from "./lib/stack.ts";
-import { runBench } from "./lib/bench.ts";
+import { runBench, runReport } from "./lib/bench.ts";
 
 const HELP = `snapflow — snapshot and restore sandbox workspaces, and benchmark every way of doing it
 
@@ -16,6 +16,8 @@ Commands:
   restore --snapshot ID --sandbox ID [--path P] [--strategy S] [--replace] [--no-wait]
                                                 restore a snapshot into a sandbox
   status ID                                     a backup (bk-…), restore (rs-…) or matrix (mx-…, nightly-…)
+  report ID [--out DIR]                         rebuild a matrix's summary from its stored runs and write its
+                                                results files again
   bench [--preset smoke|seeds | --spec FILE] [--name N] [--runs N] [--out DIR]
                                                 run a benchmark matrix, show progress, print the summary, and
                                                 write results/<date>-<name>.{json,md,svg} with the machine description
@@ -52,9 +54,9 @@ const required: Record<string, [keyof typeof values, string][]> = {
   backup: [["sandbox", "--sandbox is required"]],
   restore: [["snapshot", "--snapshot is required"], ["sandbox", "--sandbox is required"]],
 };
-if (!["strategies", "backup", "restore", "status", "bench"].includes(command)) usage(`unknown command '${command}'`);
+if (!["strategies", "backup", "restore", "status", "bench", "report"].includes(command)) usage(`unknown command '${command}'`);
 for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
-if (command === "status" && !rest[0]) usage("status needs an id");
+if ((command === "status" || command === "report") && !rest[0]) usage(`${command} needs an id`);
 if (values.preset && values.spec) usage("give --preset or --spec, not both");
 
 const local = await findRunningStack();
@@ -102,6 +104,8 @@ async function main(): Promise<number> {
       print(await api.call("GET", path));
       return 0;
     }
+    case "report":
+      return runReport(api, rest[0]!, { url: url!, out: values.out });
     case "bench":
       return runBench(api, { preset: values.preset, spec: values.spec, name: values.name, runs: values.runs, out: values.out, url: url! }, usage);
     default:

@@ -54,17 +54,31 @@ export async function runBench(api: ReturnType<typeof apiClient>, o: BenchOption
     await new Promise((r) => setTimeout(r, 1000));
   }
   if (tty) process.stderr.write("\n");
-  const summary = view.summary!;
-  const machine = machineDescription(o.url);
+  writeResults(view.summary!, spec, o.url, o.out);
+  return view.summary!.failed || view.progress!.deadLettered.length ? 1 : 0;
+}
+
+/** `snapflow report ID`: rebuild a matrix's summary from its stored runs and write its results files again. */
+export async function runReport(api: ReturnType<typeof apiClient>, id: string, o: { url: string; out?: string }): Promise<number> {
+  const summary = await api.call<Summary>("POST", `/api/matrices/${id}/summary`);
+  const { spec } = await api.call<{ spec: unknown }>("GET", `/api/matrices/${id}`);
+  writeResults(summary, spec, o.url, o.out);
+  return summary.failed ? 1 : 0;
+}
+
+function writeResults(summary: Summary, spec: unknown, url: string, out?: string): void {
+  const machine = machineDescription(url);
   const comparison = seedComparisonMarkdown(seedComparison(summary));
-  const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n\n## Beside the seeds' published figures\n\nOurs: median total of the phase on this machine (local stack: emulator figures). Theirs: as published, on their machines.\n\n${comparison}`;
+  const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n\n## Beside the seeds' published figures\n\n` +
+    "Ours: the median of what the seeds timed — backup: archive + transfer (without snapflow's source manifest and " +
+    "verify); restore: transfer + extract or mount (without verify) — and of the whole phase, on this machine " +
+    "(a local stack gives emulator figures). Theirs: as published, on their machines.\n\n" + comparison;
   console.log(md);
-  const dir = o.out ?? join(PROJECT, "results");
+  const dir = out ?? join(PROJECT, "results");
   mkdirSync(dir, { recursive: true });
-  const stem = join(dir, `${new Date().toISOString().slice(0, 10)}-${summary.name}`);
+  const stem = join(dir, `${summary.updatedAt.slice(0, 10)}-${summary.name}`);
   writeFileSync(`${stem}.json`, JSON.stringify({ machine, spec, summary }, null, 1));
   writeFileSync(`${stem}.md`, md);
   writeFileSync(`${stem}.svg`, summaryChartSvg(summary));
   console.error(`wrote ${stem}.{json,md,svg}`);
-  return summary.failed || view.progress!.deadLettered.length ? 1 : 0;
 }

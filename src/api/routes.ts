@@ -13,11 +13,13 @@
 //   POST   /api/matrices                     start a benchmark matrix → {id}
 //   GET    /api/matrices                     history
 //   GET    /api/matrices/:id                 spec, cells, progress, summary
+//   POST   /api/matrices/:id/summary         rebuild the summary from the stored runs
 //   GET    /matrices/:id?token=              the results page (table + chart, refreshes while running)
 //   GET    /api/snapshots                    good snapshots (verified and recorded)
 //   GET    /api/snapshots/:id                one snapshot's record
 import { z } from "zod";
 import { startMatrix } from "../../queues/matrix-producer.ts";
+import { aggregateMatrix } from "../../queues/results-consumer.ts";
 import { depsFrom, type Deps } from "../deps.ts";
 import { newMatrixId } from "../matrix/matrix-ids.ts";
 import { listMatrices, readMatrix, readProgress as readMatrixProgress, readSummary } from "../matrix/matrix-records.ts";
@@ -154,6 +156,14 @@ const routes: [string, string, Handler][] = [
     const [record, progress, summary] = await Promise.all([readMatrix(d.store, matrixId), readMatrixProgress(d.kv, matrixId), readSummary(d.store, matrixId)]);
     if (!record) throw new ApiError(404, `no matrix with id ${matrixId}`, "id");
     return json({ id: matrixId, spec: record.spec, cells: record.cells, progress, summary });
+  }],
+
+  ["POST", "/api/matrices/:id/summary", async (_req, env, d, { id }) => {
+    // Summaries are derived from the stored runs: rebuild one (after changing the aggregator, say).
+    const matrixId = idParam(id, MATRIX_ID, "id");
+    if (!(await readMatrix(d.store, matrixId))) throw new ApiError(404, `no matrix with id ${matrixId}`, "id");
+    await aggregateMatrix(d, env.MATRIX_QUEUE, matrixId);
+    return json(await readSummary(d.store, matrixId));
   }],
 
   ["GET", "/api/snapshots", async (req, _env, d) => {

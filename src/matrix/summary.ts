@@ -42,6 +42,23 @@ export interface Summary {
   updatedAt: string;
 }
 
+/**
+ * The part of a backup the seeds timed: making the archive and moving it (archive step less its source manifest,
+ * plus transfer). snapflow's manifest, verify and record steps are extra work the seeds did not do.
+ */
+export function backupCoreMs(r: RunResult): number | undefined {
+  const s = r.backup?.steps;
+  if (!s?.archive || !s.transfer) return undefined;
+  const manifestMs = (s.archive.manifest as { ms?: number } | undefined)?.ms ?? 0;
+  return Math.max(0, s.archive.ms - manifestMs) + s.transfer.ms;
+}
+
+/** The part of a restore the seeds timed: getting the archive into the sandbox and extracting or mounting it. */
+export function restoreCoreMs(r: RunResult): number | undefined {
+  const s = r.restore?.steps;
+  return s?.transfer && s.materialize ? s.transfer.ms + s.materialize.ms : undefined;
+}
+
 const mbps = (bytes: number | undefined, ms: number | undefined) => (bytes && ms ? Math.round((bytes / 1e6 / (ms / 1000)) * 10) / 10 : undefined);
 
 export function buildSummary(matrixId: string, name: string, cells: Cell[], runsPerCell: number, results: RunResult[]): Summary {
@@ -58,6 +75,8 @@ export function buildSummary(matrixId: string, name: string, cells: Cell[], runs
       add("restore.total", r.restore?.totalMs);
       for (const [k, v] of Object.entries(r.backup?.steps ?? {})) add(`backup.${k}`, v.ms);
       for (const [k, v] of Object.entries(r.restore?.steps ?? {})) add(`restore.${k}`, v.ms);
+      add("backup.core", backupCoreMs(r));
+      add("restore.core", restoreCoreMs(r));
     }
     const archiveBytes = median(ok.map((r) => r.backup?.archiveBytes ?? 0));
     const phaseStats = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, stats(v)]));

@@ -42,3 +42,35 @@ describe("buildSummary", () => {
     expect(s.rows[0]!.phases["backup.total"]!.median).toBe(1500);
   });
 });
+
+describe("what the seeds timed, and the comparison with their figures", () => {
+  it("backup core is archive less its manifest plus transfer; restore core is transfer plus materialize", async () => {
+    const { backupCoreMs, restoreCoreMs } = await import("../../src/matrix/summary.ts");
+    const r = {
+      ...ok(1, 0, 0, 0),
+      backup: { steps: { archive: { ms: 9000, bytes: 0, manifest: { ms: 6000 } }, transfer: { ms: 2500, bytes: 1 } }, totalMs: 12000, archiveBytes: 1 },
+      restore: { steps: { transfer: { ms: 1500, bytes: 1 }, materialize: { ms: 40, bytes: 0 }, verify: { ms: 3000, bytes: 0 } }, totalMs: 4600 },
+    };
+    expect(backupCoreMs(r)).toBe(5500);
+    expect(restoreCoreMs(r)).toBe(1540);
+  });
+
+  it("sets our core median beside each published figure with the ratio, and names failures", async () => {
+    const { seedComparison, seedComparisonMarkdown } = await import("../../src/matrix/seed-comparison.ts");
+    const run = (n: number, archiveMs: number) => ({
+      ...ok(n, 0, 0, 0),
+      cell: { index: 0, dataset: "d", backup: "tar-zst-direct", restore: "presigned-tar-zst-pipe" },
+      backup: { steps: { archive: { ms: archiveMs, bytes: 0, manifest: { ms: 1000 } }, transfer: { ms: 1000, bytes: 1 } }, totalMs: archiveMs + 2000, archiveBytes: 1 },
+      restore: { steps: { transfer: { ms: 2350, bytes: 1 }, materialize: { ms: 0, bytes: 0 } }, totalMs: 3000 },
+    });
+    const summary = buildSummary("m", "seeds", [{ index: 0, dataset: "d", backup: "tar-zst-direct", restore: "presigned-tar-zst-pipe" }], 3, [run(1, 3000), run(2, 5000), run(3, 4000)]);
+    const rows = seedComparison(summary);
+    // tar-zst-direct: median archive 4000 − 1000 manifest + 1000 transfer = 4 s; the seed published 10.9 s and 4.0 s.
+    expect(rows.find((r) => r.preset === "tar-zst-direct")).toMatchObject({ phase: "backup", ours: 4, n: 3 });
+    expect(rows.find((r) => r.preset === "presigned-tar-zst-pipe")).toMatchObject({ phase: "restore", ours: 2.35 });
+    const md = seedComparisonMarkdown(rows);
+    expect(md).toContain("| `tar-zst-direct` | backup | 4.00 (3) | 6.00 | 10.9 |");
+    expect(md).toMatch(/\| 0\.37 \|\n.*\| 4 \| .* \| 1\.00 \|/);
+    expect(md).toContain("| `presigned-tar-zst-pipe` | restore | 2.35 (3) | 3.00 | 4.7 |");
+  });
+});
