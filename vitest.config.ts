@@ -3,6 +3,7 @@
 //   (local R2, KV, Workflows, Queues), reaching a real host agent and a real S3 server that
 //   test/global-setup.ts starts for the run.
 // - "node": the agent's own modules and the repo's files, in Node 22 against real tools.
+// - "e2e": a private local stack and the results page in headless Chromium.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import type { TestStack } from "./test/global-setup.ts";
@@ -39,6 +40,15 @@ export default defineConfig({
           globalSetup: ["./test/global-setup.ts"],
           testTimeout: 120_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 240_000,
+          hookTimeout: 180_000,
         },
       },
       {

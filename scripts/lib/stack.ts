@@ -45,18 +45,26 @@ export async function findRunningStack(): Promise<StackInfo | null> {
   }
 }
 
-export async function startStack(options: { port?: number; log?: (line: string) => void } = {}): Promise<Stack> {
+export interface StackOptions {
+  port?: number;
+  log?: (line: string) => void;
+  /** a private stack (tests): its own state directory, and no .snapflow/stack.json for others to find */
+  privateDir?: string;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const log = options.log ?? ((l: string) => console.error(l));
   const port = options.port ?? 8787;
-  const dir = join(STATE, "stack");
-  const logs = join(STATE, "logs");
+  const dir = options.privateDir ?? join(STATE, "stack");
+  const publish = options.privateDir === undefined;
+  const logs = publish ? join(STATE, "logs") : join(dir, "logs");
   mkdirSync(logs, { recursive: true });
   const apiToken = randomBytes(18).toString("base64url");
   const agentToken = randomBytes(18).toString("base64url");
   const started: { stop(): Promise<void> }[] = [];
   const stopAll = async () => {
     for (const s of started.reverse()) await s.stop().catch(() => {});
-    rmSync(STACK_FILE, { force: true });
+    if (publish) rmSync(STACK_FILE, { force: true });
   };
 
   try {
@@ -81,12 +89,12 @@ export async function startStack(options: { port?: number; log?: (line: string) 
       S3_ACCESS_KEY_ID: store.accessKeyId,
       S3_SECRET_ACCESS_KEY: store.secretAccessKey,
     };
-    const envFile = join(STATE, "dev.vars");
+    const envFile = join(publish ? STATE : dir, "dev.vars");
     writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n") + "\n", { mode: 0o600 });
     // Another process on the port would answer our readiness check and then refuse our token: say so instead.
     if (!(await portIsFree(port))) throw new Error(`port ${port} is in use (another snapflow stack or wrangler dev?); stop it or pick another port`);
     const t1 = performance.now();
-    const wrangler = startManaged("wrangler dev", [join(PROJECT, "node_modules/.bin/wrangler"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--env-file", envFile, "--show-interactive-dev-session=false"], {
+    const wrangler = startManaged("wrangler dev", [join(PROJECT, "node_modules/.bin/wrangler"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--env-file", envFile, "--show-interactive-dev-session=false", ...(publish ? [] : ["--persist-to", join(dir, "wrangler-state")])], {
       cwd: PROJECT,
       env: toolEnv(),
       logFile: join(logs, "wrangler.log"),
@@ -97,7 +105,7 @@ export async function startStack(options: { port?: number; log?: (line: string) 
     log(`stack: wrangler dev ready at ${apiUrl} (${Math.round(performance.now() - t1)} ms)`);
 
     const info: StackInfo = { apiUrl, apiToken, agentUrl: agent.url, s3Endpoint: store.endpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: agent.process.child.pid! };
-    writeFileSync(STACK_FILE, JSON.stringify(info, null, 1), { mode: 0o600 });
+    if (publish) writeFileSync(STACK_FILE, JSON.stringify(info, null, 1), { mode: 0o600 });
     const died = Promise.race([
       store.exited.then(() => "object store"),
       agent.process.exited.then(() => "agent"),
