@@ -5,7 +5,7 @@ import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { summaryChartSvg } from "../../src/matrix/chart-svg.ts";
 import { MATRIX_PRESETS } from "../../src/matrix/presets.ts";
-import { seedComparison, seedComparisonMarkdown } from "../../src/matrix/seed-comparison.ts";
+import { seedComparison, seedComparisonMarkdown, seedPresetsNotMeasured } from "../../src/matrix/seed-comparison.ts";
 import { summaryMarkdown, type Summary } from "../../src/matrix/summary.ts";
 import type { apiClient } from "./api-client.ts";
 import { PROJECT } from "./stack.ts";
@@ -72,7 +72,8 @@ function writeResults(summary: Summary, spec: unknown, url: string, out?: string
   const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n\n## Beside the seeds' published figures\n\n` +
     "Ours: the median of what the seeds timed — backup: archive + transfer (without snapflow's source manifest and " +
     "verify); restore: transfer + extract or mount (without verify) — and of the whole phase, on this machine " +
-    "(a local stack gives emulator figures). Theirs: as published, on their machines.\n\n" + comparison;
+    "(a local stack gives emulator figures). Theirs: as published, on their machines.\n\n" + comparison +
+    `\nSeed presets not measured here:\n\n${seedPresetsNotMeasured(summary).map((m) => `- \`${m.preset}\`: ${m.reason}`).join("\n")}\n`;
   console.log(md);
   const dir = out ?? join(PROJECT, "results");
   mkdirSync(dir, { recursive: true });

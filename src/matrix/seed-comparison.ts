@@ -2,7 +2,7 @@
 // ratio ours / theirs. A backup preset is compared on what the seeds timed (archive + transfer: backup.core), a
 // restore preset on transfer + materialize (restore.core); our full totals (with manifest and verify) are shown
 // beside. Pure.
-import { SEED_FIGURES } from "./seed-figures.ts";
+import { NOT_MEASURED_BY_A_MATRIX, SEED_FIGURES } from "./seed-figures.ts";
 import type { Summary } from "./summary.ts";
 
 export interface ComparisonRow {
@@ -36,6 +36,14 @@ export function seedComparison(summary: Summary): ComparisonRow[] {
     }
   }
   return rows;
+}
+
+/** Seed presets with published figures that this summary has no row for, with the reason when there is one. */
+export function seedPresetsNotMeasured(summary: Summary): { preset: string; reason: string }[] {
+  const measured = new Set(summary.rows.flatMap((r) => [r.cell.backup, r.cell.restore]));
+  return Object.keys(SEED_FIGURES)
+    .filter((p) => !measured.has(p))
+    .map((preset) => ({ preset, reason: NOT_MEASURED_BY_A_MATRIX[preset] ?? "not in this matrix (see the other results files)" }));
 }
 
 export function seedComparisonMarkdown(rows: ComparisonRow[]): string {
