@@ -20,7 +20,7 @@ import { Faults } from "./faults.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { checkImage, extractImage, makeImage } from "./images.ts";
 import { compareManifests, takeManifest, type Manifest } from "./manifest.ts";
-import { listMounts, mountImage, mountOverlay, MountRegistry, unmountPath, unmountSandbox } from "./mounts.ts";
+import { listMounts, mountImage, mountOverlay, MountRegistry, readMountinfo, unmountPath, unmountSandbox } from "./mounts.ts";
 import { downloadAndExtract, downloadToFile, hashUrl, uploadFile } from "./presigned.ts";
 import { uploadMultipart } from "./presigned-multipart.ts";
 import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } from "./presigned-ranged.ts";
@@ -170,7 +170,12 @@ export function createAgentServer(options: AgentOptions): Server {
     },
 
     "DELETE /v1/files": async (c) => {
-      await rm(await c.path(c.url.searchParams.get("path"), "path"), { recursive: true, force: true });
+      const target = await c.path(c.url.searchParams.get("path"), "path");
+      // Never delete through a mount: a recursive rm would empty a writable overlay's layer or fail half-way on a
+      // read-only image. The caller unmounts first (DELETE /v1/mounts).
+      const mounted = (await readMountinfo()).find((m) => m.mountPoint === target || m.mountPoint.startsWith(target + "/"));
+      if (mounted) throw new AgentError("bad_request", `path has a mount at or below it (${mounted.mountPoint.slice(c.root.hostRoot === "/" ? 0 : c.root.hostRoot.length)}); unmount it first`, "path");
+      await rm(target, { recursive: true, force: true });
       return { deleted: true };
     },
 

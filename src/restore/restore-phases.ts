@@ -147,6 +147,8 @@ export async function materializePhase(d: Deps, p: RestoreParams, s: RestoreStra
   if (isPiped(s)) return { ms: 0, bytes: 0, overlapped: true };
   const agent = new AgentClient(d.transport, p.sandboxId);
   const staged = stagingPath(p, probed.snapshot);
+  // A retried step finds the earlier attempt's mount: take it down before clearing the target.
+  if (s.materialize === "mount-kernel" || s.materialize === "mount-fuse") await agent.unmount(p.path).catch(() => {});
   await agent.deleteFile(p.path);
   const snapFormat = probed.snapshot.format;
   if (isImage(snapFormat)) {

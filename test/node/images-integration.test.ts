@@ -271,6 +271,13 @@ describe("the mount registry", () => {
     expect(Date.parse(listed.body.mounts[0].since)).toBeGreaterThan(Date.now() - 60_000);
     // Another sandbox sees none of them.
     expect((await json(call(other, "GET", "/v1/mounts"))).body).toEqual({ mounts: [] });
+    // Deleting through a mount (the mount point, or a directory above it) is refused, and the mount stays.
+    for (const path of ["/workspace/f", "/workspace"]) {
+      const refused = await json(call(sb, "DELETE", `/v1/files?path=${path}`));
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toMatchObject({ field: "path", message: expect.stringContaining("unmount it first") });
+    }
+    expect((await json(call(sb, "GET", "/v1/mounts"))).body.mounts).toHaveLength(2);
 
     expect(await json(call(sb, "DELETE", "/v1/mounts?path=/workspace/f"))).toEqual({ status: 200, body: { unmounted: ["/workspace/f"] } });
     expect((await json(call(sb, "GET", "/v1/mounts"))).body.mounts.map((m: any) => m.path)).toEqual(["/workspace/k"]);
