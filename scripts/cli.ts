@@ -3,7 +3,7 @@
 import { parseArgs } from "node:util";
 import { apiClient, ApiCallError } from "./lib/api-client.ts";
 import { findRunningStack } from "./lib/stack.ts";
-import { runBench, runReport } from "./lib/bench.ts";
+import { reportFromFile, runBench, runReport } from "./lib/bench.ts";
 
 const HELP = `snapflow — snapshot and restore sandbox workspaces, and benchmark every way of doing it
 
@@ -18,6 +18,7 @@ Commands:
   status ID                                     a backup (bk-…), restore (rs-…) or matrix (mx-…, nightly-…)
   report ID [--out DIR]                         rebuild a matrix's summary from its stored runs and write its
                                                 results files again
+  report --from FILE.json [--out DIR]           rewrite a results file's .md and .svg from its .json (offline)
   bench [--preset smoke|seeds | --spec FILE] [--name N] [--runs N] [--out DIR]
                                                 run a benchmark matrix, show progress, print the summary, and
                                                 write results/<date>-<name>.{json,md,svg} with the machine description
@@ -35,7 +36,7 @@ const { values, positionals } = parseArgs({
     url: { type: "string" }, token: { type: "string" }, help: { type: "boolean", short: "h" },
     sandbox: { type: "string" }, path: { type: "string" }, strategy: { type: "string" }, base: { type: "string" },
     snapshot: { type: "string" }, replace: { type: "boolean" }, "no-wait": { type: "boolean" },
-    preset: { type: "string" }, spec: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, out: { type: "string" },
+    preset: { type: "string" }, spec: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, out: { type: "string" },
   },
 });
 
@@ -56,7 +57,8 @@ const required: Record<string, [keyof typeof values, string][]> = {
 };
 if (!["strategies", "backup", "restore", "status", "bench", "report"].includes(command)) usage(`unknown command '${command}'`);
 for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
-if ((command === "status" || command === "report") && !rest[0]) usage(`${command} needs an id`);
+if ((command === "status" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
+if (command === "report" && values.from) process.exit(reportFromFile(values.from, values.out));
 if (values.preset && values.spec) usage("give --preset or --spec, not both");
 
 const local = await findRunningStack();

@@ -66,8 +66,15 @@ export async function runReport(api: ReturnType<typeof apiClient>, id: string, o
   return summary.failed ? 1 : 0;
 }
 
-function writeResults(summary: Summary, spec: unknown, url: string, out?: string): void {
-  const machine = machineDescription(url);
+/** `snapflow report --from FILE.json`: rewrite a results file's .md and .svg from its .json (no API needed). */
+export function reportFromFile(file: string, out?: string): number {
+  const saved = JSON.parse(readFileSync(file, "utf8")) as { machine: string; spec: unknown; summary: Summary };
+  writeResults(saved.summary, saved.spec, "", out, saved.machine);
+  return saved.summary.failed ? 1 : 0;
+}
+
+function writeResults(summary: Summary, spec: unknown, url: string, out?: string, machineText?: string): void {
+  const machine = machineText ?? machineDescription(url);
   const comparison = seedComparisonMarkdown(seedComparison(summary));
   const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n\n## Beside the seeds' published figures\n\n` +
     "Ours: the median of what the seeds timed — backup: archive + transfer (without snapflow's source manifest and " +

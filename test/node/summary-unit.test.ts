@@ -59,11 +59,11 @@ describe("what the seeds timed, and the comparison with their figures", () => {
     const { seedComparison, seedComparisonMarkdown } = await import("../../src/matrix/seed-comparison.ts");
     const run = (n: number, archiveMs: number) => ({
       ...ok(n, 0, 0, 0),
-      cell: { index: 0, dataset: "d", backup: "tar-zst-direct", restore: "presigned-tar-zst-pipe" },
+      cell: { index: 0, dataset: "node-modules", backup: "tar-zst-direct", restore: "presigned-tar-zst-pipe" },
       backup: { steps: { archive: { ms: archiveMs, bytes: 0, manifest: { ms: 1000 } }, transfer: { ms: 1000, bytes: 1 } }, totalMs: archiveMs + 2000, archiveBytes: 1 },
       restore: { steps: { transfer: { ms: 2350, bytes: 1 }, materialize: { ms: 0, bytes: 0 } }, totalMs: 3000 },
     });
-    const summary = buildSummary("m", "seeds", [{ index: 0, dataset: "d", backup: "tar-zst-direct", restore: "presigned-tar-zst-pipe" }], 3, [run(1, 3000), run(2, 5000), run(3, 4000)]);
+    const summary = buildSummary("m", "seeds", [{ index: 0, dataset: "node-modules", backup: "tar-zst-direct", restore: "presigned-tar-zst-pipe" }], 3, [run(1, 3000), run(2, 5000), run(3, 4000)]);
     const rows = seedComparison(summary);
     // tar-zst-direct: median archive 4000 − 1000 manifest + 1000 transfer = 4 s; the seed published 10.9 s and 4.0 s.
     expect(rows.find((r) => r.preset === "tar-zst-direct")).toMatchObject({ phase: "backup", ours: 4, n: 3 });
