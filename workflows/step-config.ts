@@ -1,5 +1,5 @@
-// Retry and timeout settings per phase, and the wrapper every phase runs in. Step names are stable constants:
-// tests and `wrangler workflows instances describe` refer to them.
+// Retry and timeout settings per phase, and the wrapper every phase runs in. Step names are the phase names
+// (probe, archive, …): tests and `wrangler workflows instances describe` refer to them, so keep them stable.
 import { NonRetryableError } from "cloudflare:workflows";
 import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
 import { ConfigError } from "../src/config.ts";
@@ -8,8 +8,6 @@ import { AgentCallError } from "../src/sandbox/agent-client.ts";
 import { PartRuleError } from "../src/store/multipart-upload.ts";
 import { writeProgress, type RunProgress, type StepResult } from "../src/snapshots/records.ts";
 
-export const BACKUP_STEPS = ["probe", "archive", "transfer", "verify", "record"] as const;
-export const RESTORE_STEPS = ["probe", "transfer", "materialize", "verify", "record"] as const;
 export const CLEANUP_STEP = "cleanup";
 
 type Duration = `${number} ${"second" | "seconds" | "minute" | "minutes"}`;
