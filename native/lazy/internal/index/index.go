@@ -1,0 +1,113 @@
+// Package index is the snapshot's chunk index: the ordered list of content-defined chunks that make up an image, each
+// named by the SHA-256 of its bytes. The JSON form is the contract with the agent and the Worker:
+//
+//	{"version":1,"size":N,"sha256":"<whole image>","avgChunk":N,"chunks":[{"sha256":"…","offset":N,"size":N},…]}
+package index
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+)
+
+// Version is the only index format this package reads and writes.
+const Version = 1
+
+// Chunk is one contiguous, content-addressed piece of the image.
+type Chunk struct {
+	SHA256 string `json:"sha256"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+}
+
+// Index lists an image's chunks in offset order, with no gap and no overlap.
+type Index struct {
+	Version  int     `json:"version"`
+	Size     int64   `json:"size"`
+	SHA256   string  `json:"sha256"`
+	AvgChunk int     `json:"avgChunk"`
+	Chunks   []Chunk `json:"chunks"`
+}
+
+// Load reads and validates an index file.
+func Load(path string) (*Index, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var idx Index
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("index %s: %w", path, err)
+	}
+	if err := idx.Validate(); err != nil {
+		return nil, fmt.Errorf("index %s: %w", path, err)
+	}
+	return &idx, nil
+}
+
+// Validate checks what the mount relies on: chunks tile [0, Size) exactly and every name is a SHA-256 hex digest.
+func (idx *Index) Validate() error {
+	if idx.Version != Version {
+		return fmt.Errorf("version %d, want %d", idx.Version, Version)
+	}
+	var next int64
+	for i, c := range idx.Chunks {
+		if !IsDigest(c.SHA256) {
+			return fmt.Errorf("chunk %d: %q is not a sha256 hex digest", i, c.SHA256)
+		}
+		if c.Offset != next || c.Size <= 0 {
+			return fmt.Errorf("chunk %d: offset %d size %d, want offset %d and size > 0", i, c.Offset, c.Size, next)
+		}
+		next += c.Size
+	}
+	if next != idx.Size {
+		return fmt.Errorf("chunks cover %d bytes, size is %d", next, idx.Size)
+	}
+	return nil
+}
+
+// Span returns the indexes [first, last] of the chunks holding bytes [off, off+n); ok is false when the range is empty
+// or starts past the end.
+func (idx *Index) Span(off, n int64) (first, last int, ok bool) {
+	if n <= 0 || off < 0 || off >= idx.Size {
+		return 0, 0, false
+	}
+	end := min(off+n, idx.Size)
+	first = sort.Search(len(idx.Chunks), func(i int) bool { return idx.Chunks[i].Offset+idx.Chunks[i].Size > off })
+	last = sort.Search(len(idx.Chunks), func(i int) bool { return idx.Chunks[i].Offset+idx.Chunks[i].Size >= end })
+	return first, last, true
+}
+
+// Distinct returns each chunk digest once, in first-use order (an image may repeat a chunk, e.g. runs of zeros).
+func (idx *Index) Distinct() []Chunk {
+	seen := make(map[string]bool, len(idx.Chunks))
+	out := make([]Chunk, 0, len(idx.Chunks))
+	for _, c := range idx.Chunks {
+		if !seen[c.SHA256] {
+			seen[c.SHA256] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// IsDigest reports whether s is 64 lowercase hex characters.
+func IsDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && s == toLower(s)
+}
+
+func toLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'F' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,261 @@
+// Package lazyimage serves an image's bytes from its chunks as they become local. A read finds the chunks under its
+// range, fetches any that are not yet cached (on demand: fetch → verify SHA-256 → store in the cache), then copies
+// from the cache. A chunk that cannot be had fails the read; nothing unverified is ever copied out. One fetch serves
+// everyone waiting for the same chunk. The prefetcher (prefetch.go) fills in the rest; status.go reports progress.
+package lazyimage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"snapflow/native/lazy/internal/cache"
+	"snapflow/native/lazy/internal/fetch"
+	"snapflow/native/lazy/internal/index"
+)
+
+// How a chunk became local.
+const (
+	FromCache  = "cache"  // already in the cache directory at start
+	OnDemand   = "demand" // fetched because a read needed it
+	Ahead      = "ahead"  // fetched by the prefetcher before any read asked
+	neighbours = 4        // chunks after an on-demand chunk queued first for prefetch
+)
+
+// ErrUnavailable wraps every read failure; the FUSE layer turns it into EIO.
+var ErrUnavailable = errors.New("chunk unavailable")
+
+type chunkState struct {
+	local    bool
+	source   string
+	inflight chan struct{} // closed when the running fetch ends
+	failure  *Failure
+}
+
+// Failure is a chunk whose last fetch failed.
+type Failure struct {
+	Index    int    `json:"index"`
+	SHA256   string `json:"sha256"`
+	Reason   string `json:"reason"`
+	Attempts int    `json:"attempts"`
+	AtMs     int64  `json:"atMs"`
+}
+
+// Image is one lazily materialised image. Its state is per distinct chunk: an image can repeat a chunk, and one fetch
+// makes every copy local.
+type Image struct {
+	life    context.Context // fetches run under it, not under a reader's context: others may be waiting on them
+	idx     *index.Index
+	cache   *cache.Dir
+	fetcher *fetch.Fetcher
+	start   time.Time
+
+	distinct []index.Chunk // distinct chunks in first-use order
+	first    []int         // distinct id → first index position
+	of       []int         // index position → distinct id
+
+	mu       sync.Mutex
+	st       []chunkState
+	local    int
+	counts   counters
+	hints    []int // distinct ids suggested by reads; a stack, so the latest read's neighbours go first
+	complete chan struct{}
+	changed  chan struct{} // poked (non-blocking) whenever status should be rewritten
+}
+
+type counters struct {
+	cached, onDemand, ahead               int
+	bytesLocal, bytesOnDemand, bytesAhead int64
+	attempts                              int
+	firstReadMs, completeMs, readyMs      int64
+	onDemandList                          []Fetched
+	failed                                map[int]*Failure
+}
+
+// Fetched names a chunk fetched on demand and when.
+type Fetched struct {
+	Index  int    `json:"index"`
+	SHA256 string `json:"sha256"`
+	AtMs   int64  `json:"atMs"`
+}
+
+// New builds the state, counting chunks already in the cache as local. start is the moment the restore's mount began,
+// the zero of every *Ms figure; ending life abandons every running fetch.
+func New(life context.Context, idx *index.Index, c *cache.Dir, f *fetch.Fetcher, start time.Time) *Image {
+	img := &Image{life: life, idx: idx, cache: c, fetcher: f, start: start, complete: make(chan struct{}), changed: make(chan struct{}, 1)}
+	ids := map[string]int{}
+	img.of = make([]int, len(idx.Chunks))
+	for i, ch := range idx.Chunks {
+		d, ok := ids[ch.SHA256]
+		if !ok {
+			d = len(img.distinct)
+			ids[ch.SHA256] = d
+			img.distinct = append(img.distinct, ch)
+			img.first = append(img.first, i)
+		}
+		img.of[i] = d
+	}
+	img.st = make([]chunkState, len(img.distinct))
+	img.counts = counters{firstReadMs: -1, completeMs: -1, readyMs: -1, failed: map[int]*Failure{}}
+	for d, ch := range img.distinct {
+		if c.Has(ch.SHA256, ch.Size) {
+			img.st[d] = chunkState{local: true, source: FromCache}
+			img.local++
+			img.counts.cached++
+			img.counts.bytesLocal += ch.Size
+		}
+	}
+	img.checkComplete()
+	return img
+}
+
+func (img *Image) ms() int64 { return time.Since(img.start).Milliseconds() }
+
+// Size is the image's length in bytes.
+func (img *Image) Size() int64 { return img.idx.Size }
+
+// Complete is closed once every chunk is local.
+func (img *Image) Complete() <-chan struct{} { return img.complete }
+
+// MarkReady records when the mount first answered.
+func (img *Image) MarkReady() {
+	img.mu.Lock()
+	img.counts.readyMs = img.ms()
+	img.mu.Unlock()
+	img.poke()
+}
+
+// ReadAt fills p from offset off. It returns fewer bytes only at the end of the image, and an error wrapping
+// ErrUnavailable when a chunk under the range cannot be fetched and verified.
+func (img *Image) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	first, last, ok := img.idx.Span(off, int64(len(p)))
+	if !ok {
+		return 0, nil
+	}
+	img.noteFirstRead()
+	for i := first; i <= last; i++ {
+		if err := img.ensure(ctx, img.of[i], OnDemand); err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	n := 0
+	end := min(off+int64(len(p)), img.idx.Size)
+	for i := first; i <= last; i++ {
+		ch := img.idx.Chunks[i]
+		from := max(off, ch.Offset)
+		to := min(end, ch.Offset+ch.Size)
+		if err := img.cache.ReadAt(ch.SHA256, p[from-off:to-off], from-ch.Offset); err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		n += int(to - from)
+	}
+	return n, nil
+}
+
+func (img *Image) noteFirstRead() {
+	img.mu.Lock()
+	if img.counts.firstReadMs < 0 {
+		img.counts.firstReadMs = img.ms()
+	}
+	img.mu.Unlock()
+}
+
+// ensure makes distinct chunk d local. One fetch per chunk runs at a time and everyone needing the chunk waits for it;
+// ctx bounds only the wait. An on-demand caller whose wait ended in someone else's failure starts one fetch of its
+// own, so a read never fails only because the prefetcher gave up earlier.
+func (img *Image) ensure(ctx context.Context, d int, source string) error {
+	started := false
+	for {
+		img.mu.Lock()
+		s := &img.st[d]
+		if s.local {
+			img.mu.Unlock()
+			return nil
+		}
+		if s.inflight == nil {
+			s.inflight = make(chan struct{})
+			if source == OnDemand {
+				img.pushHints(d)
+			}
+			started = true
+			go img.fetch(d, source)
+		}
+		wait := s.inflight
+		img.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		img.mu.Lock()
+		s = &img.st[d]
+		local, failure := s.local, s.failure
+		img.mu.Unlock()
+		if local {
+			return nil
+		}
+		if started || source != OnDemand {
+			return errors.New(failure.Reason)
+		}
+	}
+}
+
+// fetch runs one fetch of chunk d and records its outcome; the caller set st[d].inflight.
+func (img *Image) fetch(d int, source string) {
+	ch := img.distinct[d]
+	res, err := img.fetcher.Get(img.life, ch.SHA256, ch.Size)
+	if err == nil {
+		err = img.cache.Put(ch.SHA256, res.Data)
+	}
+	img.mu.Lock()
+	s := &img.st[d]
+	img.counts.attempts += res.Attempts
+	if err == nil {
+		s.local, s.source, s.failure = true, source, nil
+		img.local++
+		img.counts.bytesLocal += ch.Size
+		delete(img.counts.failed, d)
+		if source == OnDemand {
+			img.counts.onDemand++
+			img.counts.bytesOnDemand += ch.Size
+			img.counts.onDemandList = append(img.counts.onDemandList, Fetched{Index: img.first[d], SHA256: ch.SHA256, AtMs: img.ms()})
+		} else {
+			img.counts.ahead++
+			img.counts.bytesAhead += ch.Size
+		}
+	} else {
+		f := &Failure{Index: img.first[d], SHA256: ch.SHA256, Reason: err.Error(), Attempts: res.Attempts, AtMs: img.ms()}
+		s.failure = f
+		img.counts.failed[d] = f
+	}
+	close(s.inflight)
+	s.inflight = nil
+	img.checkComplete()
+	img.mu.Unlock()
+	img.poke()
+}
+
+// checkComplete closes complete once every chunk is local; called with mu held (or before sharing).
+func (img *Image) checkComplete() {
+	if img.local == len(img.distinct) && img.counts.completeMs < 0 {
+		img.counts.completeMs = img.ms()
+		close(img.complete)
+	}
+}
+
+func (img *Image) pushHints(d int) {
+	for n := min(d+neighbours, len(img.distinct)-1); n > d; n-- {
+		if !img.st[n].local {
+			img.hints = append(img.hints, n)
+		}
+	}
+}
+
+func (img *Image) poke() {
+	select {
+	case img.changed <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,112 @@
+package lazyimage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"snapflow/native/lazy/internal/cache"
+	"snapflow/native/lazy/internal/fetch"
+	"snapflow/native/lazy/internal/index"
+	"snapflow/native/lazy/internal/testkit"
+	"snapflow/native/lazy/internal/urlfile"
+)
+
+// An image of n 1000-byte chunks, each distinct, served by a real HTTP store.
+func newImage(t *testing.T, n int) (*Image, *testkit.Store, []byte) {
+	t.Helper()
+	idx := &index.Index{Version: 1, AvgChunk: 1024}
+	chunks := map[string][]byte{}
+	var whole []byte
+	var digests []string
+	for i := 0; i < n; i++ {
+		data := bytes.Repeat([]byte(fmt.Sprintf("chunk %04d|", i)), 100)[:1000]
+		sum := sha256.Sum256(data)
+		sha := hex.EncodeToString(sum[:])
+		chunks[sha] = data
+		digests = append(digests, sha)
+		idx.Chunks = append(idx.Chunks, index.Chunk{SHA256: sha, Offset: idx.Size, Size: 1000})
+		idx.Size += 1000
+		whole = append(whole, data...)
+	}
+	store := testkit.NewStore(chunks)
+	t.Cleanup(store.Close)
+	dir := t.TempDir()
+	if err := store.WriteURLs(filepath.Join(dir, "urls.json"), digests, ""); err != nil {
+		t.Fatal(err)
+	}
+	urls, err := urlfile.Open(filepath.Join(dir, "urls.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.Open(filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fetch.Fetcher{URLs: urls, Timeout: time.Second, Retries: -1}
+	return New(context.Background(), idx, c, f, time.Now()), store, whole
+}
+
+func TestPrefetchTakesTheChunksAfterAnOnDemandReadFirstThenTheRest(t *testing.T) {
+	img, store, whole := newImage(t, 20)
+	p := make([]byte, 10)
+	if _, err := img.ReadAt(context.Background(), p, 10_500); err != nil || !bytes.Equal(p, whole[10_500:10_510]) {
+		t.Fatalf("read: %v", err)
+	}
+	img.Prefetch(context.Background(), PrefetchOptions{Workers: 1, Passes: 1})
+	var order []int
+	pos := map[string]int{}
+	for i, c := range img.idx.Chunks {
+		pos[c.SHA256] = i
+	}
+	for _, g := range store.Gets() {
+		order = append(order, pos[g])
+	}
+	want := []int{10, 11, 12, 13, 14, 0, 1, 2}
+	if fmt.Sprint(order[:len(want)]) != fmt.Sprint(want) {
+		t.Fatalf("fetch order %v, want it to start %v", order, want)
+	}
+	s := img.Snapshot("ready")
+	if s.State != "complete" || s.Chunks.OnDemand != 1 || s.Chunks.Ahead != 19 || s.CompleteMs < 0 || len(store.Gets()) != 20 {
+		t.Fatalf("status %s %+v, %d GETs", s.State, s.Chunks, len(store.Gets()))
+	}
+}
+
+func TestAReadSpanningChunksReturnsTheImageBytes(t *testing.T) {
+	img, _, whole := newImage(t, 5)
+	p := make([]byte, 2500)
+	n, err := img.ReadAt(context.Background(), p, 900)
+	if err != nil || n != 2500 || !bytes.Equal(p, whole[900:3400]) {
+		t.Fatalf("n=%d err=%v", n, err)
+	}
+	// At the end of the image a read is short, not an error.
+	n, err = img.ReadAt(context.Background(), p, 4000)
+	if err != nil || n != 1000 || !bytes.Equal(p[:n], whole[4000:]) {
+		t.Fatalf("tail read n=%d err=%v", n, err)
+	}
+}
+
+func TestConcurrentReadersOfOneChunkShareOneFetch(t *testing.T) {
+	img, store, _ := newImage(t, 3)
+	done := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			p := make([]byte, 100)
+			_, err := img.ReadAt(context.Background(), p, 1200)
+			done <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(store.Gets()); n != 1 {
+		t.Fatalf("%d GETs for one chunk", n)
+	}
+}

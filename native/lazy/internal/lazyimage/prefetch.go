@@ -1,0 +1,77 @@
+package lazyimage
+
+import (
+	"context"
+	"time"
+)
+
+// PrefetchOptions tunes the background fetcher.
+type PrefetchOptions struct {
+	Workers    int           // parallel fetches; 0 disables prefetching
+	Passes     int           // sweeps over the chunk list; later passes retry what failed
+	RetryPause time.Duration // pause before a pass that retries failures
+}
+
+// Prefetch fetches every chunk not yet local until the image is complete, ctx ends, or the passes are spent. Order:
+// chunks after the ones reads fetched on demand (the latest read first: squashfs stores a directory's files next to
+// each other), then the rest in image order. Failures are recorded in the status and retried in the next pass.
+func (img *Image) Prefetch(ctx context.Context, o PrefetchOptions) {
+	if o.Workers <= 0 {
+		return
+	}
+	if o.Passes <= 0 {
+		o.Passes = 3
+	}
+	for pass := 0; pass < o.Passes; pass++ {
+		if pass > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(o.RetryPause):
+			}
+		}
+		cursor := 0
+		next := func() (int, bool) {
+			img.mu.Lock()
+			defer img.mu.Unlock()
+			for len(img.hints) > 0 {
+				d := img.hints[len(img.hints)-1]
+				img.hints = img.hints[:len(img.hints)-1]
+				if !img.st[d].local && img.st[d].inflight == nil {
+					return d, true
+				}
+			}
+			for ; cursor < len(img.st); cursor++ {
+				if !img.st[cursor].local && img.st[cursor].inflight == nil {
+					cursor++
+					return cursor - 1, true
+				}
+			}
+			return 0, false
+		}
+		done := make(chan struct{}, o.Workers)
+		for w := 0; w < o.Workers; w++ {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for ctx.Err() == nil {
+					d, ok := next()
+					if !ok {
+						return
+					}
+					_ = img.ensure(ctx, d, Ahead)
+				}
+			}()
+		}
+		for w := 0; w < o.Workers; w++ {
+			<-done
+		}
+		select {
+		case <-img.complete:
+			return
+		default:
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
