@@ -1,0 +1,93 @@
+// What a peers race records, and the targets it is judged against (issue 8). Pure.
+import { stats } from "../../../src/matrix/median.ts";
+
+export type Who = "floor" | "restic" | "snapflow";
+
+export interface Sample {
+  /** wall milliseconds: the command's, or POST → complete for snapflow */
+  ms: number;
+  /** snapflow: each step's own milliseconds, as its API reports them */
+  steps?: Record<string, number>;
+  /** snapflow: nested timings inside a step (e.g. archive.manifest), flattened as "archive.manifest" */
+  substeps?: Record<string, number>;
+  /** anything else worth keeping: run ids, bytes, restic's summary */
+  detail?: Record<string, unknown>;
+}
+
+export interface PeerRow {
+  id: string;
+  label: string;
+  who: Who;
+  command: string;
+  samples: Sample[];
+}
+
+export interface DatasetResult {
+  name: string;
+  description: string;
+  entries: number;
+  /** apparent size (du -sb) and space used on disk (du -sk) */
+  bytes: number;
+  diskBytes: number;
+  rows: PeerRow[];
+  /** an operation that failed: the race goes on without it, and the results say so */
+  errors: string[];
+}
+
+export interface PeersResults {
+  name: string;
+  date: string;
+  machine: string;
+  runs: number;
+  change: { bytes: number; seed: number; description: string };
+  datasets: DatasetResult[];
+}
+
+export const rowStats = (row: PeerRow | undefined) => stats(row?.samples.map((s) => s.ms) ?? []);
+
+/** The sample whose wall time is the median (the lower middle for an even n): its steps add up to its wall. */
+export function medianSample(row: PeerRow): Sample | undefined {
+  const sorted = [...row.samples].sort((a, b) => a.ms - b.ms);
+  return sorted[(sorted.length - 1) >> 1];
+}
+
+export interface Ratio {
+  name: string;
+  /** median of `of`, divided by the median of `over` when given; else in seconds */
+  of: string;
+  over?: string;
+  /** the issue's target: at most this */
+  target?: number;
+}
+
+export const RATIOS: Ratio[] = [
+  { name: "snapflow default backup / floor with store", of: "snapflow-backup", over: "floor-store", target: 1.2 },
+  { name: "snapflow default backup / restic first backup", of: "snapflow-backup", over: "restic-first", target: 0.6 },
+  { name: "snapflow 10 MB incremental, seconds", of: "snapflow-incremental", target: 0.5 },
+  { name: "snapflow 10 MB incremental / restic's", of: "snapflow-incremental", over: "restic-incremental", target: 0.3 },
+  { name: "snapflow default restore / restore floor", of: "snapflow-restore", over: "floor-restore", target: 1.3 },
+  { name: "snapflow fastest mount restore, seconds", of: "snapflow-mount-restore", target: 1.0 },
+  // No target; context for the ones above.
+  { name: "floor with store / floor to a file (the upload's cost)", of: "floor-store", over: "floor-file" },
+  { name: "restic first backup / floor with store", of: "restic-first", over: "floor-store" },
+  { name: "restic restore / restore floor", of: "restic-restore", over: "floor-restore" },
+  { name: "snapflow mount backup (squashfs-zstd-3) / default backup", of: "snapflow-mount-backup", over: "snapflow-backup" },
+];
+
+export interface RatioValue extends Ratio {
+  value?: number;
+  met?: boolean;
+  /** why there is no value */
+  missing?: string;
+}
+
+export function ratios(d: DatasetResult): RatioValue[] {
+  const median = (id: string) => rowStats(d.rows.find((r) => r.id === id)).median;
+  return RATIOS.map((r) => {
+    const a = median(r.of);
+    const b = r.over ? median(r.over) : 1000;
+    if (a === undefined || !b) return { ...r, missing: `${a === undefined ? r.of : r.over} not measured` };
+    const value = a / b;
+    return { ...r, value, ...(r.target !== undefined ? { met: value <= r.target } : {}) };
+  });
+}
