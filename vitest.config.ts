@@ -22,7 +22,7 @@ export default defineConfig({
                   SANDBOX_TRANSPORT: "local",
                   OBJECT_STORE: "s3",
                   AGENT_URL: stack.agentUrl,
-                  AGENT_TOKEN: stack.agentToken,
+                  AGENT_SECRET: stack.agentSecret,
                   API_TOKEN: stack.apiToken,
                   S3_ENDPOINT: stack.s3.endpoint,
                   S3_BUCKET: stack.s3.bucket,

@@ -1,13 +1,16 @@
 // Errors the agent answers with. Each has a stable code, an HTTP status and, where a request field is at
 // fault, that field's name, so the Worker (and a person reading a log) knows what to change.
+import { redactUrls } from "./redact-url.ts";
 
 export type AgentErrorCode =
   | "bad_request" // a field is missing or malformed
   | "path_outside_root" // a path escapes the sandbox's allowed roots ('..', absolute escape, symlink escape)
   | "not_found"
   | "unauthorized"
-  | "tool_failed" // tar, zstd, ... exited non-zero
+  | "tool_failed" // tar, zstd, ... exited non-zero, or the store or pipe around them failed: the world, not us
+  | "internal_error" // an exception nobody classified: a bug in the agent
   | "unavailable" // a tool or kernel feature this request needs is missing here
+  | "verify_failed" // restored bytes or tree differ from the snapshot's manifest (the message names the first differences)
   | "injected_fault"; // a test-only fault (see faults.ts)
 
 const STATUS: Record<AgentErrorCode, number> = {
@@ -16,7 +19,9 @@ const STATUS: Record<AgentErrorCode, number> = {
   not_found: 404,
   unauthorized: 401,
   tool_failed: 500,
+  internal_error: 500,
   unavailable: 501,
+  verify_failed: 422,
   injected_fault: 503,
 };
 
@@ -25,7 +30,8 @@ export class AgentError extends Error {
   readonly field: string | undefined;
   readonly status: number;
   constructor(code: AgentErrorCode, message: string, field?: string) {
-    super(message);
+    // A tool's or fetch's message can quote a presigned URL: never let its signature travel on.
+    super(redactUrls(message));
     this.code = code;
     this.field = field;
     this.status = STATUS[code];
@@ -33,4 +39,17 @@ export class AgentError extends Error {
   toJSON() {
     return { error: { code: this.code, message: this.message, ...(this.field ? { field: this.field } : {}) } };
   }
+}
+
+/**
+ * For code around a tool or a transfer: an error it did not classify (a broken pipe, a reset connection) is that
+ * tool's or transfer's failure, reported as tool_failed under `what`. AgentErrors pass through unchanged.
+ */
+export function toolFailure(what: string, e: unknown): AgentError {
+  return e instanceof AgentError ? e : new AgentError("tool_failed", `${what}: ${e instanceof Error ? e.message : String(e)}`);
+}
+
+/** What the server answers for anything thrown: AgentErrors as they are, anything else is a bug (internal_error). */
+export function asAgentError(e: unknown): AgentError {
+  return e instanceof AgentError ? e : new AgentError("internal_error", e instanceof Error ? e.message : String(e));
 }

@@ -1,21 +1,46 @@
 // The snapflow agent: entry point. Runs inside the sandbox image (under Bun or Node) and, for the embedded local
 // stack, as a host process serving one root directory per sandbox id. Configuration is by environment:
-//   SNAPFLOW_AGENT_TOKEN         shared secret; every request but /v1/health must carry it (required)
+//   SNAPFLOW_AGENT_TOKEN         in a sandbox: this sandbox's own token (agent-token.ts); every request carries it
+//   SNAPFLOW_AGENT_SECRET        host mode instead: the Worker's AGENT_SECRET, to check each sandbox's derived token
 //   SNAPFLOW_AGENT_PORT          port to listen on (default 8080)
 //   SNAPFLOW_AGENT_HOST          address to bind (default 0.0.0.0 in the image; the local stack uses 127.0.0.1)
+//   SNAPFLOW_AGENT_STORE_ORIGIN  the object store's endpoint: the only origin the agent fetches (required)
 //   SNAPFLOW_AGENT_SANDBOXES_DIR host mode: the directory holding one root per sandbox id
+//   SNAPFLOW_SANDBOX_ROOTS       comma-separated roots callers may name (default /workspace,/home,/app,/tmp,/var/tmp;
+//                                the Worker's SANDBOX_ROOTS, passed when it starts the agent)
 //   SNAPFLOW_AGENT_FAULTS=1      enable test-only fault injection
 import { createAgentServer } from "./server.ts";
+import { parseRoots, useSandboxRoots } from "./sandbox-roots.ts";
+import { storeOriginOf } from "./store-origin.ts";
 
 const token = process.env.SNAPFLOW_AGENT_TOKEN;
-if (!token) {
-  console.error("snapflow agent: SNAPFLOW_AGENT_TOKEN is required");
+const secret = process.env.SNAPFLOW_AGENT_SECRET;
+const hostMode = Boolean(process.env.SNAPFLOW_AGENT_SANDBOXES_DIR);
+if (hostMode ? !secret : !token) {
+  console.error(`snapflow agent: ${hostMode ? "SNAPFLOW_AGENT_SECRET (host mode)" : "SNAPFLOW_AGENT_TOKEN"} is required`);
   process.exit(2);
 }
+// Read once, then out of our environment: child processes (tar, curl, ...) do not inherit it.
+delete process.env.SNAPFLOW_AGENT_TOKEN;
+delete process.env.SNAPFLOW_AGENT_SECRET;
+let storeOrigins: string[];
+try {
+  storeOrigins = (process.env.SNAPFLOW_AGENT_STORE_ORIGIN ?? "").split(",").map((o) => storeOriginOf(o.trim(), "SNAPFLOW_AGENT_STORE_ORIGIN"));
+} catch (e) {
+  console.error(`snapflow agent: ${(e as Error).message} (set it to the object store's endpoint)`);
+  process.exit(2);
+}
+const roots = parseRoots(process.env.SNAPFLOW_SANDBOX_ROOTS);
+if (!roots.ok) {
+  console.error(`snapflow agent: SNAPFLOW_SANDBOX_ROOTS: ${roots.reason}`);
+  process.exit(2);
+}
+useSandboxRoots(roots.roots);
 const port = Number(process.env.SNAPFLOW_AGENT_PORT ?? 8080);
 const host = process.env.SNAPFLOW_AGENT_HOST ?? "0.0.0.0";
 const server = createAgentServer({
-  token,
+  auth: hostMode ? { secret: secret! } : { token: token! },
+  storeOrigins,
   sandboxesDir: process.env.SNAPFLOW_AGENT_SANDBOXES_DIR || undefined,
   faults: process.env.SNAPFLOW_AGENT_FAULTS === "1",
 });

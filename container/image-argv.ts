@@ -51,7 +51,7 @@ export function squashfsLevelArgs(f: SquashfsFormat): string[] {
  * a file that cannot be read fails the build instead of being left out with a warning. -no-xattrs: as tar.
  * -quiet -no-progress: nothing on stdout.
  */
-export function mksquashfsArgv(dir: string, out: string, f: SquashfsFormat, processors: number): string[] {
+export function mksquashfsArgv(dir: string, out: string, f: SquashfsFormat, processors: number, excluded: string[] = []): string[] {
   return [
     ...WITHOUT_SOURCE_DATE_EPOCH,
     "mksquashfs", dir, out,
@@ -59,6 +59,9 @@ export function mksquashfsArgv(dir: string, out: string, f: SquashfsFormat, proc
     "-comp", f.compression, ...squashfsLevelArgs(f),
     ...(f.blockSize ? ["-b", String(f.blockSize)] : []),
     "-processors", String(Math.max(1, processors)),
+    // A backup's selection: exact paths relative to DIR, as argv (the -ef file format strips leading blanks);
+    // -e takes every argument after it, so it comes last.
+    ...(excluded.length ? ["-e", ...excluded] : []),
   ];
 }
 
@@ -76,18 +79,20 @@ export function erofsCompressionArgs(f: ErofsFormat): string[] {
  * xattrs, as tar. Uncompressed images are chunk-based (--chunksize=4096): identical 4 KiB chunks, the zeros of a
  * sparse file among them, are stored once, where a plain layout stores a sparse file's full apparent size.
  */
-export function mkfsErofsArgv(dir: string, out: string, f: ErofsFormat): string[] {
+export function mkfsErofsArgv(dir: string, out: string, f: ErofsFormat, excluded: string[] = []): string[] {
   return [
     ...WITHOUT_SOURCE_DATE_EPOCH,
     "mkfs.erofs", "--quiet", "--preserve-mtime", "-x-1",
     ...erofsCompressionArgs(f),
     ...(f.compression === "none" ? ["--chunksize=4096"] : []),
+    // A backup's selection: exact paths relative to DIR.
+    ...excluded.map((p) => `--exclude-path=${p}`),
     out, dir,
   ];
 }
 
-export function makeImageArgv(dir: string, out: string, f: ImageFormat, processors: number): string[] {
-  return f.kind === "squashfs" ? mksquashfsArgv(dir, out, f, processors) : mkfsErofsArgv(dir, out, f);
+export function makeImageArgv(dir: string, out: string, f: ImageFormat, processors: number, excluded: string[] = []): string[] {
+  return f.kind === "squashfs" ? mksquashfsArgv(dir, out, f, processors, excluded) : mkfsErofsArgv(dir, out, f, excluded);
 }
 
 /**
@@ -101,9 +106,12 @@ export function extractImageArgv(file: string, dir: string, kind: ImageFormat["k
   return ["fsck.erofs", `--extract=${dir}`, "--overwrite", "--preserve-perms", file];
 }
 
-/** The kernel's read-only mount of an image file, through a loop device that is freed on unmount. */
+/**
+ * The kernel's read-only mount of an image file, through a loop device that is freed on unmount. nosuid,nodev: an
+ * image made in another sandbox must not bring setuid binaries or device nodes that work.
+ */
 export function mountKernelArgv(file: string, dir: string, kind: ImageFormat["kind"]): string[] {
-  return ["mount", "-t", kind, "-o", "loop,ro", file, dir];
+  return ["mount", "-t", kind, "-o", "loop,ro,nosuid,nodev", file, dir];
 }
 
 /**
@@ -117,7 +125,8 @@ export const FUSE_IMAGE_TOOLS: Record<ImageFormat["kind"], string[]> = {
 
 /** Every FUSE image tool daemonizes once the mount is in place, so the command returns when it is usable. */
 export function mountFuseArgv(tool: string, file: string, dir: string): string[] {
-  return [tool, file, dir];
+  // FUSE mounts by an unprivileged user are nosuid,nodev anyway; as root they are not unless asked.
+  return [tool, "-o", "nosuid,nodev", file, dir];
 }
 
 /**
@@ -134,19 +143,14 @@ export function overlayOptions(lower: string, upper: string, work: string): stri
 }
 
 export function overlayKernelArgv(lower: string, upper: string, work: string, dir: string): string[] {
-  return ["mount", "-t", "overlay", "overlay", "-o", overlayOptions(lower, upper, work), dir];
+  return ["mount", "-t", "overlay", "overlay", "-o", `nosuid,nodev,${overlayOptions(lower, upper, work)}`, dir];
 }
 
 export function overlayFuseArgv(lower: string, upper: string, work: string, dir: string): string[] {
-  return ["fuse-overlayfs", "-o", overlayOptions(lower, upper, work), dir];
+  return ["fuse-overlayfs", "-o", `nosuid,nodev,${overlayOptions(lower, upper, work)}`, dir];
 }
 
 /** FUSE mounts are taken down by fusermount3 (which also ends the daemon); kernel mounts by umount. */
 export function unmountArgv(dir: string, fuse: boolean): string[] {
   return fuse ? ["fusermount3", "-u", dir] : ["umount", dir];
-}
-
-/** The file name extension conventionally used for an image. */
-export function imageExtension(f: ImageFormat): string {
-  return f.kind === "squashfs" ? "sqfs" : "erofs";
 }

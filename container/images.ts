@@ -26,15 +26,18 @@ async function hashFile(file: string): Promise<{ bytes: number; sha256: string }
   return { bytes: hashing.bytes, sha256: hashing.digest() };
 }
 
-/** Makes an image of `dir` at `output` (replacing it) and answers the finished file's size and SHA-256. */
-export async function makeImage(dir: string, format: ImageFormat, output: string): Promise<WrittenBytes> {
+/**
+ * Makes an image of `dir` at `output` (replacing it) and answers the finished file's size and SHA-256. `excluded`:
+ * paths relative to `dir` left out with everything below them (a backup's selection, selection.ts).
+ */
+export async function makeImage(dir: string, format: ImageFormat, output: string, excluded: string[] = []): Promise<WrittenBytes> {
   const started = performance.now();
   if (output === dir || output.startsWith(dir + "/")) throw new AgentError("bad_request", "output: the image cannot be written inside the tree it is made of", "output");
   if ((await lstat(output).catch(() => null))?.isDirectory()) throw new AgentError("bad_request", "output: is a directory", "output");
   await rm(output, { force: true });
   await mkdir(dirname(output), { recursive: true });
   try {
-    await runQuiet(makeImageArgv(dir, output, format, availableParallelism()));
+    await runQuiet(makeImageArgv(dir, output, format, availableParallelism(), excluded));
   } catch (e) {
     await rm(output, { force: true });
     throw e;

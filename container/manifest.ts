@@ -15,14 +15,27 @@ export type { Comparison, Difference, Manifest, ManifestEntry };
 const SMALL_FILE = 1 << 20;
 const HASH_CONCURRENCY = 16;
 
-async function hashFile(path: string, size: number): Promise<string> {
+export async function hashFile(path: string, size: number): Promise<string> {
   if (size <= SMALL_FILE) return createHash("sha256").update(await readFile(path)).digest("hex");
   const hash = createHash("sha256");
   for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
   return hash.digest("hex");
 }
 
-export async function takeManifest(root: string, options: { hash?: boolean } = {}): Promise<Manifest> {
+export function totalsOf(entries: ManifestEntry[]): Manifest["totals"] {
+  const totals = { files: 0, dirs: 0, symlinks: 0, bytes: 0 };
+  for (const e of entries) {
+    if (e.type === "file") {
+      totals.files++;
+      if (!e.link) totals.bytes += e.size;
+    } else if (e.type === "dir") totals.dirs++;
+    else if (e.type === "symlink") totals.symlinks++;
+  }
+  return totals;
+}
+
+/** `exclude`: a backup's selection (selection.ts); an excluded entry is left out with everything below it. */
+export async function takeManifest(root: string, options: { hash?: boolean; exclude?: (rel: string, isDir: boolean, hostPath: string) => boolean } = {}): Promise<Manifest> {
   const hash = options.hash ?? true;
   const entries: ManifestEntry[] = [];
   const firstNameOfInode = new Map<string, string>();
@@ -46,6 +59,7 @@ export async function takeManifest(root: string, options: { hash?: boolean } = {
       const hostPath = join(dir, name);
       const path = rel ? `${rel}/${name}` : name;
       const st = await lstat(hostPath);
+      if (options.exclude?.(path, st.isDirectory(), hostPath)) continue;
       const type: EntryType = st.isFile() ? "file" : st.isDirectory() ? "dir" : st.isSymbolicLink() ? "symlink" : "other";
       const entry: ManifestEntry = {
         path,
@@ -72,22 +86,16 @@ export async function takeManifest(root: string, options: { hash?: boolean } = {
   await walk(root, "");
   await Promise.all(pending);
 
-  const totals = { files: 0, dirs: 0, symlinks: 0, bytes: 0 };
-  for (const e of entries) {
-    if (e.type === "file") {
-      totals.files++;
-      if (!e.link) totals.bytes += e.size;
-    } else if (e.type === "dir") totals.dirs++;
-    else if (e.type === "symlink") totals.symlinks++;
-  }
-  return { version: 1, entries, totals };
+  return { version: 1, entries, totals: totalsOf(entries) };
 }
 
 // Symlink mtimes are not compared: restoring them needs lutimes, which not every extractor uses, and no
 // program reads them. Directory mtimes are compared; extractors set them after filling the directory.
 const COMPARED: (keyof ManifestEntry)[] = ["type", "mode", "size", "mtime", "target", "sha256", "link"];
+/** What a metadata-only check compares: everything but content (checked in the stream, or guaranteed by an image's hash). */
+export const METADATA_FIELDS: (keyof ManifestEntry)[] = ["type", "mode", "size", "mtime", "target", "link"];
 
-export function compareManifests(expected: Manifest, actual: Manifest, limit = 20): Comparison {
+export function compareManifests(expected: Manifest, actual: Manifest, limit = 20, compared: (keyof ManifestEntry)[] = COMPARED): Comparison {
   const byPath = new Map(actual.entries.map((e) => [e.path, e]));
   const differences: Difference[] = [];
   const counts = { missing: 0, extra: 0, changed: 0 };
@@ -102,7 +110,7 @@ export function compareManifests(expected: Manifest, actual: Manifest, limit = 2
       continue;
     }
     byPath.delete(want.path);
-    const fields = COMPARED.filter((name) => !(name === "mtime" && want.type === "symlink"))
+    const fields = compared.filter((name) => !(name === "mtime" && want.type === "symlink"))
       .filter((name) => want[name] !== got[name])
       .map((name) => ({ name, expected: want[name], actual: got[name] }));
     if (fields.length) note({ path: want.path, kind: "changed", fields });

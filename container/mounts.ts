@@ -9,14 +9,12 @@
 // can archive (the changes made on top of the base).
 import { constants } from "node:fs";
 import { access, lstat, mkdir, readdir, readFile, realpath, rm } from "node:fs/promises";
-import { delimiter, join } from "node:path";
 import { AgentError } from "./agent-error.ts";
+import { findOnPath } from "./find-on-path.ts";
 import { checkOverlayPath, FUSE_IMAGE_TOOLS, mountFuseArgv, mountKernelArgv, overlayFuseArgv, overlayKernelArgv, unmountArgv } from "./image-argv.ts";
 import { runQuiet } from "./images.ts";
 import { hasCapSysAdmin } from "./probe.ts";
 import type { ImageFormat, MountEntry } from "./protocol.ts";
-
-export type { MountEntry };
 
 /** A registry entry: the public MountEntry plus the host paths it stands on. */
 export interface MountRecord {
@@ -79,13 +77,6 @@ const isFuseType = (fstype: string) => fstype === "fuse" || fstype.startsWith("f
 
 // ---- what this sandbox can mount ----
 
-async function findTool(name: string): Promise<string | null> {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (dir && (await access(join(dir, name), constants.X_OK).then(() => true, () => false))) return join(dir, name);
-  }
-  return null;
-}
-
 function unavailable(message: string): AgentError {
   return new AgentError("unavailable", `how: ${message}`, "how");
 }
@@ -100,8 +91,8 @@ async function requireKernelFs(fstype: string): Promise<void> {
 /** FUSE needs /dev/fuse, fusermount3 (to unmount) and the first of `tools` that is installed. */
 async function requireFuse(tools: string[], what: string): Promise<string> {
   if (!(await access("/dev/fuse", constants.R_OK | constants.W_OK).then(() => true, () => false))) throw unavailable(`${what} needs /dev/fuse, which this sandbox does not have`);
-  if (!(await findTool("fusermount3"))) throw unavailable(`${what} needs fusermount3 (package fuse3), which is not installed`);
-  for (const tool of tools) if (await findTool(tool)) return tool;
+  if (!(await findOnPath("fusermount3"))) throw unavailable(`${what} needs fusermount3 (package fuse3), which is not installed`);
+  for (const tool of tools) if (await findOnPath(tool)) return tool;
   throw unavailable(`${what} needs ${tools.join(" or ")}, which ${tools.length > 1 ? "are" : "is"} not installed`);
 }
 

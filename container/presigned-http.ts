@@ -1,12 +1,16 @@
-// The HTTP plumbing shared by the parallel presigned transfers (presigned-multipart.ts, presigned-ranged.ts):
-// keep-alive agents, one PUT of an in-memory part, one ranged GET, and which failures are worth a retry.
+// The HTTP plumbing shared by the presigned transfers (presigned.ts, presigned-multipart.ts, presigned-ranged.ts):
+// keep-alive agents, one PUT (of an in-memory part or a file's stream), one ranged GET, and which failures are
+// worth a retry. Every request fails after IDLE_TIMEOUT_MS without progress.
 //
 // node:http / node:https rather than fetch: a part's Content-Length is set explicitly, the connection pool is
 // ours (keep-alive, so the many part PUTs and range GETs of one transfer reuse TLS connections), and the same
 // code runs under Node and Bun.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { AgentError } from "./agent-error.ts";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { AgentError, toolFailure } from "./agent-error.ts";
+import { describeS3Error } from "./s3-error.ts";
 
 const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 128 });
 const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 128 });
@@ -27,13 +31,6 @@ export class TransferError extends AgentError {
 
 const retryableStatus = (s: number) => s >= 500 || s === 429;
 
-/** The S3 error code and message of an XML error body, or the body's start. */
-function describe(status: number | undefined, body: string): string {
-  const code = body.match(/<Code>([^<]+)<\/Code>/)?.[1];
-  const message = body.match(/<Message>([^<]+)<\/Message>/)?.[1];
-  return `HTTP ${status}${code ? ` ${code}` : ""}${message ? `: ${message}` : body.trim() && !code ? `: ${body.trim().slice(0, 300)}` : ""}`;
-}
-
 function send(u: URL) {
   return u.protocol === "https:" ? { request: httpsRequest, agent: httpsAgent } : { request: httpRequest, agent: httpAgent };
 }
@@ -43,10 +40,20 @@ export function redact(u: URL): string {
   return `${u.origin}${u.pathname}`;
 }
 
-/** PUTs `body` with its Content-Length and resolves with the response's ETag (quotes stripped). */
-export function putBytes(u: URL, body: Uint8Array, what: string): Promise<string> {
+/** PUTs an in-memory part and resolves with the response's ETag (quotes stripped); a part without one is useless. */
+export async function putBytes(u: URL, body: Uint8Array, what: string): Promise<string> {
+  const { status, etag } = await putBody(u, body, body.byteLength, what);
+  if (!etag) throw new TransferError(`${what} answered ${status} without an ETag`, false, status);
+  return etag;
+}
+
+/**
+ * PUTs `body` (bytes, or a stream of exactly `length` bytes) with its Content-Length and resolves with the 2xx
+ * status and the ETag, if any (quotes stripped). A stream's own failure breaks the request and rejects.
+ */
+export function putBody(u: URL, body: Uint8Array | Readable, length: number, what: string, headers: Record<string, string> = {}): Promise<{ status: number; etag: string | undefined }> {
   const { request, agent } = send(u);
-  return new Promise<string>((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     let settled = false;
     const fail = (e: TransferError) => {
       if (settled) return;
@@ -54,27 +61,25 @@ export function putBytes(u: URL, body: Uint8Array, what: string): Promise<string
       req.destroy(); // a connection that broke mid-body must not go back to the pool
       reject(e);
     };
-    const req = request(u, { method: "PUT", agent, headers: { "content-length": body.byteLength } }, (res) => {
+    const req = request(u, { method: "PUT", agent, headers: { ...headers, "content-length": length } }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (d: string) => (text = (text + d).slice(0, 4000)));
       res.on("error", (e) => fail(new TransferError(`${what}: response broke: ${e.message}`, true)));
       res.on("end", () => {
         const status = res.statusCode ?? 0;
-        if (status < 200 || status >= 300) return fail(new TransferError(`${what} answered ${describe(status, text)}`, retryableStatus(status), status));
-        const etag = res.headers.etag;
-        if (!etag) return fail(new TransferError(`${what} answered ${status} without an ETag`, false, status));
-        // A 2xx with an ETag means the store read the whole body (the ETag is over all of it), so every byte has
-        // left this process and the caller may reuse the buffer. (Not req's 'finish': Bun's ClientRequest does not
-        // promise it.)
+        if (status < 200 || status >= 300) return fail(new TransferError(`${what} answered ${describeS3Error(status, text)}`, retryableStatus(status), status));
+        // A 2xx means the store read the whole body (an ETag is over all of it), so every byte has left this
+        // process and the caller may reuse the buffer. (Not req's 'finish': Bun's ClientRequest does not promise it.)
         if (settled) return;
         settled = true;
-        resolve(etag.replaceAll('"', ""));
+        resolve({ status, etag: res.headers.etag?.replaceAll('"', "") });
       });
     });
     req.setTimeout(IDLE_TIMEOUT_MS, () => fail(new TransferError(`${what}: no progress for ${IDLE_TIMEOUT_MS / 1000} s`, true)));
     req.on("error", (e) => fail(new TransferError(`${what} failed: ${e.message}`, true)));
-    req.end(body);
+    if (body instanceof Uint8Array) req.end(body);
+    else pipeline(body, req).catch((e) => fail(e instanceof TransferError ? e : new TransferError(`${what}: sending the body failed: ${(e as Error).message}`, false)));
   });
 }
 
@@ -97,7 +102,7 @@ export function getRange(u: URL, first: number, last: number, total: number, wha
         let text = "";
         res.setEncoding("utf8");
         res.on("data", (d: string) => (text = (text + d).slice(0, 4000)));
-        res.on("end", () => reject(new TransferError(`${what} answered ${describe(status, text)}`, retryableStatus(status), status)));
+        res.on("end", () => reject(new TransferError(`${what} answered ${describeS3Error(status, text)}`, retryableStatus(status), status)));
         res.on("error", (e) => reject(new TransferError(`${what}: response broke: ${e.message}`, true)));
         return;
       }
@@ -118,14 +123,17 @@ export function getRange(u: URL, first: number, last: number, total: number, wha
   });
 }
 
-/** Runs `attempt` up to 1 + `retries` times while it fails with a retryable error, backing off 0.2 s, 0.4 s, ... */
+/**
+ * Runs `attempt` up to 1 + `retries` times while it fails with a retryable error, backing off 0.2 s, 0.4 s, ...
+ * An unclassified error that survives the retries (a reset mid-body) is the transfer's failure: tool_failed.
+ */
 export async function withRetries<T>(retries: number, stop: () => boolean, attempt: (n: number) => Promise<T>): Promise<T> {
   for (let n = 0; ; n++) {
     try {
       return await attempt(n);
     } catch (e) {
       const retryable = e instanceof TransferError ? e.retryable : !(e instanceof AgentError);
-      if (!retryable || n >= retries || stop()) throw e;
+      if (!retryable || n >= retries || stop()) throw toolFailure("presigned transfer", e);
       await new Promise((r) => setTimeout(r, 200 * 2 ** n));
     }
   }

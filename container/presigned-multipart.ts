@@ -26,7 +26,7 @@
 import { createHash } from "node:crypto";
 import { open, stat, type FileHandle } from "node:fs/promises";
 import type { Readable } from "node:stream";
-import { AgentError } from "./agent-error.ts";
+import { AgentError, toolFailure } from "./agent-error.ts";
 import { checkUrl } from "./presigned.ts";
 import { putBytes, withRetries } from "./presigned-http.ts";
 import type { TarFormat } from "./protocol.ts";
@@ -168,7 +168,7 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
       const buffer = takeBuffer();
       let filled = 0;
       while (filled < partSize) {
-        const n = await input.read(buffer, filled, partSize - filled);
+        const n = await input.read(buffer, filled, partSize - filled).catch((e) => Promise.reject(toolFailure("reading the upload's source", e)));
         if (failed) throw failed;
         if (n === 0) {
           eof = true;

@@ -15,15 +15,15 @@
 // partial output file, and answers the error.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, open, rm, stat } from "node:fs/promises";
+import { mkdir, open, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { AgentError } from "./agent-error.ts";
-import { extractFromStream } from "./extract.ts";
+import { AgentError, toolFailure } from "./agent-error.ts";
+import { extractFromStream, type ExtractVerification, type VerifiedExtract } from "./extract.ts";
 import { checkUrl } from "./presigned.ts";
 import { getRange, redact, TransferError, withRetries } from "./presigned-http.ts";
-import type { TarFormat } from "./protocol.ts";
+import type { TarFormat, WrittenBytes } from "./protocol.ts";
 import { startTool } from "./run-tool.ts";
 
 export interface RangedOptions {
@@ -67,7 +67,7 @@ async function fetchRange(u: URL, r: Range, o: RangedOptions, signal: AbortSigna
           await sink(chunk, r.first + got);
         } catch (e) {
           // Not the network's fault: do not retry.
-          throw e instanceof AgentError ? e : new AgentError("tool_failed", `${what}: ${(e as Error).message}`);
+          throw toolFailure(what, e);
         }
         got += chunk.length;
       }
@@ -125,7 +125,8 @@ export async function downloadRangedToFile(o: RangedOptions, output: string): Pr
   return { bytes, sha256, ms: Math.round(performance.now() - started), tool: "node", ranges: ranges.length };
 }
 
-export async function downloadRangedAndExtract(o: RangedOptions, format: TarFormat, dir: string): Promise<RangedResult> {
+/** With `verify`, the in-order stream is checked against the manifest as it feeds tar (extract.ts). */
+export async function downloadRangedAndExtract(o: RangedOptions, format: TarFormat, dir: string, verify?: ExtractVerification): Promise<RangedResult & Partial<Pick<VerifiedExtract, "verified" | "equal">>> {
   const started = performance.now();
   const u = checkUrl(o.url, "url");
   const ranges = split(o.size, o.rangeSize);
@@ -187,9 +188,10 @@ export async function downloadRangedAndExtract(o: RangedOptions, format: TarForm
     }
   }
 
-  let result: Awaited<ReturnType<typeof extractFromStream>>;
+  let result: WrittenBytes & Partial<Pick<VerifiedExtract, "verified" | "equal">>;
   try {
-    result = await extractFromStream(Readable.from(ordered(), { objectMode: false, highWaterMark: 1 << 20 }), format, dir);
+    const stream = Readable.from(ordered(), { objectMode: false, highWaterMark: 1 << 20 });
+    result = verify ? await extractFromStream(stream, format, dir, verify) : await extractFromStream(stream, format, dir);
   } catch (e) {
     // A failed GET makes tar see a truncated archive; the GET's error says what really went wrong.
     throw failed ?? e;
@@ -211,16 +213,20 @@ export async function downloadWithAria2c(o: RangedOptions, output: string): Prom
   const name = basename(output);
   await mkdir(dir, { recursive: true });
   const n = String(o.concurrency);
+  // The presigned URL is a credential: it goes in an input file only we can read (-i), never on the command line,
+  // where any process in the sandbox sees it in /proc/*/cmdline.
+  const input = join(dir, `.${name}.aria2-input`);
+  await writeFile(input, `${o.url}\n  dir=${dir}\n  out=${name}\n`, { mode: 0o600 });
   const argv = [
     "aria2c", "-x", n, "-s", n, "-k", "1M", "--allow-overwrite=true", "--auto-file-renaming=false",
     `--max-tries=${o.retries + 1}`, "--retry-wait=1", "--console-log-level=error", "--summary-interval=0", "--download-result=hide", "--enable-color=false",
-    "-d", dir, "-o", name, o.url,
+    "-i", input,
   ];
   const tool = startTool(argv, { stdout: "pipe" });
   let out = "";
   tool.child.stdout!.on("data", (d: Buffer) => (out = (out + d.toString()).slice(-4000)));
   try {
-    await tool.done;
+    await tool.done.finally(() => rm(input, { force: true }));
   } catch (e) {
     await rm(output, { force: true });
     await rm(join(dir, `${name}.aria2`), { force: true });

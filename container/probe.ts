@@ -1,29 +1,33 @@
 // What this sandbox can do: the kernel and its filesystems, FUSE, CAP_SYS_ADMIN, the tools the strategies
 // drive (with versions), cores, memory and free disk. The Worker's probe step uses it to decide which
 // strategies can run here and to say why the others cannot.
-import { access, readFile, statfs } from "node:fs/promises";
+import { access, readFile, stat, statfs } from "node:fs/promises";
 import { constants } from "node:fs";
 import { availableParallelism, freemem, release, totalmem } from "node:os";
-import { delimiter, join } from "node:path";
+import { findOnPath } from "./find-on-path.ts";
 import { TOOLS, type ProbeResult, type ToolName } from "./protocol.ts";
 import { runTool } from "./run-tool.ts";
 
-export { TOOLS, type ProbeResult, type ToolName };
+type ToolInfo = { path: string; version: string };
 
-async function which(name: string): Promise<string | null> {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    const candidate = join(dir, name);
-    if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
-  }
-  return null;
-}
+// Asking each tool its version spawns ~15 processes (100–180 ms a probe, every run). A tool's version changes only
+// with its binary, so it is remembered by path, size and mtime: a tool installed or upgraded later is asked again.
+const versions = new Map<string, Promise<string>>();
 
-async function toolInfo(name: ToolName): Promise<{ path: string; version: string } | null> {
-  const path = await which(name);
+async function toolInfo(name: ToolName): Promise<ToolInfo | null> {
+  const path = await findOnPath(name);
   if (!path) return null;
-  const out = await runTool([path, ...TOOLS[name].version], 3000).catch((e: Error) => e.message);
-  const line = out.split("\n").find((l) => /\d+\.\d+/.test(l)) ?? "";
-  return { path, version: (line.match(/\d+\.\d+(\.\d+)?/)?.[0] ?? "unknown") };
+  const st = await stat(path).catch(() => null);
+  const key = `${path}\0${st?.size}\0${st?.mtimeMs}`;
+  let version = versions.get(key);
+  if (!version) {
+    version = runTool([path, ...TOOLS[name].version], 3000).catch((e: Error) => e.message).then((out) => {
+      const line = out.split("\n").find((l) => /\d+\.\d+/.test(l)) ?? "";
+      return line.match(/\d+\.\d+(\.\d+)?/)?.[0] ?? "unknown";
+    });
+    versions.set(key, version);
+  }
+  return { path, version: await version };
 }
 
 /** CAP_SYS_ADMIN is bit 21 of the effective capability mask. */

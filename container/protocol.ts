@@ -5,12 +5,18 @@
 //   GET    /v1/probe                       what this sandbox can do (tools, filesystems, fuse, caps, cpu, memory, disk)
 //   POST   /v1/drop-caches                 sync and drop the page cache when permitted → {dropped, ms, reason?}
 //   POST   /v1/datasets     DatasetBody    generate a deterministic dataset at `path`
-//   POST   /v1/manifest     PathBody       manifest of a tree
-//   POST   /v1/verify       VerifyBody     compare a tree with an expected manifest
+//   POST   /v1/manifest     PathBody       manifest of a tree (less a backup's selection: SELECTION_HEADER)
+//   POST   /v1/selection    SelectionBody  a selection's rules compiled for a tree, and its warnings
+//   POST   /v1/verify       VerifyBody     compare a tree with an expected manifest (walks and hashes everything)
+//   POST   /v1/verify-tree  VerifyTreeBody compare a tree with a manifest file/URL by metadata (lstat walk); deep:
+//                                          true hashes every file too (a mount whose image nobody hashed) → TreeCheck
 //   POST   /v1/delta        DeltaBody      changed entries since a base manifest → list file; deleted paths
 //   POST   /v1/remove       RemoveBody     remove relative entries below a tree (applying a delta's deletions)
 //   GET    /v1/archive?     ArchiveQuery   the tree as an archive, streamed as the response body
 //   POST   /v1/archive      ArchiveToFile  the tree as an archive written to a file in the sandbox
+//          With manifestOut (both): single pass — the manifest is made from the tar stream as it is archived and
+//          written to manifestOut; with base, only what changed by metadata is archived (a delta). POST answers
+//          SinglePassResult; GET writes it to resultOut (if given) before the stream ends.
 //   GET    /v1/stat?path=                  {exists, type, size, entries}
 //   GET    /v1/files?path=                 a file's raw bytes (Content-Length set); &encoding=base64 (JSON) or
 //                                          base64-sse (events) reproduce the SDK file API for the baselines
@@ -19,6 +25,8 @@
 //   DELETE /v1/files?path=                 remove a file or tree
 //   PUT    /v1/extract?     ExtractQuery   request body (an archive) piped into the extractor
 //   POST   /v1/extract      ExtractFile    extract an archive file in the sandbox
+//          With an expected manifest (here, and in /v1/download and /v1/download-ranged extract): each entry is
+//          checked as it streams into tar, then a metadata walk → {…, verified, equal}; a mismatch is 422 verify_failed.
 //   POST   /v1/hash-url     HashUrlBody    GET a presigned URL to the end and hash it (verifies a stored archive)
 //   POST   /v1/upload       UploadBody     PUT a file in the sandbox to a presigned URL
 //   POST   /v1/download     DownloadBody   GET a presigned URL into a file, or piped into the extractor
@@ -27,13 +35,17 @@
 //
 // Every request but health carries `authorization: Bearer <token>`; a host agent serving many sandboxes also
 // needs `x-snapflow-sandbox: <id>`.
+//
+// Errors answer {error: {code, message, field?}} (agent-error.ts): bad_request and path_outside_root 400,
+// unauthorized 401, not_found 404, tool_failed 500 (a tool exited non-zero, or the store or pipe around it
+// failed), internal_error 500 (an exception nothing classified: a bug in the agent), unavailable 501 (a tool or
+// kernel feature is missing here), injected_fault 503 (test-only).
 import { z } from "zod";
+import { R2_MULTIPART } from "./r2-limits.ts";
+import { sandboxRoots } from "./sandbox-roots.ts";
 
 export const SANDBOX_HEADER = "x-snapflow-sandbox";
 export const SANDBOX_ID = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "a sandbox id is 1–63 of a-z, 0-9 and '-'");
-
-/** Roots a sandbox path may live under; the agent maps them below the sandbox's root directory. */
-export const ALLOWED_ROOTS = ["/workspace", "/snapflow"] as const;
 
 /**
  * Checks a sandbox path's syntax and returns it normalised: absolute, no '..' segment, inside an allowed root.
@@ -47,8 +59,9 @@ export function normalizeSandboxPath(path: string): { ok: true; path: string } |
   const segments = path.split("/").filter((x) => x !== "" && x !== ".");
   if (segments.includes("..")) return { ok: false, reason: `must not contain '..' segments: '${path}'`, outside: true };
   const normal = "/" + segments.join("/");
-  if (!ALLOWED_ROOTS.some((root) => normal === root || normal.startsWith(root + "/"))) {
-    return { ok: false, reason: `'${path}' is outside the sandbox's allowed roots (${ALLOWED_ROOTS.join(", ")})`, outside: true };
+  const roots = sandboxRoots();
+  if (!roots.some((root) => normal === root || normal.startsWith(root + "/"))) {
+    return { ok: false, reason: `'${path}' is outside the sandbox's allowed roots (${roots.join(", ")})`, outside: true };
   }
   return { ok: true, path: normal };
 }
@@ -101,6 +114,12 @@ export type ImageFormat = z.infer<typeof ImageFormat>;
 export const ArchiveFormat = z.discriminatedUnion("kind", [TarFormat, SquashfsFormat, ErofsFormat]);
 export type ArchiveFormat = z.infer<typeof ArchiveFormat>;
 
+/** The file name extension of an archive format: tar, tar.zst, tar.gz, tar.lz4, sqsh, erofs. */
+export function extensionOf(format: ArchiveFormat): string {
+  if (format.kind !== "tar") return format.kind === "squashfs" ? "sqsh" : "erofs";
+  return { none: "tar", zstd: "tar.zst", gzip: "tar.gz", pigz: "tar.gz", lz4: "tar.lz4" }[format.compression];
+}
+
 export const PathBody = z.object({ path: z.string() });
 
 export const DatasetBody = z.object({
@@ -111,46 +130,152 @@ export const DatasetBody = z.object({
   bytes: z.number().int().nonnegative().max(64 * 2 ** 30).optional(),
   /** added-data: incompressible bytes on top of the node-modules base (the seed's 10 MB … 5 GB) */
   addedBytes: z.number().int().nonnegative().max(64 * 2 ** 30).optional(),
-  /** remove whatever is at `path` first */
-  replace: z.boolean().default(true),
+  /** remove whatever is at `path` first (off by default: destructive; refused where a mount is at or below it) */
+  replace: z.boolean().default(false),
 });
 export type DatasetBody = z.infer<typeof DatasetBody>;
 
-const ManifestEntry = z.object({
+export const EntryType = z.enum(["file", "dir", "symlink", "other"]);
+export type EntryType = z.infer<typeof EntryType>;
+
+/**
+ * What lstat said of an entry just before the archiver read it (as git's index keeps it): the key that
+ * incrementals compare to find changes without reading content. Decimal strings: nanosecond times and inode
+ * numbers exceed 2^53. Describes the source tree only; a restore never compares it.
+ */
+export const EntryStat = z.object({ ino: z.string(), dev: z.string(), mtimeNs: z.string(), ctimeNs: z.string() });
+export type EntryStat = z.infer<typeof EntryStat>;
+
+export const ManifestEntry = z.object({
+  /** relative to the tree's root, '/'-separated; the root itself is not listed */
   path: z.string(),
-  type: z.enum(["file", "dir", "symlink", "other"]),
+  type: EntryType,
+  /** permission bits (mode & 0o7777) */
   mode: z.number().int(),
   size: z.number().int(),
+  /** seconds since the epoch, floored (what tar keeps) */
   mtime: z.number().int(),
   target: z.string().optional(),
   sha256: z.string().optional(),
+  /** for the second and later names of a hard-linked file: the first name (in walk order) */
   link: z.string().optional(),
+  /** absent in manifests made before single-pass archives, and in manifests of restored trees */
+  stat: EntryStat.optional(),
 });
+export type ManifestEntry = z.infer<typeof ManifestEntry>;
+
+export const ManifestTotals = z.object({ files: z.number(), dirs: z.number(), symlinks: z.number(), bytes: z.number() });
+
+/**
+ * What a backup leaves out (container/selection.ts has the rules): glob `excludes` (the same meaning for every
+ * format), git's ignore rules, directories tagged with a CACHEDIR.TAG. It travels to the agent in the
+ * SELECTION_HEADER of every request a backup makes, so each walk of the tree (tar's list, an image's, a delta's, a
+ * manifest's) leaves out the same entries.
+ */
+export const SELECTION_HEADER = "x-snapflow-selection";
+export const SelectionSpec = z.object({
+  excludes: z.array(z.string().min(1, "an exclude pattern is not empty").max(256, "an exclude pattern is at most 256 characters")
+    .refine((p) => !p.startsWith("!"), "negated patterns are not supported (gitignore: true applies git's own rules, negations included)")
+    .refine((p) => !p.includes("\0") && !/(^|\/)\.\.(\/|$)/.test(p), "a pattern names paths inside the tree: no NUL, no '..'")).max(64, "at most 64 exclude patterns").default([]),
+  gitignore: z.boolean().default(false),
+  excludeCaches: z.boolean().default(false),
+}).strict();
+export type SelectionSpec = z.infer<typeof SelectionSpec>;
+
+/** What a manifest says of its selection: the rules, and how many top-level paths each left out. */
+export const SelectionRecord = SelectionSpec.extend({
+  /** by rule ("exclude <pattern>", "gitignore", "CACHEDIR.TAG"): the paths it excluded (a directory with all below it counts once) */
+  excluded: z.record(z.string(), z.number()),
+  warnings: z.array(z.string()),
+});
+export type SelectionRecord = z.infer<typeof SelectionRecord>;
+
+/** POST /v1/selection: compile a selection for a tree and answer its rules and warnings (the backup's probe asks). */
+export const SelectionBody = z.object({ path: z.string(), selection: SelectionSpec }).strict();
+
+/** Version 1 throughout: later fields are optional, so old manifests still parse and old readers ignore them. */
 export const ManifestSchema = z.object({
   version: z.literal(1),
   entries: z.array(ManifestEntry),
-  totals: z.object({ files: z.number(), dirs: z.number(), symlinks: z.number(), bytes: z.number() }),
+  totals: ManifestTotals,
+  /** a backup that left paths out: which rules, and how many each excluded (entries lists only what is in) */
+  selection: SelectionRecord.optional(),
 });
+export type Manifest = z.infer<typeof ManifestSchema>;
 
 export const VerifyBody = z.object({ path: z.string(), expected: ManifestSchema, limit: z.number().int().positive().max(1000).default(20) });
 
-/** `filesFrom`: a NUL-separated list (from /v1/delta) of the entries to archive, instead of the whole tree. */
-export const ArchiveQuery = TarFormat.extend({ path: z.string(), filesFrom: z.string().optional() });
-export const ArchiveToFile = z.object({ path: z.string(), output: z.string(), format: TarFormat, filesFrom: z.string().optional() });
+/** A manifest the agent reads itself: a file in the sandbox, or the store over a presigned GET (the Worker stays out of the byte path). */
+export const ManifestSource = z.union([z.object({ file: z.string() }).strict(), z.object({ url: z.string() }).strict()]);
+export type ManifestSource = z.infer<typeof ManifestSource>;
 
-export const DeltaBody = z.object({ path: z.string(), base: z.lazy(() => ManifestSchema), list: z.string() });
+export const VerifyTreeBody = z.object({
+  path: z.string(),
+  expected: ManifestSource,
+  /** hash every file as well (today's /v1/verify); default: metadata only */
+  deep: z.boolean().default(false),
+  limit: z.number().int().positive().max(1000).default(20),
+});
+
+/** What a restore checks while extracting: the expected manifest, and whether this archive holds all of it. */
+export const ExtractExpectation = {
+  expected: ManifestSource.optional(),
+  /** false for a delta layer: check only the entries it holds (default true) */
+  complete: z.boolean().optional(),
+  /** walk the result and compare metadata (default: = complete; a chain walks after its last layer) */
+  walk: z.boolean().optional(),
+};
+
+const queryBool = z.preprocess((v) => (v === "true" ? true : v === "false" ? false : v), z.boolean());
+
+/** Single-pass archive options (archive.ts archiveWithManifest). */
+export const SinglePassFields = {
+  /** write the manifest made from the tar stream here; turns the single pass on */
+  manifestOut: z.string().optional(),
+  /** with manifestOut: archive only what changed since this manifest (a delta) */
+  base: ManifestSource.optional(),
+  /** with base: compare the content of every file whose metadata agrees */
+  rehash: z.boolean().optional(),
+};
+
+/** `filesFrom`: a NUL-separated list (from /v1/delta) of the entries to archive, instead of the whole tree. */
+export const ArchiveQuery = TarFormat.extend({
+  path: z.string(),
+  filesFrom: z.string().optional(),
+  manifestOut: z.string().optional(),
+  /** the base manifest of a delta, as a sandbox file or a presigned GET URL */
+  baseFile: z.string().optional(),
+  baseUrl: z.string().optional(),
+  rehash: queryBool.optional(),
+  /** where the SinglePassResult JSON is written before the stream ends (the streamed response cannot carry it) */
+  resultOut: z.string().optional(),
+});
+export const ArchiveToFile = z.object({ path: z.string(), output: z.string(), format: TarFormat, filesFrom: z.string().optional(), ...SinglePassFields });
+
+export const DeltaBody = z.object({ path: z.string(), base: z.lazy(() => ManifestSchema), list: z.string(), rehash: z.boolean().optional() });
 export const RemoveBody = z.object({ path: z.string(), entries: z.array(z.string()) });
 
-export const ExtractQuery = TarFormat.extend({ path: z.string() });
-export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat });
+export const ExtractQuery = TarFormat.extend({
+  path: z.string(),
+  expectedFile: z.string().optional(),
+  expectedUrl: z.string().optional(),
+  complete: queryBool.optional(),
+  walk: queryBool.optional(),
+});
+export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat, ...ExtractExpectation });
 
 export const SplitBody = z.object({ path: z.string(), chunkBytes: z.number().int().min(1 << 20).max(1 << 30) });
 
 export const HashUrlBody = z.object({ url: z.string() });
-export const UploadBody = z.object({ path: z.string(), url: z.string() });
+export const UploadBody = z.object({
+  path: z.string(),
+  url: z.string(),
+  /** send If-None-Match: * (the Worker signed it into the URL: the PUT may only create the object) */
+  createOnly: z.boolean().default(false),
+});
 export const DownloadBody = z.union([
   z.object({ url: z.string(), output: z.string() }).strict(),
-  z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat }) }).strict(),
+  z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation }) }).strict(),
 ]);
 
 // ---- Parallel presigned transfers (presigned-multipart.ts, presigned-ranged.ts) ----
@@ -159,8 +284,6 @@ export const DownloadBody = z.union([
 //   POST   /v1/download-ranged   DownloadRangedBody   parallel Range GETs of one presigned URL into a file or, in
 //                                                     order, into the extractor → {bytes, sha256, ms, tool, ranges?, peakBufferedBytes?}
 
-/** R2's multipart rules (as src/store/multipart-upload.ts): parts ≥ 5 MiB except the last, ≤ 10,000 parts, ≤ 5 GiB. */
-export const MULTIPART_LIMITS = { minPartBytes: 5 * 2 ** 20, maxPartBytes: 5 * 2 ** 30, maxParts: 10_000 } as const;
 /** The agent holds at most (concurrency + 1) × partSize bytes of an upload; refuse requests that would exceed this. */
 export const MULTIPART_MAX_BUFFER_BYTES = 2 * 2 ** 30;
 
@@ -173,11 +296,11 @@ export const UploadMultipartBody = z
       z.object({ file: z.string() }).strict(),
     ]),
     /** bytes of every part but the last; R2 needs ≥ 5 MiB */
-    partSize: z.number().int().min(MULTIPART_LIMITS.minPartBytes, `must be at least 5 MiB (${MULTIPART_LIMITS.minPartBytes} bytes), R2's minimum part size`).max(MULTIPART_LIMITS.maxPartBytes),
+    partSize: z.number().int().min(R2_MULTIPART.minPartBytes, `must be at least 5 MiB (${R2_MULTIPART.minPartBytes} bytes), R2's minimum part size`).max(R2_MULTIPART.maxPartBytes),
     /** parts PUT at once */
     concurrency: z.number().int().min(1).max(64).default(4),
     /** urls[i]: the presigned UploadPart URL (partNumber=i+1&uploadId=...) of part i + 1 */
-    urls: z.array(z.string()).min(1).max(MULTIPART_LIMITS.maxParts),
+    urls: z.array(z.string()).min(1).max(R2_MULTIPART.maxParts),
     /** extra attempts per part on a network error, 5xx or 429 */
     retries: z.number().int().min(0).max(10).default(2),
   })
@@ -194,7 +317,7 @@ export const DownloadRangedBody = z
     /** the object's size (the Worker HEADs it); every 206's Content-Range total must equal it */
     size: z.number().int().nonnegative(),
     output: z.string().optional(),
-    extract: z.object({ path: z.string(), format: TarFormat }).strict().optional(),
+    extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation }).strict().optional(),
     /** bytes per Range GET (node); the extract reorder buffer holds at most concurrency × rangeSize */
     rangeSize: z.number().int().min(64 * 2 ** 10).max(256 * 2 ** 20).default(8 * 2 ** 20),
     /** ranges in flight (node), or aria2c's -x/-s connections (≤ 16) */
@@ -276,29 +399,6 @@ export interface WrittenBytes {
 }
 
 // ---- Shapes the agent answers with (types only; the agent makes them, the Worker reads them). ----
-
-export type EntryType = "file" | "dir" | "symlink" | "other";
-
-export interface ManifestEntry {
-  /** relative to the tree's root, '/'-separated; the root itself is not listed */
-  path: string;
-  type: EntryType;
-  /** permission bits (mode & 0o7777) */
-  mode: number;
-  size: number;
-  /** seconds since the epoch, floored */
-  mtime: number;
-  target?: string;
-  sha256?: string;
-  /** for the second and later names of a hard-linked file: the first name (in walk order) */
-  link?: string;
-}
-
-export interface Manifest {
-  version: 1;
-  entries: ManifestEntry[];
-  totals: { files: number; dirs: number; symlinks: number; bytes: number };
-}
 
 export interface Difference {
   path: string;

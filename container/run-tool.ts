@@ -1,9 +1,11 @@
 // Runs an external tool with its stdin/stdout as Node streams and turns a non-zero exit into an AgentError
 // that carries the tail of stderr, which is where tar and friends say what went wrong.
 import { spawn, type ChildProcess } from "node:child_process";
-import { AgentError } from "./agent-error.ts";
+import { AgentError, toolFailure } from "./agent-error.ts";
 
 export interface RunningTool {
+  /** the command's name, for messages */
+  name: string;
   child: ChildProcess;
   /** resolves when the tool exits 0, rejects with a tool_failed AgentError otherwise */
   done: Promise<void>;
@@ -25,7 +27,7 @@ export function startTool(argv: string[], options: { stdin?: "pipe" | "ignore"; 
       else reject(new AgentError("tool_failed", `${argv.join(" ")} exited ${code ?? signal}: ${stderr.trim()}`));
     });
   });
-  return { child, done };
+  return { name: cmd!, child, done };
 }
 
 /** Runs a tool to completion and returns its stdout. For small outputs (versions, probes). */
@@ -44,10 +46,11 @@ export async function runTool(argv: string[], timeoutMs = 10_000): Promise<strin
 
 /**
  * Waits for a tool and the stream plumbing around it. When both fail, the tool's error wins: "tar: Unexpected
- * EOF in archive" says more than the EPIPE that the plumbing saw as a consequence.
+ * EOF in archive" says more than the EPIPE that the plumbing saw as a consequence. A failure of the plumbing alone
+ * (the client hung up, the disk filled) is still this tool's job failing: tool_failed, not a bug.
  */
 export async function toolAndFlow(tool: RunningTool, flow: Promise<unknown>): Promise<void> {
   const [t, f] = await Promise.allSettled([tool.done, flow]);
   if (t.status === "rejected") throw t.reason;
-  if (f.status === "rejected") throw f.reason;
+  if (f.status === "rejected") throw toolFailure(`the stream through ${tool.name}`, f.reason);
 }

@@ -1,5 +1,5 @@
 // Path confinement. Every path in the agent's API is a *sandbox path* ("/workspace/app"): absolute, inside
-// one of the allowed roots. The agent maps it onto the host below the sandbox's root directory ("/" in the
+// one of the allowed roots (configured: sandbox-roots.ts). The agent maps it onto the host below the sandbox's root directory ("/" in the
 // production image, one directory per sandbox id when the agent runs on a host for many sandboxes).
 //
 // Three escapes are refused with a 400 that names the field: a '..' segment, a path outside the allowed
@@ -8,7 +8,8 @@
 import { lstat, realpath } from "node:fs/promises";
 import { join, posix } from "node:path";
 import { AgentError } from "./agent-error.ts";
-import { ALLOWED_ROOTS, normalizeSandboxPath } from "./protocol.ts";
+import { normalizeSandboxPath } from "./protocol.ts";
+import { sandboxRoots } from "./sandbox-roots.ts";
 
 export interface SandboxRoot {
   /** host directory that stands for "/" inside this sandbox */
@@ -32,7 +33,7 @@ export async function resolveSandboxPath(root: SandboxRoot, path: unknown, field
   for (;;) {
     try {
       const real = await realpath(probe);
-      const allowed = await Promise.all(ALLOWED_ROOTS.map((r) => realpath(join(root.hostRoot, r)).catch(() => join(realRoot, r))));
+      const allowed = await Promise.all(sandboxRoots().map((r) => realpath(join(root.hostRoot, r)).catch(() => join(realRoot, r))));
       if (!allowed.some((a) => real === a || real.startsWith(a + "/"))) {
         throw new AgentError("path_outside_root", `${field} '${normal}' leads through a symlink out of the allowed roots`, field);
       }

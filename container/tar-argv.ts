@@ -46,10 +46,27 @@ export function tarCreateArgv(dir: string, f: TarFormat, filesFrom?: string): st
 /** tar reading an archive from stdin into `dir`, keeping permissions and mtimes. */
 export function tarExtractArgv(dir: string, f: TarFormat): string[] {
   const program = decompressProgram(f);
-  return ["tar", "--numeric-owner", "-p", "-C", dir, ...(program ? ["-I", program] : []), "-xf", "-"];
+  // --no-same-owner: a restore never hands files to the archive's owners (the archive may come from another,
+  // untrusted sandbox); modes stay (-p), and setuid/setgid bits are cleared after (sanitize-extracted.ts).
+  return ["tar", "--numeric-owner", "--no-same-owner", "-p", "-C", dir, ...(program ? ["-I", program] : []), "-xf", "-"];
 }
 
 /** The file name extension conventionally used for a format. */
 export function archiveExtension(f: TarFormat): string {
   return { none: "tar", zstd: "tar.zst", gzip: "tar.gz", pigz: "tar.gz", lz4: "tar.lz4" }[f.compression];
+}
+
+/**
+ * tar writing a plain (uncompressed) archive to stdout of exactly the entries named on its stdin, NUL-separated,
+ * in that order (the single-pass archiver's metadata walk feeds it; the agent compresses). No --sparse: the
+ * agent's tar parser does not decode GNU sparse maps, and the manifest must hash the file's real content.
+ * --verbatim-files-from: a name is a name, never an option, whatever it starts with.
+ */
+export function tarCreateFromStdinArgv(dir: string): string[] {
+  return ["tar", "--numeric-owner", "-C", dir, "--no-recursion", "--null", "--verbatim-files-from", "-T", "-", "-cf", "-"];
+}
+
+/** tar extracting a plain archive from stdin into `dir` (the agent decompresses and checks the stream first). */
+export function tarExtractPlainArgv(dir: string): string[] {
+  return ["tar", "--numeric-owner", "--no-same-owner", "-p", "-C", dir, "-xf", "-"];
 }

@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { apiClient, ApiCallError } from "./lib/api-client.ts";
 import { findRunningStack } from "./lib/stack.ts";
 import { reportFromFile, runBench, runReport } from "./lib/bench.ts";
+import { deleteCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./lib/lifecycle-commands.ts";
 
 const HELP = `snapflow — snapshot and restore sandbox workspaces, and benchmark every way of doing it
 
@@ -11,17 +12,42 @@ Usage: npx snapflow <command> [options]
 
 Commands:
   strategies [--sandbox ID]                     list presets; with a sandbox, which can run there and why not
-  backup --sandbox ID [--path P] [--strategy S] [--base SNAPSHOT] [--no-wait]
-                                                back up a directory of a sandbox (default /workspace)
+  backup --sandbox ID [--path P] [--strategy S] [--base SNAPSHOT] [--name N] [--label K=V]... [--ttl 3d]
+         [--exclude GLOB]... [--gitignore] [--exclude-caches] [--no-wait]
+                                                back up a directory of a sandbox (default /workspace), named and
+                                                labelled; --ttl: deleted by the cron trigger after that long;
+                                                leaving out globs (*.log, node_modules/, /dist), what git ignores,
+                                                and directories tagged with a CACHEDIR.TAG
+  snapshots [--sandbox ID] [--path P] [--label K=V]... [--since T] [--until T] [--name N] [--limit N]
+            [--cursor C] [--json]               list snapshots as a table (oldest first); T is an ISO date or a
+                                                duration ago (90m, 3d); --label may repeat (all must match)
+  delete ID [--cascade]                         delete a snapshot (archive, manifest, record, index entry);
+                                                refused while deltas build on it unless --cascade (deletes them
+                                                first), and while a restore reads it
+  policy [--sandbox ID [--path P]] [--keep-last N] [--keep-daily N] [--keep-weekly N] [--delete] [--json]
+                                                set a retention policy (restic forget's rules) for a sandbox path,
+                                                delete it, or show policies; applied by the hourly cron trigger
+  retention [--json]                            what the last cron run removed and kept, and why
   restore --snapshot ID --sandbox ID [--path P] [--strategy S] [--replace] [--no-wait]
                                                 restore a snapshot into a sandbox
   status ID                                     a backup (bk-…), restore (rs-…) or matrix (mx-…, nightly-…)
   report ID [--out DIR]                         rebuild a matrix's summary from its stored runs and write its
                                                 results files again
-  report --from FILE.json [--out DIR]           rewrite a results file's .md and .svg from its .json (offline)
+  report --from FILE.json [--out DIR]           rewrite a results file's .md and .svg from its .json (offline;
+                                                a matrix's or a peers race's)
   bench [--preset smoke|seeds | --spec FILE] [--name N] [--runs N] [--out DIR]
                                                 run a benchmark matrix, show progress, print the summary, and
                                                 write results/<date>-<name>.{json,md,svg} with the machine description
+  bench --preset peers [--dataset npm-workspace|node-modules|all] [--runs N] [--files N --bytes N]
+        [--name N] [--out DIR]
+                                                the standing race against the floors and restic: on one tree, N
+                                                runs (default 3) of tar|zstd to a file and | rclone rcat into the
+                                                store, rclone cat|zstd -d|tar x; restic first backup, after a 10 MB
+                                                change, restore; snapflow's default backup, 10 MB incremental,
+                                                default restore and fastest mount restore. Starts its own private
+                                                stack (no npm run dev needed; stop other load first). --files/--bytes
+                                                size the generated node-modules tree (default 34500 / 692000000).
+                                                Writes results/<date>-peers.{json,md,svg} with medians and ratios.
 
 Options:
   --url URL      the API (default: the local stack in .snapflow/stack.json, or $SNAPFLOW_URL)
@@ -36,7 +62,11 @@ const { values, positionals } = parseArgs({
     url: { type: "string" }, token: { type: "string" }, help: { type: "boolean", short: "h" },
     sandbox: { type: "string" }, path: { type: "string" }, strategy: { type: "string" }, base: { type: "string" },
     snapshot: { type: "string" }, replace: { type: "boolean" }, "no-wait": { type: "boolean" },
-    preset: { type: "string" }, spec: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, out: { type: "string" },
+    label: { type: "string", multiple: true }, ttl: { type: "string" }, since: { type: "string" }, until: { type: "string" },
+    limit: { type: "string" }, cursor: { type: "string" }, json: { type: "boolean" }, cascade: { type: "boolean" }, delete: { type: "boolean" },
+    "keep-last": { type: "string" }, "keep-daily": { type: "string" }, "keep-weekly": { type: "string" },
+    exclude: { type: "string", multiple: true }, gitignore: { type: "boolean" }, "exclude-caches": { type: "boolean" },
+    preset: { type: "string" }, spec: { type: "string" }, dataset: { type: "string" }, files: { type: "string" }, bytes: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, out: { type: "string" },
   },
 });
 
@@ -55,11 +85,31 @@ const required: Record<string, [keyof typeof values, string][]> = {
   backup: [["sandbox", "--sandbox is required"]],
   restore: [["snapshot", "--snapshot is required"], ["sandbox", "--sandbox is required"]],
 };
-if (!["strategies", "backup", "restore", "status", "bench", "report"].includes(command)) usage(`unknown command '${command}'`);
+if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention"].includes(command)) usage(`unknown command '${command}'`);
 for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
-if ((command === "status" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
-if (command === "report" && values.from) process.exit(reportFromFile(values.from, values.out));
+if ((command === "status" || command === "delete" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
+if (command === "report" && values.from) {
+  // A peers race's results (they have datasets, not a matrix summary) are rewritten by their own writer.
+  const { rewritePeersResults } = await import("./lib/peers/report.ts");
+  process.exit(rewritePeersResults(values.from, values.out) ?? reportFromFile(values.from, values.out));
+}
 if (values.preset && values.spec) usage("give --preset or --spec, not both");
+if (command === "bench" && values.preset === "peers") {
+  // The race starts its own private stack and reads sandboxes on this host: no API to find first.
+  const { runPeers, PEERS_DEFAULTS } = await import("./lib/peers/run-peers.ts");
+  const count = (flag: "runs" | "files" | "bytes", fallback: number) => {
+    const n = values[flag] === undefined ? fallback : Number(values[flag]);
+    return Number.isInteger(n) && n > 0 ? n : usage(`--${flag} must be a positive integer`);
+  };
+  const dataset = values.dataset ?? "all";
+  if (!["all", "npm-workspace", "node-modules"].includes(dataset)) usage(`--dataset: one of npm-workspace, node-modules, all (not '${dataset}')`);
+  process.exit(await runPeers({
+    ...PEERS_DEFAULTS,
+    runs: count("runs", PEERS_DEFAULTS.runs), files: count("files", PEERS_DEFAULTS.files), bytes: count("bytes", PEERS_DEFAULTS.bytes),
+    datasets: dataset === "all" ? PEERS_DEFAULTS.datasets : [dataset as "npm-workspace" | "node-modules"],
+    name: values.name ?? PEERS_DEFAULTS.name, out: values.out ?? PEERS_DEFAULTS.out,
+  }));
+}
 
 const local = await findRunningStack();
 const url = values.url ?? process.env.SNAPFLOW_URL ?? local?.apiUrl;
@@ -85,7 +135,10 @@ async function main(): Promise<number> {
       return 0;
     }
     case "backup": {
-      const b = await api.startBackup({ sandboxId: values.sandbox!, path: values.path ?? "/workspace", ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.base ? { baseSnapshotId: values.base } : {}) });
+      const b = await api.startBackup({ sandboxId: values.sandbox!, path: values.path ?? "/workspace", ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.base ? { baseSnapshotId: values.base } : {}),
+        ...(values.name ? { name: values.name } : {}), ...(values.label ? { labels: labelsFromFlags(values.label, usage) } : {}),
+        ...(values.ttl ? { ttl: /^\d+$/.test(values.ttl) ? Number(values.ttl) : values.ttl } : {}),
+        ...(values.exclude ? { excludes: values.exclude } : {}), ...(values.gitignore ? { gitignore: true } : {}), ...(values["exclude-caches"] ? { excludeCaches: true } : {}) });
       console.error(`backup ${b.id} (${b.strategy}) started`);
       if (values["no-wait"]) return print(b), 0;
       const s = await api.waitFor("backup", b.id, printSteps("backup"));
@@ -106,6 +159,14 @@ async function main(): Promise<number> {
       print(await api.call("GET", path));
       return 0;
     }
+    case "snapshots":
+      return snapshotsCommand(api, values);
+    case "delete":
+      return deleteCommand(api, rest[0]!, values.cascade ?? false);
+    case "policy":
+      return policyCommand(api, values, usage);
+    case "retention":
+      return retentionCommand(api, values.json ?? false);
     case "report":
       return runReport(api, rest[0]!, { url: url!, out: values.out });
     case "bench":

@@ -1,27 +1,43 @@
 // The Worker's settings, read once from env and validated, so that a misconfigured deployment fails with a
 // message naming the variable instead of a TypeError deep in a step.
 import { z } from "zod";
+import { parseRoots, useSandboxRoots } from "../container/sandbox-roots.ts";
+import { SnapflowError } from "./errors.ts";
 
 const Config = z.object({
   SANDBOX_TRANSPORT: z.enum(["sandbox", "local"]),
   OBJECT_STORE: z.enum(["r2", "s3"]),
   AGENT_PORT: z.coerce.number().int().positive(),
   AGENT_URL: z.string(),
-  AGENT_TOKEN: z.string().min(1, "set the AGENT_TOKEN secret"),
-  API_TOKEN: z.string().min(1, "set the API_TOKEN secret"),
+  // Both are bearer secrets that guard everything: a short or guessable one ("change-me") is refused at start.
+  // Each sandbox's agent gets only HMAC(AGENT_SECRET, its id) (container/agent-token.ts), never the secret.
+  AGENT_SECRET: z.string().min(32, "set the AGENT_SECRET secret to at least 32 random characters (openssl rand -base64 32)"),
+  API_TOKEN: z.string().min(32, "set the API_TOKEN secret to at least 32 random characters (openssl rand -base64 32)"),
   S3_ENDPOINT: z.string().url(),
   S3_BUCKET: z.string().min(1),
   S3_REGION: z.string().min(1),
   S3_ACCESS_KEY_ID: z.string().min(1, "set the S3_ACCESS_KEY_ID secret (an R2 API token's access key)"),
   S3_SECRET_ACCESS_KEY: z.string().min(1, "set the S3_SECRET_ACCESS_KEY secret"),
   PRESIGN_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600),
+  /** comma-separated roots callers may name (container/sandbox-roots.ts); absent or empty: the SDK's defaults */
+  SANDBOX_ROOTS: z.string().optional().transform((text, ctx) => {
+    const r = parseRoots(text);
+    if (r.ok) return r.roots;
+    ctx.addIssue({ code: "custom", message: r.reason });
+    return z.NEVER;
+  }),
 }).refine((c) => c.SANDBOX_TRANSPORT !== "local" || /^https?:\/\//.test(c.AGENT_URL), {
   message: "AGENT_URL must be the host agent's http:// URL when SANDBOX_TRANSPORT=local",
   path: ["AGENT_URL"],
 });
 export type Config = z.infer<typeof Config>;
 
-export class ConfigError extends Error {}
+/** A misconfigured deployment: permanent, and the message names the variable. */
+export class ConfigError extends SnapflowError {
+  constructor(message: string) {
+    super("config_error", message);
+  }
+}
 
 const cache = new WeakMap<object, Config>();
 
@@ -34,5 +50,7 @@ export function readConfig(env: Env): Config {
     throw new ConfigError(`configuration: ${i.path.join(".")}: ${i.message}`);
   }
   cache.set(env, r.data);
+  // Paths are validated against the configured roots from here on (the API's schemas, the protocol's).
+  useSandboxRoots(r.data.SANDBOX_ROOTS);
   return r.data;
 }

@@ -1,19 +1,21 @@
-// What the phases need, built from the Worker's env: the object store, the sandbox transport, the index (KV),
-// and the S3 settings the presigner uses. The choice of implementations is configuration (see config.ts).
+// What the phases need, built from the Worker's env: the object store, the presigner (URLs the sandbox uses to
+// reach the same bucket), the sandbox transport and the index (KV). The choice of implementations is
+// configuration (see config.ts).
 import { readConfig, type Config } from "./config.ts";
 import { localTransport } from "./sandbox/local-transport.ts";
 import { sdkTransport } from "./sandbox/sdk-transport.ts";
 import type { SandboxTransport } from "./sandbox/transport.ts";
 import type { ObjectStore } from "./store/object-store.ts";
+import { s3Presigner, type Presigner } from "./store/presigner.ts";
 import { r2Store } from "./store/r2-store.ts";
 import { s3Store, type S3Settings } from "./store/s3-store.ts";
 
 export interface Deps {
   config: Config;
   store: ObjectStore;
+  presigner: Presigner;
   transport: SandboxTransport;
   kv: KVNamespace;
-  s3: S3Settings;
 }
 
 export function depsFrom(env: Env): Deps {
@@ -24,11 +26,11 @@ export function depsFrom(env: Env): Deps {
   };
   return {
     config,
-    s3,
+    presigner: s3Presigner(s3, config.PRESIGN_EXPIRY_SECONDS),
     kv: env.INDEX,
     store: config.OBJECT_STORE === "r2" ? r2Store(env.SNAPSHOTS) : s3Store(s3),
     transport: config.SANDBOX_TRANSPORT === "local"
-      ? localTransport(config.AGENT_URL, config.AGENT_TOKEN)
-      : sdkTransport(env.SANDBOX as never, config.AGENT_TOKEN, config.AGENT_PORT),
+      ? localTransport(config.AGENT_URL, config.AGENT_SECRET)
+      : sdkTransport(env.SANDBOX as never, config.AGENT_SECRET, config.AGENT_PORT, config.S3_ENDPOINT),
   };
 }

@@ -10,7 +10,7 @@ import { startAgent, STATE } from "../scripts/lib/stack.ts";
 
 export interface TestStack {
   agentUrl: string;
-  agentToken: string;
+  agentSecret: string;
   apiToken: string;
   s3: { endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string };
 }
@@ -25,12 +25,12 @@ export default async function setup(project: TestProject) {
   const dir = join(STATE, `test-${process.pid}`);
   mkdirSync(dir, { recursive: true });
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
-  const agentToken = randomBytes(12).toString("hex");
-  const agent = await startAgent({ token: agentToken, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true });
+  const agentSecret = randomBytes(32).toString("hex");
+  const agent = await startAgent({ secret: agentSecret, storeEndpoint: store.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true });
   project.provide("stack", {
     agentUrl: agent.url,
-    agentToken,
-    apiToken: randomBytes(12).toString("hex"),
+    agentSecret,
+    apiToken: randomBytes(32).toString("hex"),
     s3: { endpoint: store.endpoint, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
   });
   return async () => {

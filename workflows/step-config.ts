@@ -1,14 +1,11 @@
-// Retry and timeout settings per phase, and the wrapper every phase runs in. Step names are the phase names
-// (probe, archive, …): tests and `wrangler workflows instances describe` refer to them, so keep them stable.
+// Retry and timeout settings per phase, and the PhaseRunner that runs each phase as its own step.do. Step names
+// come from src/phases/phase-names.ts: tests and `wrangler workflows instances describe` refer to them.
 import { NonRetryableError } from "cloudflare:workflows";
 import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
-import { ConfigError } from "../src/config.ts";
-import { PermanentError } from "../src/phase-errors.ts";
-import { AgentCallError } from "../src/sandbox/agent-client.ts";
-import { PartRuleError } from "../src/store/multipart-upload.ts";
-import { writeProgress, type RunProgress, type StepResult } from "../src/snapshots/records.ts";
-
-export const CLEANUP_STEP = "cleanup";
+import { errorMessage, isPermanent } from "../src/errors.ts";
+import { stepName, type PhaseName } from "../src/phases/phase-names.ts";
+import type { PhaseRunner } from "../src/phases/phase-runner.ts";
+import type { StepResult } from "../src/snapshots/records.ts";
 
 type Duration = `${number} ${"second" | "seconds" | "minute" | "minutes"}`;
 const retry = (limit: number, delay: Duration, timeout: Duration): WorkflowStepConfig => ({
@@ -16,7 +13,7 @@ const retry = (limit: number, delay: Duration, timeout: Duration): WorkflowStepC
   timeout,
 });
 
-export const STEP_CONFIG: Record<string, WorkflowStepConfig> = {
+export const STEP_CONFIG: Record<PhaseName, WorkflowStepConfig> = {
   probe: retry(3, "2 seconds", "2 minutes"),
   archive: retry(2, "5 seconds", "30 minutes"),
   transfer: retry(3, "5 seconds", "60 minutes"),
@@ -26,34 +23,43 @@ export const STEP_CONFIG: Record<string, WorkflowStepConfig> = {
   cleanup: retry(3, "2 seconds", "5 minutes"),
 };
 
-/** Runs a phase; failures a retry cannot fix become NonRetryableError so the Workflow stops at once. */
+/** Runs a step's work; failures a retry cannot fix (isPermanent) become NonRetryableError so the Workflow stops at once. */
 export async function phase<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    if (e instanceof PermanentError || e instanceof ConfigError || e instanceof PartRuleError || (e instanceof AgentCallError && e.permanent)) {
-      throw new NonRetryableError((e as Error).message);
-    }
+    if (isPermanent(e)) throw new NonRetryableError(errorMessage(e));
     throw e;
   }
 }
 
-export function errorMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+export interface StepRunnerOptions {
+  /** "backup" / "restore": step names "backup probe", … (a benchmark cell runs both sequences) */
+  prefix?: "backup" | "restore";
+  /** after each step: best-effort progress (it must never fail the run; see reportProgress) */
+  afterStep?: (steps: Record<string, StepResult>) => Promise<void>;
 }
 
-/**
- * Runs named phases as steps of one Workflow run, keeping `progress.steps` and its KV copy up to date.
- * Progress writes sit outside step.do: on a replay they write the same values again, which is harmless.
- */
-export function phaseRunner(step: WorkflowStep, kv: KVNamespace, progress: RunProgress) {
-  return async <T extends StepResult>(name: string, fn: () => Promise<T>): Promise<T> => {
-    const result = (await step.do(name, STEP_CONFIG[name]!, () => phase(fn) as Promise<never>)) as T;
-    progress.steps[name] = result;
-    await writeProgress(kv, progress);
-    return result;
+/** A PhaseRunner over a Workflow's steps: each phase one step.do, named and configured by its phase. */
+export function stepRunner(step: WorkflowStep, options: StepRunnerOptions = {}): PhaseRunner {
+  const steps: Record<string, StepResult> = {};
+  return {
+    steps,
+    async run<T extends StepResult>(name: PhaseName, fn: () => Promise<T>): Promise<T> {
+      // Wall-clock bounds of the attempt that succeeded: with the phase's own ms they show the run's fixed costs
+      // (step scheduling, retries' waits) apart from its work (phase-runner.ts overheadMs).
+      const timed = async () => {
+        const startedAt = Date.now();
+        const r = await phase(fn);
+        return { ...r, startedAt, endedAt: Date.now() };
+      };
+      const result = (await step.do(stepName(name, options.prefix), STEP_CONFIG[name], timed as () => Promise<never>)) as T;
+      steps[name] = result;
+      await options.afterStep?.(steps);
+      return result;
+    },
   };
 }
 
-/** Sum of the steps' own measured times. */
-export const totalMs = (steps: Record<string, StepResult>) => Object.values(steps).reduce((a, r) => a + r.ms, 0);
+export { errorMessage };
+export { totalMs } from "../src/phases/phase-runner.ts";

@@ -41,6 +41,9 @@ export async function runBench(api: ReturnType<typeof apiClient>, o: BenchOption
   const spec = { ...base, ...(o.name ? { name: o.name } : {}), ...(o.runs ? { runs: Number(o.runs) } : {}) };
   const started = await api.call<{ id: string; cells: number; runs: number }>("POST", "/api/matrices", spec);
   console.error(`matrix ${started.id}: ${started.cells} cells, ${started.runs} runs`);
+  // A signed, read-only link that expires: shareable, unlike the API token.
+  const link = await api.call<{ url: string; expiresAt: string }>("POST", `/api/matrices/${started.id}/link`, {});
+  console.error(`results page: ${link.url} (read-only, until ${link.expiresAt})`);
   const tty = process.stderr.isTTY;
   let last = "";
   let view: MatrixView;
@@ -75,12 +78,14 @@ export function reportFromFile(file: string, out?: string): number {
 
 function writeResults(summary: Summary, spec: unknown, url: string, out?: string, machineText?: string): void {
   const machine = machineText ?? machineDescription(url);
-  const comparison = seedComparisonMarkdown(seedComparison(summary));
-  const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n\n## Beside the seeds' published figures\n\n` +
+  const rows = seedComparison(summary);
+  // A matrix that measured no seed preset says nothing about the seeds (no page of "not measured").
+  const seeds = rows.length === 0 ? "" : "\n## Beside the seeds' published figures\n\n" +
     "Ours: the median of what the seeds timed — backup: archive + transfer (without snapflow's source manifest and " +
     "verify); restore: transfer + extract or mount (without verify) — and of the whole phase, on this machine " +
-    "(a local stack gives emulator figures). Theirs: as published, on their machines.\n\n" + comparison +
+    "(a local stack gives emulator figures). Theirs: as published, on their machines.\n\n" + seedComparisonMarkdown(rows) +
     `\nSeed presets not measured here:\n\n${seedPresetsNotMeasured(summary).map((m) => `- \`${m.preset}\`: ${m.reason}`).join("\n")}\n`;
+  const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n${seeds}`;
   console.log(md);
   const dir = out ?? join(PROJECT, "results");
   mkdirSync(dir, { recursive: true });

@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
+import { agentTokenFor } from "../../container/agent-token.ts";
+import { SANDBOX_HEADER } from "../../container/protocol.ts";
 import { startObjectStore, type ObjectStoreServer } from "./object-store-server.ts";
 import { startManaged, waitReady, type Managed } from "./processes.ts";
 
@@ -59,8 +61,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const publish = options.privateDir === undefined;
   const logs = publish ? join(STATE, "logs") : join(dir, "logs");
   mkdirSync(logs, { recursive: true });
-  const apiToken = randomBytes(18).toString("base64url");
-  const agentToken = randomBytes(18).toString("base64url");
+  // 32 random bytes each: config.ts refuses secrets under 32 characters.
+  const apiToken = randomBytes(32).toString("base64url");
+  const agentSecret = randomBytes(32).toString("base64url");
   const started: { stop(): Promise<void> }[] = [];
   const stopAll = async () => {
     for (const s of started.reverse()) await s.stop().catch(() => {});
@@ -73,7 +76,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     started.push(store);
     log(`stack: object store ready at ${store.endpoint} (${Math.round(performance.now() - t0)} ms)`);
 
-    const agent = await startAgent({ token: agentToken, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log") });
+    const agent = await startAgent({ secret: agentSecret, storeEndpoint: store.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log") });
     started.push(agent.process);
     log(`stack: agent ready at ${agent.url}`);
 
@@ -81,7 +84,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       SANDBOX_TRANSPORT: "local",
       OBJECT_STORE: "s3",
       AGENT_URL: agent.url,
-      AGENT_TOKEN: agentToken,
+      AGENT_SECRET: agentSecret,
       API_TOKEN: apiToken,
       S3_ENDPOINT: store.endpoint,
       S3_BUCKET: BUCKET,
@@ -151,14 +154,17 @@ export function toolEnv(): NodeJS.ProcessEnv {
   };
 }
 
-export async function startAgent(options: { token: string; sandboxesDir: string; logFile: string; faults?: boolean }): Promise<{ url: string; process: Managed }> {
+export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean }): Promise<{ url: string; process: Managed }> {
   mkdirSync(options.sandboxesDir, { recursive: true });
   let announced: (port: number) => void;
   const portKnown = new Promise<number>((r) => (announced = r));
   const agent = startManaged("agent", [process.execPath, join(PROJECT, "container/agent.ts")], {
+    // The least it needs: no inherited credentials (S3 keys, API tokens in the developer's shell), only the
+    // secret it checks sandbox tokens with.
     env: {
-      ...process.env,
-      SNAPFLOW_AGENT_TOKEN: options.token,
+      ...pick(process.env, ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SNAPFLOW_SANDBOX_ROOTS"]),
+      SNAPFLOW_AGENT_SECRET: options.secret,
+      SNAPFLOW_AGENT_STORE_ORIGIN: options.storeEndpoint,
       SNAPFLOW_AGENT_PORT: "0",
       SNAPFLOW_AGENT_HOST: "127.0.0.1",
       SNAPFLOW_AGENT_SANDBOXES_DIR: options.sandboxesDir,
@@ -174,6 +180,13 @@ export async function startAgent(options: { token: string; sandboxesDir: string;
   });
   const port = await Promise.race([portKnown, agent.exited.then(() => { throw new Error(`agent exited during start-up:\n${agent.tail()}`); })]);
   const url = `http://127.0.0.1:${port}`;
-  await waitReady(agent, async () => (await fetch(`${url}/v1/health`)).ok, 10_000);
+  // Readiness is authenticated too: ask as some sandbox, with its derived token.
+  const probe = "readiness";
+  const headers = { authorization: `Bearer ${await agentTokenFor(options.secret, probe)}`, [SANDBOX_HEADER]: probe };
+  await waitReady(agent, async () => (await fetch(`${url}/v1/health`, { headers })).ok, 10_000);
   return { url, process: agent };
+}
+
+function pick(env: NodeJS.ProcessEnv, names: string[]): NodeJS.ProcessEnv {
+  return Object.fromEntries(names.filter((n) => env[n] !== undefined).map((n) => [n, env[n]]));
 }

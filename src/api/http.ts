@@ -1,22 +1,16 @@
 // HTTP plumbing for the API: JSON responses, errors that name the offending field, zod parsing, bearer auth.
 import type { z } from "zod";
-
-export class ApiError extends Error {
-  readonly status: number;
-  readonly field: string | undefined;
-  constructor(status: number, message: string, field?: string) {
-    super(message);
-    this.status = status;
-    this.field = field;
-  }
-}
+import { asSnapflowError, SnapflowError } from "../errors.ts";
 
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body, null, 1), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-export function errorResponse(e: ApiError): Response {
-  return json({ error: { message: e.message, ...(e.field ? { field: e.field } : {}) } }, e.status);
+/** Any error as the API's answer: {error: {code, message, field?}} with the code's status. */
+export function errorResponse(e: unknown): Response {
+  const err = asSnapflowError(e);
+  if (err.code === "internal_error") console.error("unhandled", e);
+  return json(err.toJSON(), err.status);
 }
 
 /** Parses a JSON body against a schema; a bad body is a 400 whose message and field name the first problem. */
@@ -25,13 +19,13 @@ export async function parseBody<T extends z.ZodType>(request: Request, schema: T
   try {
     raw = await request.json();
   } catch {
-    throw new ApiError(400, "the request body must be JSON", "body");
+    throw new SnapflowError("bad_request", "the request body must be JSON", { field: "body" });
   }
   const r = schema.safeParse(raw);
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const field = issue.path.join(".") || "body";
-  throw new ApiError(400, `${field}: ${issue.message}`, field);
+  throw new SnapflowError("bad_request", `${field}: ${issue.message}`, { field });
 }
 
 /** Constant-time comparison of the bearer token. */
@@ -40,13 +34,6 @@ export function checkBearer(request: Request, token: string): void {
   const a = new TextEncoder().encode(given);
   const b = new TextEncoder().encode(`Bearer ${token}`);
   if (a.byteLength !== b.byteLength || !crypto.subtle.timingSafeEqual(a, b)) {
-    throw new ApiError(401, "missing or wrong API token: send 'authorization: Bearer <API_TOKEN>'", "authorization");
+    throw new SnapflowError("unauthorized", "missing or wrong API token: send 'authorization: Bearer <API_TOKEN>'", { field: "authorization" });
   }
-}
-
-/** A run id: sortable by time, unique enough, and valid as a Workflow instance id. */
-export function newId(prefix: string): string {
-  const t = new Date().toISOString().replace(/[-:TZ.]/g, "").slice(0, 14);
-  const r = [...crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return `${prefix}-${t}-${r}`;
 }

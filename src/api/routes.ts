@@ -14,34 +14,48 @@
 //   GET    /api/matrices                     history
 //   GET    /api/matrices/:id                 spec, cells, progress, summary
 //   POST   /api/matrices/:id/summary         rebuild the summary from the stored runs
-//   GET    /matrices/:id?token=              the results page (table + chart, refreshes while running)
-//   GET    /api/snapshots                    good snapshots (verified and recorded)
-//   GET    /api/snapshots/:id                one snapshot's record
+//   POST   /api/matrices/:id/link            a signed, read-only, expiring link to the results page → {url, expiresAt}
+//   GET    /matrices/:id?exp=&sig=           the results page (table + chart, refreshes while running)
+//   GET    /api/snapshots                    good snapshots, filtered and paged   } snapshot-routes.ts: the
+//   GET    /api/snapshots/:id                one snapshot's record                } snapshot lifecycle
 import { z } from "zod";
-import { startMatrix } from "../../queues/matrix-producer.ts";
-import { aggregateMatrix } from "../../queues/results-consumer.ts";
+import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
+import type { BackupParams } from "../backup/backup-params.ts";
 import { depsFrom, type Deps } from "../deps.ts";
-import { newMatrixId } from "../matrix/matrix-ids.ts";
+import { asSnapflowError, SnapflowError, type ErrorCode } from "../errors.ts";
+import { newId, newMatrixId } from "../ids.ts";
+import { aggregateMatrix } from "../matrix/aggregate.ts";
 import { listMatrices, readMatrix, readProgress as readMatrixProgress, readSummary } from "../matrix/matrix-records.ts";
 import { MatrixSpec } from "../matrix/matrix-spec.ts";
-import { AgentClient, AgentCallError } from "../sandbox/agent-client.ts";
-import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
-import { listSnapshots, readProgress, readSnapshot } from "../snapshots/records.ts";
-import { findStrategy, formatName, restoresForSnapshot, STRATEGIES, unavailableReason, type BackupStrategy } from "../strategies/registry.ts";
-import { ApiError, checkBearer, json, newId, parseBody } from "./http.ts";
+import { startMatrix } from "../matrix/schedule.ts";
+import type { RestoreParams } from "../restore/restore-params.ts";
+import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
+import { readProgress, readSnapshot } from "../snapshots/records.ts";
+import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
+import { checkBearer, json, parseBody } from "./http.ts";
+import { checkResultsLink, RESULTS_LINK_TTL_SECONDS, resultsPageHeaders, signResultsLink } from "./results-link.ts";
 import { resultsPage } from "./results-page.ts";
+import { snapshotRoutes } from "./snapshot-routes.ts";
 import { BackupRequest, DatasetRequest, RestoreRequest, RUN_ID } from "./schemas.ts";
-import type { BackupParams } from "../../workflows/backup-workflow.ts";
-import type { RestoreParams } from "../../workflows/restore-workflow.ts";
 
 type Handler = (req: Request, env: Env, d: Deps, params: Record<string, string>) => Promise<Response>;
 
 const MATRIX_ID = z.string().regex(/^[a-z0-9][a-z0-9-]{0,80}$/, "not a matrix id");
 
+/** An API refusal: the message says what is wrong and, with a field, which part of the request. */
+function apiError(code: ErrorCode, message: string, field?: string): SnapflowError {
+  return new SnapflowError(code, message, { field });
+}
+
 function idParam(value: string | undefined, schema: z.ZodType<string>, field: string): string {
   const r = schema.safeParse(value);
-  if (!r.success) throw new ApiError(400, `${field}: ${r.error.issues[0]!.message}`, field);
+  if (!r.success) throw apiError("bad_request", `${field}: ${r.error.issues[0]!.message}`, field);
   return r.data;
+}
+
+function pickTimes(output: unknown): { totalMs?: number; wallMs?: number; overheadMs?: number } {
+  const o = (output ?? {}) as { totalMs?: number; wallMs?: number; overheadMs?: number };
+  return { totalMs: o.totalMs, wallMs: o.wallMs, overheadMs: o.overheadMs };
 }
 
 async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promise<Response> {
@@ -50,7 +64,7 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
   try {
     instance = await workflow.get(id);
   } catch {
-    if (!progress) throw new ApiError(404, `no run with id ${id}`, "id");
+    if (!progress) throw apiError("not_found", `no run with id ${id}`, "id");
     return json(progress);
   }
   const status = await instance.status();
@@ -63,7 +77,8 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
     steps: progress?.steps ?? {},
     // Our own message (what failed and why) is more useful than the engine's "a step threw" summary.
     error: progress?.error ?? status.error?.message,
-    totalMs: (status.output as { totalMs?: number } | undefined)?.totalMs,
+    // Σ of the phases' own work; wall clock from the first step to the last; the difference (scheduling, retries).
+    ...pickTimes(status.output),
   });
 }
 
@@ -101,19 +116,20 @@ const routes: [string, string, Handler][] = [
   ["DELETE", "/api/sandboxes/:id/mounts", async (req, _env, d, { id }) => {
     const sandboxId = idParam(id, SANDBOX_ID, "sandboxId");
     const path = SandboxPath.safeParse(new URL(req.url).searchParams.get("path") ?? "");
-    if (!path.success) throw new ApiError(400, `path: ${path.error.issues[0]!.message}`, "path");
+    if (!path.success) throw apiError("bad_request", `path: ${path.error.issues[0]!.message}`, "path");
     return json({ sandboxId, ...(await new AgentClient(d.transport, sandboxId).unmount(path.data)) });
   }],
 
   ["POST", "/api/backups", async (req, env, d) => {
     const body = await parseBody(req, BackupRequest);
-    const strategy = findStrategy(body.strategy) as BackupStrategy;
-    if (strategy.delta && !body.baseSnapshotId) throw new ApiError(400, `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
-    if (!strategy.delta && body.baseSnapshotId) throw new ApiError(400, `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
+    // The schema admitted only backup preset names.
+    const strategy = findBackup(body.strategy)!;
+    if (strategy.delta && !body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
+    if (!strategy.delta && body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
     const base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
-    if (body.baseSnapshotId && !base) throw new ApiError(404, `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
+    if (body.baseSnapshotId && !base) throw apiError("not_found", `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
     if (strategy.delta === "overlay-upper" && base && base.format.kind !== "squashfs") {
-      throw new ApiError(400, `baseSnapshotId: an overlay delta sits on a squashfs base image; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
+      throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs base image; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }
     const id = newId("bk");
     const params: BackupParams = { snapshotId: id, ...body, startedAt: new Date().toISOString() };
@@ -126,13 +142,13 @@ const routes: [string, string, Handler][] = [
   ["POST", "/api/restores", async (req, env, d) => {
     const body = await parseBody(req, RestoreRequest);
     const snapshot = await readSnapshot(d.store, d.kv, body.snapshotId);
-    if (!snapshot) throw new ApiError(404, `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
+    if (!snapshot) throw apiError("not_found", `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
     const fits = restoresForSnapshot(snapshot);
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
     const strategy = body.strategy ?? (fits.find((s) => s.path === "presigned-pipe") ?? fits.find((s) => s.path === "push-pipe") ?? fits[0])?.name;
     const kindOf = snapshot.delta ? `${snapshot.delta.kind} delta` : `${formatName(snapshot.format)} snapshot`;
     if (!strategy || !fits.some((s) => s.name === strategy)) {
-      throw new ApiError(400, `strategy: ${body.strategy} cannot restore a ${kindOf}; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
+      throw apiError("bad_request", `strategy: ${body.strategy} cannot restore a ${kindOf}; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
     }
     const id = newId("rs");
     const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString() };
@@ -154,28 +170,28 @@ const routes: [string, string, Handler][] = [
   ["GET", "/api/matrices/:id", async (_req, _env, d, { id }) => {
     const matrixId = idParam(id, MATRIX_ID, "id");
     const [record, progress, summary] = await Promise.all([readMatrix(d.store, matrixId), readMatrixProgress(d.kv, matrixId), readSummary(d.store, matrixId)]);
-    if (!record) throw new ApiError(404, `no matrix with id ${matrixId}`, "id");
+    if (!record) throw apiError("not_found", `no matrix with id ${matrixId}`, "id");
     return json({ id: matrixId, spec: record.spec, cells: record.cells, progress, summary });
   }],
 
   ["POST", "/api/matrices/:id/summary", async (_req, env, d, { id }) => {
     // Summaries are derived from the stored runs: rebuild one (after changing the aggregator, say).
     const matrixId = idParam(id, MATRIX_ID, "id");
-    if (!(await readMatrix(d.store, matrixId))) throw new ApiError(404, `no matrix with id ${matrixId}`, "id");
+    if (!(await readMatrix(d.store, matrixId))) throw apiError("not_found", `no matrix with id ${matrixId}`, "id");
     await aggregateMatrix(d, env.MATRIX_QUEUE, matrixId);
     return json(await readSummary(d.store, matrixId));
   }],
 
-  ["GET", "/api/snapshots", async (req, _env, d) => {
-    const cursor = new URL(req.url).searchParams.get("cursor") ?? undefined;
-    return json(await listSnapshots(d.kv, cursor));
+  ["POST", "/api/matrices/:id/link", async (req, _env, d, { id }) => {
+    const matrixId = idParam(id, MATRIX_ID, "id");
+    const body = await parseBody(req, z.object({ ttlSeconds: z.number().int().min(60).max(RESULTS_LINK_TTL_SECONDS.max).default(RESULTS_LINK_TTL_SECONDS.default) }).strict());
+    if (!(await readMatrixProgress(d.kv, matrixId))) throw apiError("not_found", `no matrix with id ${matrixId}`, "id");
+    const exp = Math.floor(Date.now() / 1000) + body.ttlSeconds;
+    const path = await signResultsLink(d.config.API_TOKEN, matrixId, exp);
+    return json({ url: new URL(path, req.url).href, expiresAt: new Date(exp * 1000).toISOString() }, 201);
   }],
 
-  ["GET", "/api/snapshots/:id", async (_req, _env, d, { id }) => {
-    const snapshot = await readSnapshot(d.store, d.kv, idParam(id, RUN_ID, "id"));
-    if (!snapshot) throw new ApiError(404, `snapshot ${id} does not exist (or did not complete)`, "id");
-    return json(snapshot);
-  }],
+  ...snapshotRoutes,
 ];
 
 const compiled = routes.map(([method, pattern, handler]) => ({ method, pattern: new URLPattern({ pathname: pattern }), handler }));
@@ -188,25 +204,25 @@ export async function handleApi(req: Request, env: Env): Promise<Response> {
   const page = RESULTS_PAGE.exec(url);
   if (page && req.method === "GET") {
     const d = depsFrom(env);
-    // A page cannot send a header on navigation: the token comes as ?token=.
-    const token = url.searchParams.get("token") ?? "";
-    checkBearer(new Request(req.url, { headers: { authorization: `Bearer ${token}` } }), d.config.API_TOKEN);
+    // A page cannot send a header on navigation: it takes a signed link for this one matrix (results-link.ts).
     const id = idParam(page.pathname.groups.id, MATRIX_ID, "id");
+    await checkResultsLink(d.config.API_TOKEN, id, url.searchParams, Math.floor(Date.now() / 1000));
     const [progress, summary] = await Promise.all([readMatrixProgress(d.kv, id), readSummary(d.store, id)]);
-    if (!progress) throw new ApiError(404, `no matrix with id ${id}`, "id");
-    return new Response(resultsPage(id, progress, summary), { headers: { "content-type": "text/html; charset=utf-8" } });
+    if (!progress) throw apiError("not_found", `no matrix with id ${id}`, "id");
+    const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+    return new Response(resultsPage(id, progress, summary, nonce), { headers: resultsPageHeaders(nonce) });
   }
   const matches = compiled.filter((r) => r.pattern.test(url));
-  if (!matches.length) throw new ApiError(404, `no route ${url.pathname}`);
+  if (!matches.length) throw apiError("not_found", `no route ${url.pathname}`);
   const route = matches.find((r) => r.method === req.method);
-  if (!route) throw new ApiError(405, `${req.method} is not allowed on ${url.pathname}; use ${matches.map((r) => r.method).join(", ")}`);
+  if (!route) throw apiError("method_not_allowed", `${req.method} is not allowed on ${url.pathname}; use ${matches.map((r) => r.method).join(", ")}`);
   const d = depsFrom(env);
   checkBearer(req, d.config.API_TOKEN);
   try {
     return await route.handler(req, env, d, (route.pattern.exec(url)?.pathname.groups ?? {}) as Record<string, string>);
   } catch (e) {
     // An agent's 4xx is the caller's problem (a bad path, a missing directory): pass it on with its field.
-    if (e instanceof AgentCallError && e.permanent) throw new ApiError(e.status === 401 ? 502 : e.status, e.message, e.field);
+    if (e instanceof AgentCallError && e.permanent) throw asSnapflowError(e);
     throw e;
   }
 }

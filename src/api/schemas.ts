@@ -1,7 +1,17 @@
 // Everything that crosses the API, as zod schemas.
 import { z } from "zod";
-import { DatasetBody, SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
-import { DEFAULT_BACKUP, STRATEGIES } from "../strategies/registry.ts";
+import { DatasetBody, SANDBOX_ID, SandboxPath, SelectionSpec } from "../../container/protocol.ts";
+import { AGENT_AREA } from "../../container/sandbox-layout.ts";
+import { Duration, Labels, SnapshotName } from "../snapshots/snapshot-meta.ts";
+import { DEFAULT_BACKUP, findBackup, STRATEGIES } from "../strategies/registry.ts";
+
+/**
+ * A path a caller may name: a sandbox path outside /snapflow, which is the agent's own staging, image and overlay
+ * area (a restore into it could replace a mounted image's backing file or another run's staged archive).
+ */
+export const UserPath = SandboxPath.refine((p) => p !== AGENT_AREA && !p.startsWith(`${AGENT_AREA}/`), {
+  message: `is snapflow's own area (${AGENT_AREA}); name a path under /workspace`,
+});
 
 const names = (kind: "backup" | "restore") => STRATEGIES.filter((s) => s.kind === kind).map((s) => s.name) as [string, ...string[]];
 const strategyOf = (kind: "backup" | "restore") =>
@@ -17,23 +27,37 @@ export const RUN_ID = z.string().regex(/^[a-z]{2}-\d{14}-[0-9a-f]{8}$/, "not a s
 
 export const BackupRequest = z.object({
   sandboxId: SANDBOX_ID,
-  path: SandboxPath.default("/workspace"),
+  path: UserPath.default("/workspace"),
   strategy: strategyOf("backup").default(DEFAULT_BACKUP),
   /** delta strategies: the snapshot the delta is taken against */
   baseSnapshotId: RUN_ID.optional(),
   /** drop the sandbox's page cache before the run (cold-cache measurement), when permitted */
   dropCaches: z.boolean().default(false),
   tuning: Tuning.optional(),
-}).strict();
+  name: SnapshotName.optional(),
+  labels: Labels.optional(),
+  /** time to live: seconds or "3d"; the cron trigger deletes the snapshot after it (default: kept until deleted) */
+  ttl: Duration.optional(),
+  /** what to leave out (container/selection.ts): glob patterns, git's ignore rules, CACHEDIR.TAG directories */
+  excludes: SelectionSpec.shape.excludes,
+  gitignore: SelectionSpec.shape.gitignore,
+  excludeCaches: SelectionSpec.shape.excludeCaches,
+}).strict().superRefine((b, ctx) => {
+  // An overlay delta is the upper layer over a base image that holds everything: leaving paths out of the layer
+  // would not leave them out of the restored workspace. Select when backing up the base.
+  if (findBackup(b.strategy)?.delta === "overlay-upper" && (b.excludes.length || b.gitignore || b.excludeCaches)) {
+    ctx.addIssue({ code: "custom", path: ["excludes"], message: `${b.strategy} archives an overlay's upper layer; excludes, gitignore and excludeCaches apply to the base backup` });
+  }
+});
 
 export const RestoreRequest = z.object({
   snapshotId: RUN_ID,
   sandboxId: SANDBOX_ID,
-  path: SandboxPath.default("/workspace"),
+  path: UserPath.default("/workspace"),
   /** default: the presigned pipe restore for the snapshot's format (else the pushed pipe) */
   strategy: strategyOf("restore").optional(),
   replace: z.boolean().default(false),
   dropCaches: z.boolean().default(false),
 }).strict();
 
-export const DatasetRequest = DatasetBody.extend({ path: SandboxPath }).strict();
+export const DatasetRequest = DatasetBody.extend({ path: UserPath }).strict();

@@ -1,6 +1,7 @@
 // Where a matrix lives. Store: matrices/<id>/matrix.json (spec + cells), runs/<runKey>.json (one per finished run),
 // summary.json, summary.md, dead/<runKey or n>.json (poison messages). KV: matrix:<id> → progress (for listing
 // and the results page), nightly:latest → the id of the latest cron matrix.
+import { KV_KEYS } from "../kv-keys.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { getJson, putJson } from "../snapshots/records.ts";
 import type { Cell, MatrixSpec } from "./matrix-spec.ts";
@@ -39,8 +40,8 @@ export const matrixKeys = (id: string) => ({
 });
 
 export const readMatrix = (store: ObjectStore, id: string) => getJson<MatrixRecord>(store, matrixKeys(id).record);
-export const readProgress = (kv: KVNamespace, id: string) => kv.get<MatrixProgress>(`matrix:${id}`, "json");
-export const writeProgress = (kv: KVNamespace, p: MatrixProgress) => kv.put(`matrix:${p.id}`, JSON.stringify(p), { metadata: { name: p.name, status: p.status, createdAt: p.createdAt } });
+export const readProgress = (kv: KVNamespace, id: string) => kv.get<MatrixProgress>(KV_KEYS.matrix(id), "json");
+export const writeProgress = (kv: KVNamespace, p: MatrixProgress) => kv.put(KV_KEYS.matrix(p.id), JSON.stringify(p), { metadata: { name: p.name, status: p.status, createdAt: p.createdAt } });
 export const readSummary = (store: ObjectStore, id: string) => getJson<Summary>(store, matrixKeys(id).summaryJson);
 export const writeRun = (store: ObjectStore, r: RunResult) => putJson(store, matrixKeys(r.matrixId).run(r.runKey), r);
 
@@ -57,7 +58,7 @@ export async function readRuns(store: ObjectStore, id: string): Promise<RunResul
 }
 
 export async function listMatrices(kv: KVNamespace, cursor?: string) {
-  const r = await kv.list<{ name: string; status: string; createdAt: string }>({ prefix: "matrix:", cursor, limit: 100 });
+  const r = await kv.list<{ name: string; status: string; createdAt: string }>({ prefix: KV_KEYS.matrixPrefix, cursor, limit: 100 });
   return {
     matrices: r.keys.map((k) => ({ id: k.name.slice("matrix:".length), ...k.metadata })).sort((a, b) => ((a.createdAt ?? "") < (b.createdAt ?? "") ? 1 : -1)),
     cursor: r.list_complete ? undefined : r.cursor,

@@ -2,13 +2,14 @@
 // whose snapshots they can read; a cell is one such (dataset, backup, restore) triple.
 import { z } from "zod";
 import { DatasetBody } from "../../container/protocol.ts";
-import { findStrategy, restoresFor, type BackupStrategy, type RestoreStrategy } from "../strategies/registry.ts";
+import { findBackup, findRestore, restoresFor } from "../strategies/registry.ts";
 
 export const DatasetSpec = DatasetBody.omit({ path: true, replace: true }).extend({ name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,40}$/, "a dataset name is 1–41 of a-z, 0-9 and '-'") });
 export type DatasetSpec = z.infer<typeof DatasetSpec>;
 
-const preset = (kind: "backup" | "restore") =>
-  z.string().refine((n) => findStrategy(n)?.kind === kind && !(findStrategy(n) as BackupStrategy).delta, { message: `not a full ${kind} preset (see GET /api/strategies)` });
+/** A preset a matrix can run: any restore, or a backup that makes full snapshots (deltas need a base). */
+const isFull = { backup: (n: string) => findBackup(n) !== undefined && !findBackup(n)!.delta, restore: (n: string) => findRestore(n) !== undefined };
+const preset = (kind: "backup" | "restore") => z.string().refine(isFull[kind], { message: `not a full ${kind} preset (see GET /api/strategies)` });
 
 export const MatrixSpec = z.object({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,40}$/, "a matrix name is 1–41 of a-z, 0-9 and '-'"),
@@ -26,7 +27,7 @@ export const MatrixSpec = z.object({
   concurrency: z.number().int().min(1).max(50).default(1),
 }).strict().superRefine((spec, ctx) => {
   spec.pairs?.forEach((pair, i) => {
-    const b = findStrategy(pair.backup) as BackupStrategy | undefined;
+    const b = findBackup(pair.backup);
     if (!spec.backups.includes(pair.backup)) ctx.addIssue({ code: "custom", path: ["pairs", i, "backup"], message: `${pair.backup} is not in backups` });
     if (b && !restoresFor(b.format).some((r) => r.name === pair.restore)) ctx.addIssue({ code: "custom", path: ["pairs", i, "restore"], message: `${pair.restore} cannot restore what ${pair.backup} makes` });
   });
@@ -49,8 +50,8 @@ export function cellsOf(spec: MatrixSpec): Cell[] {
       continue;
     }
     for (const b of spec.backups) {
-      const backup = findStrategy(b) as BackupStrategy;
-      const fits = restoresFor(backup.format).filter((r: RestoreStrategy) => !spec.restores || spec.restores.includes(r.name));
+      // The schema admitted only backup presets.
+      const fits = restoresFor(findBackup(b)!.format).filter((r) => !spec.restores || spec.restores.includes(r.name));
       for (const r of fits) cells.push({ index: cells.length, dataset: dataset.name, backup: b, restore: r.name });
     }
   }

@@ -1,9 +1,10 @@
 // The cron trigger's job: start the preset matrix named by NIGHTLY_MATRIX, with an id derived from the day (so a
 // re-fired trigger restarts nothing new), and point nightly:latest at it.
-import { startMatrix } from "../../queues/matrix-producer.ts";
 import { depsFrom } from "../deps.ts";
+import { KV_KEYS } from "../kv-keys.ts";
 import { MatrixSpec } from "./matrix-spec.ts";
 import { MATRIX_PRESETS } from "./presets.ts";
+import { startMatrix } from "./schedule.ts";
 
 export async function startNightly(env: Env, when: Date): Promise<string> {
   const name = env.NIGHTLY_MATRIX;
@@ -13,6 +14,6 @@ export async function startNightly(env: Env, when: Date): Promise<string> {
   const id = `nightly-${name}-${when.toISOString().slice(0, 10).replaceAll("-", "")}`;
   const d = depsFrom(env);
   await startMatrix(d, env.MATRIX_QUEUE, id, spec, "cron");
-  await d.kv.put("nightly:latest", id);
+  await d.kv.put(KV_KEYS.nightlyLatest, id);
   return id;
 }

@@ -1,10 +1,13 @@
 // The aggregate of a matrix: per cell (dataset × backup × restore) and phase, the median, min and max of the runs'
 // measured milliseconds, n, bytes and MB/s, and the failures with their errors. Built from the stored run results
 // every time, so a redelivered result message can never count twice. Pure.
-/** A phase's own measurement, as the Workflows' steps return it. */
-type StepResult = { ms: number; bytes: number; [detail: string]: unknown };
+import { wallAndOverhead } from "../phases/phase-runner.ts";
 import type { Cell } from "./matrix-spec.ts";
 import { median, stats } from "./median.ts";
+import { BREAKDOWN_HEAD, breakdownCells, SUMMARY_HEAD, summaryCells } from "./summary-table.ts";
+
+/** A phase's own measurement, as the Workflows' steps return it. */
+type StepResult = { ms: number; bytes: number; [detail: string]: unknown };
 
 export interface RunResult {
   matrixId: string;
@@ -75,6 +78,8 @@ export function buildSummary(matrixId: string, name: string, cells: Cell[], runs
       add("restore.total", r.restore?.totalMs);
       for (const [k, v] of Object.entries(r.backup?.steps ?? {})) add(`backup.${k}`, v.ms);
       for (const [k, v] of Object.entries(r.restore?.steps ?? {})) add(`restore.${k}`, v.ms);
+      add("backup.overhead", r.backup ? wallAndOverhead(r.backup.steps).overheadMs : undefined);
+      add("restore.overhead", r.restore ? wallAndOverhead(r.restore.steps).overheadMs : undefined);
       add("backup.core", backupCoreMs(r));
       add("restore.core", restoreCoreMs(r));
     }
@@ -100,23 +105,24 @@ export function buildSummary(matrixId: string, name: string, cells: Cell[], runs
   };
 }
 
-const s = (ms: number | undefined) => (ms === undefined ? "—" : `${(ms / 1000).toFixed(2)} s`);
-
 export function summaryMarkdown(sum: Summary): string {
+  const cell = (c: string) => c.replaceAll("|", "/");
   const lines = [
     `# ${sum.name} (${sum.matrixId})`,
     "",
     `${sum.done} of ${sum.total} runs done, ${sum.failed} failed. Medians of n runs (min–max).`,
     "",
-    "| dataset | backup | restore | n | archive MB | backup total | transfer MB/s | restore total | restore MB/s | sandbox start | failures |",
-    "| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --- |",
+    `| ${SUMMARY_HEAD.join(" | ")} |`,
+    `| --- | --- | --- | ${SUMMARY_HEAD.slice(3, -1).map(() => "--:").join(" | ")} | --- |`,
+    // A failure's error is cut short in Markdown: the JSON beside it keeps the whole message.
+    ...summaryCells(sum).map((row) => `| ${row.map((c, i) => cell(i === row.length - 1 ? c.slice(0, 160) : c)).join(" | ")} |`),
+    "",
+    "Where the time goes: median seconds of each phase; overhead is the wall clock from the first step to the last",
+    "that no phase measured as its own work (step scheduling, retries).",
+    "",
+    `| ${BREAKDOWN_HEAD.join(" | ")} |`,
+    `| --- | --- | --- | ${BREAKDOWN_HEAD.slice(3).map(() => "--:").join(" | ")} |`,
+    ...breakdownCells(sum).map((row) => `| ${row.map(cell).join(" | ")} |`),
   ];
-  for (const r of sum.rows) {
-    const range = (k: string) => {
-      const p = r.phases[k];
-      return p?.n ? `${s(p.median)} (${s(p.min)}–${s(p.max)})` : "—";
-    };
-    lines.push(`| ${r.cell.dataset} | ${r.cell.backup} | ${r.cell.restore} | ${r.n} | ${r.archiveBytes ? (r.archiveBytes / 1e6).toFixed(1) : "—"} | ${range("backup.total")} | ${r.backupMBps ?? "—"} | ${range("restore.total")} | ${r.restoreMBps ?? "—"} | ${range("sandbox.start")} | ${r.failures.map((f) => `run ${f.run}: ${f.error.replaceAll("|", "/").slice(0, 120)}`).join("; ")} |`);
-  }
   return lines.join("\n") + "\n";
 }

@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import type { Manifest, ProbeResult } from "../../container/protocol.ts";
 import type * as P from "../../container/protocol.ts";
+import { SELECTION_HEADER } from "../../container/protocol.ts";
 import type { SandboxTransport } from "./transport.ts";
 
 export class AgentCallError extends Error {
@@ -28,6 +29,15 @@ export interface VerifyResult {
   ms: number;
 }
 
+/** What the agent reports of a single-pass archive (container/archive.ts): archive and manifest from one read. */
+export interface SinglePassResult {
+  bytes: number;
+  sha256: string;
+  ms: number;
+  manifest: { totals: { files: number; dirs: number; symlinks: number; bytes: number }; entries: number; jsonBytes: number; walkMs: number };
+  delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };
+}
+
 type Query = Record<string, string | number | boolean | undefined>;
 
 function qs(q: Query): string {
@@ -39,14 +49,29 @@ function qs(q: Query): string {
 export class AgentClient {
   private readonly transport: SandboxTransport;
   readonly sandboxId: string;
+  private selectionHeader: string | undefined;
   constructor(transport: SandboxTransport, sandboxId: string) {
     this.transport = transport;
     this.sandboxId = sandboxId;
   }
 
+  /**
+   * From here on this client's requests carry a backup's selection (protocol.ts SELECTION_HEADER), so that every
+   * walk of the tree it asks for (manifest, archive, image, delta) leaves out the same entries.
+   */
+  withSelection(spec: P.SelectionSpec | undefined): this {
+    this.selectionHeader = spec ? encodeURIComponent(JSON.stringify(spec)) : undefined;
+    return this;
+  }
+
+  /** The selection's rules as the agent compiled them for `path`, with its warnings (git missing, say). */
+  checkSelection(path: string, selection: P.SelectionSpec) {
+    return this.json<P.SelectionRecord>("check selection", "/v1/selection", { path, selection });
+  }
+
   /** A raw call: the response when it is 2xx, AgentCallError otherwise. */
   async call(what: string, path: string, init: RequestInit = {}): Promise<Response> {
-    const r = await this.transport.agentFetch(this.sandboxId, path, init);
+    const r = await this.transport.agentFetch(this.sandboxId, path, this.selectionHeader ? { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), [SELECTION_HEADER]: this.selectionHeader } } : init);
     if (r.ok) return r;
     const text = await r.text();
     let body: { error?: { code?: string; message?: string; field?: string } } = {};
@@ -83,11 +108,18 @@ export class AgentClient {
     const body = concatStreams([head, expected, tail]);
     return (await this.call("verify", "/v1/verify", { method: "POST", body, headers: { "content-type": "application/json" } })).json() as Promise<VerifyResult>;
   }
+  /** Compares a tree with a manifest the agent fetches itself: metadata only, or every file hashed (deep). */
+  verifyTree(body: z.input<typeof P.VerifyTreeBody>) {
+    return this.json<VerifyResult & { verified: { content: string; metadata: string; entries: number } }>("verify tree", "/v1/verify-tree", body);
+  }
   archiveStream(q: z.input<typeof P.ArchiveQuery>) {
     return this.call("archive", `/v1/archive?${qs(q as Query)}`);
   }
+  archiveToFile(body: z.input<typeof P.ArchiveToFile> & { manifestOut: string }): Promise<SinglePassResult>;
+  archiveToFile(body: z.input<typeof P.ArchiveToFile>): Promise<P.WrittenBytes>;
   archiveToFile(body: z.input<typeof P.ArchiveToFile>) {
-    return this.json<P.WrittenBytes>("archive to file", "/v1/archive", body);
+    // With manifestOut, the agent answers the single-pass result (archive and manifest from one read).
+    return this.json<P.WrittenBytes | SinglePassResult>("archive to file", "/v1/archive", body);
   }
   stat(path: string) {
     return this.json<{ exists: boolean; type?: string; size?: number; entries?: number }>("stat", `/v1/stat?${qs({ path })}`, undefined, "GET");
@@ -141,6 +173,9 @@ export class AgentClient {
   }
   materialize(body: z.input<typeof P.MaterializeBody>) {
     return this.json<P.MaterializeResult>("materialize", "/v1/materialize", body);
+  }
+  mountOverlay(body: z.input<typeof P.OverlayBody>) {
+    return this.json<{ upper: string; work: string; ms: number; mounted: P.MountEntry }>("mount overlay", "/v1/overlay", body);
   }
   mounts() {
     return this.json<{ mounts: P.MountEntry[] }>("list mounts", "/v1/mounts", undefined, "GET");

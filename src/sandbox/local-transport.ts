@@ -1,14 +1,16 @@
 // The embedded default: the agent runs as a host process (scripts/dev.ts starts it) and serves one root
 // directory per sandbox id, chosen by the x-snapflow-sandbox header. Same agent code as in the image.
+import { agentTokenFor } from "../../container/agent-token.ts";
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
 import { decodeBase64Events } from "./base64-events.ts";
 import type { SandboxTransport } from "./transport.ts";
 
-export function localTransport(agentUrl: string, token: string): SandboxTransport {
+export function localTransport(agentUrl: string, secret: string): SandboxTransport {
   const base = agentUrl.replace(/\/+$/, "");
-  const agentFetch = (sandboxId: string, path: string, init: RequestInit = {}) => {
+  const agentFetch = async (sandboxId: string, path: string, init: RequestInit = {}) => {
     const headers = new Headers(init.headers);
-    headers.set("authorization", `Bearer ${token}`);
+    // The host agent checks this sandbox's own token against the sandbox header (container/agent-token.ts).
+    headers.set("authorization", `Bearer ${await agentTokenFor(secret, sandboxId)}`);
     headers.set(SANDBOX_HEADER, sandboxId);
     return fetch(`${base}${path}`, { ...init, headers });
   };

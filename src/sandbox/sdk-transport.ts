@@ -1,14 +1,28 @@
 // Production: sandboxes are Cloudflare Sandbox containers (@cloudflare/sandbox). The image's entrypoint is the
 // SDK's control server (port 3000); the agent is started from here with startProcess so that it receives the
-// AGENT_TOKEN secret, and reached with containerFetch on AGENT_PORT.
+// sandbox's own token (HMAC of AGENT_SECRET and the sandbox id: container/agent-token.ts; the secret never enters a
+// sandbox), and reached with containerFetch on AGENT_PORT.
 import { getSandbox, streamFile, type Sandbox } from "@cloudflare/sandbox";
+import { agentTokenFor } from "../../container/agent-token.ts";
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
+import { configuredRoots } from "../../container/sandbox-roots.ts";
 import type { SandboxTransport } from "./transport.ts";
 
 const AGENT_PROCESS = "snapflow-agent";
 const AGENT_COMMAND = "bun /opt/snapflow/agent.js";
 
-export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, token: string, port: number): SandboxTransport {
+async function waitHealthy(sandbox: ReturnType<typeof getSandbox>, port: number, sandboxId: string, token: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const r = await sandbox.containerFetch(new Request("http://agent/v1/health", { headers: { authorization: `Bearer ${token}`, [SANDBOX_HEADER]: sandboxId } }), port).catch(() => null);
+    await r?.body?.cancel();
+    if (r?.status === 200) return;
+    if (Date.now() > deadline) throw new Error(`the agent in sandbox ${sandboxId} did not become healthy on port ${port} (last answer: ${r?.status ?? "none"})`);
+    await new Promise((ok) => setTimeout(ok, 250));
+  }
+}
+
+export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, secret: string, port: number, storeEndpoint: string): SandboxTransport {
   const started = new Map<string, Promise<void>>();
 
   const ensureAgent = (sandboxId: string) => {
@@ -16,14 +30,18 @@ export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, token: string,
     if (!p) {
       p = (async () => {
         const sandbox = getSandbox(ns, sandboxId);
+        const token = await agentTokenFor(secret, sandboxId);
         const existing = await sandbox.getProcess(AGENT_PROCESS).catch(() => null);
         const proc = existing?.status === "running"
           ? existing
           : await sandbox.startProcess(AGENT_COMMAND, {
               processId: AGENT_PROCESS,
-              env: { SNAPFLOW_AGENT_TOKEN: token, SNAPFLOW_AGENT_PORT: String(port) },
+              env: { SNAPFLOW_AGENT_TOKEN: token, SNAPFLOW_AGENT_PORT: String(port), SNAPFLOW_AGENT_STORE_ORIGIN: storeEndpoint, SNAPFLOW_SANDBOX_ROOTS: configuredRoots().join(",") },
             });
-        await proc.waitForPort(port, { mode: "http", path: "/v1/health", status: 200, timeout: 30_000 });
+        // Readiness is authenticated: the SDK's HTTP check cannot send a header, so wait for the port, then ask
+        // /v1/health with this sandbox's token until the agent answers 200.
+        await proc.waitForPort(port, { mode: "tcp", timeout: 30_000 });
+        await waitHealthy(sandbox, port, sandboxId, token);
       })();
       p.catch(() => started.delete(sandboxId));
       started.set(sandboxId, p);
@@ -34,7 +52,7 @@ export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, token: string,
   const agentFetch = async (sandboxId: string, path: string, init: RequestInit = {}) => {
     await ensureAgent(sandboxId);
     const headers = new Headers(init.headers);
-    headers.set("authorization", `Bearer ${token}`);
+    headers.set("authorization", `Bearer ${await agentTokenFor(secret, sandboxId)}`);
     headers.set(SANDBOX_HEADER, sandboxId);
     return getSandbox(ns, sandboxId).containerFetch(new Request(`http://agent${path}`, { ...init, headers }), port);
   };

@@ -6,7 +6,9 @@
 // - destroy: end the sandbox (production: the container; local: its root directory).
 //
 // Implementations: sdk-transport.ts (@cloudflare/sandbox, production) and local-transport.ts (the same agent
-// code as a host process over loopback, one root directory per sandbox id). Both run test/transport-*.test.ts.
+// code as a host process over loopback, one root directory per sandbox id). One conformance suite states the
+// contract: test/workers/transport-conformance-integration.test.ts, run against local; sandbox needs a real
+// container (Docker, a Cloudflare account), so there it is type-checked only.
 
 export interface SandboxTransport {
   readonly kind: "sandbox" | "local";

@@ -4,16 +4,20 @@
 //   snapshots/<id>/archive.<ext>             snapshot:<id>  → SnapshotSummary (only once verified: "good")
 //   snapshots/<id>/manifest.json             run:<id>       → RunProgress (backup or restore, updated per step)
 //   snapshots/<id>/snapshot.json  (record)
+//   snapshots/<base>/dependants/<id>  (a delta on <base>: see dependants.ts)
 //   restores/<id>.json            (record)
 //
-// A snapshot exists for readers only when its record and its KV entry exist, and both are written by the
-// record step after verify passed; a failed run deletes what it wrote, so nothing half-made is ever listed.
-import type { ArchiveFormat } from "../../container/protocol.ts";
-import { archiveExtension } from "../../container/tar-argv.ts";
+// The store is the source of truth: a snapshot exists when its record does (R2 is strongly consistent), and the
+// record is written by the record step after verify passed; a failed run deletes what it wrote, so nothing
+// half-made is ever listed. KV's entry is a cache for listing (its metadata carries the summary that filters
+// read); delete-snapshot.ts and retention keep the two in agreement.
+import { extensionOf, type ArchiveFormat, type SelectionSpec } from "../../container/protocol.ts";
+import { SnapflowError } from "../errors.ts";
+import { KV_KEYS } from "../kv-keys.ts";
 import type { ObjectStore } from "../store/object-store.ts";
+import { addDependant } from "./dependants.ts";
+import type { Labels } from "./snapshot-meta.ts";
 
-/** The file extension of an archive format: tar.zst, tar.gz, …, sqsh, erofs. */
-export const extensionOf = (format: ArchiveFormat) => (format.kind === "tar" ? archiveExtension(format) : format.kind === "squashfs" ? "sqsh" : "erofs");
 export const archiveKey = (id: string, format: ArchiveFormat) => `snapshots/${id}/archive.${extensionOf(format)}`;
 export const manifestKey = (id: string) => `snapshots/${id}/manifest.json`;
 export const snapshotRecordKey = (id: string) => `snapshots/${id}/snapshot.json`;
@@ -21,12 +25,8 @@ export const snapshotRecordKey = (id: string) => `snapshots/${id}/snapshot.json`
 export const deletedKey = (id: string) => `snapshots/${id}/deleted.json`;
 export const restoreRecordKey = (id: string) => `restores/${id}.json`;
 
-/** What every step returns: small JSON with its own measured time and bytes. */
-export interface StepResult {
-  ms: number;
-  bytes: number;
-  [detail: string]: unknown;
-}
+import type { StepResult } from "../phases/step-result.ts";
+export type { StepResult };
 
 export interface SnapshotRecord {
   id: string;
@@ -42,10 +42,40 @@ export interface SnapshotRecord {
    * an overlay-upper delta is the overlay's upper directory, whose whiteouts are its deletions.
    */
   delta?: { kind: "changed-files"; base: string; changed: number; deleted: number; deletedKey: string } | { kind: "overlay-upper"; base: string; deletedKey?: undefined };
+  name?: string;
+  labels?: Labels;
+  /** from the backup's ttl: the cron trigger deletes the snapshot after this (unless a kept snapshot builds on it) */
+  expiresAt?: string;
+  /** what the backup left out; the manifest records how many paths each rule excluded */
+  selection?: SelectionSpec;
   steps: Record<string, StepResult>;
 }
 
-export type SnapshotSummary = Pick<SnapshotRecord, "id" | "createdAt" | "strategy" | "source"> & { archiveBytes: number; files: number; bytes: number };
+export type SnapshotSummary = Pick<SnapshotRecord, "id" | "createdAt" | "strategy" | "source" | "name" | "labels" | "expiresAt"> & {
+  archiveBytes: number; files: number; bytes: number;
+  /** a delta: the snapshot it builds on */
+  base?: string;
+};
+
+/** KV refuses list metadata over 1024 bytes: a longer summary (a long path) is kept as the value only. */
+const KV_METADATA_LIMIT = 1024;
+
+export function summaryOf(record: SnapshotRecord): SnapshotSummary {
+  return {
+    id: record.id, createdAt: record.createdAt, strategy: record.strategy, source: record.source,
+    archiveBytes: record.archive.bytes, files: record.manifest.files, bytes: record.manifest.bytes,
+    ...(record.name ? { name: record.name } : {}), ...(record.labels && Object.keys(record.labels).length ? { labels: record.labels } : {}),
+    ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}), ...(record.delta ? { base: record.delta.base } : {}),
+  };
+}
+
+/** The KV index entry of a recorded snapshot (idempotent: the same record gives the same entry). */
+export async function indexSnapshot(kv: KVNamespace, record: SnapshotRecord): Promise<void> {
+  const summary = summaryOf(record);
+  const text = JSON.stringify(summary);
+  const fits = new TextEncoder().encode(text).byteLength <= KV_METADATA_LIMIT;
+  await kv.put(KV_KEYS.snapshot(record.id), text, { metadata: fits ? summary : { id: record.id, inValue: true } });
+}
 
 export type RunKind = "backup" | "restore";
 export interface RunProgress {
@@ -69,30 +99,31 @@ export async function getJson<T>(store: ObjectStore, key: string): Promise<T | n
   return o ? ((await new Response(o.body).json()) as T) : null;
 }
 
-export async function readSnapshot(store: ObjectStore, kv: KVNamespace, id: string): Promise<SnapshotRecord | null> {
-  // KV first: a snapshot is good only when indexed, whatever objects may linger in the store.
-  if (!(await kv.get(`snapshot:${id}`))) return null;
+/** The store's record, read from the store (the source of truth; KV may lag a delete or an expiry by a moment). */
+export async function readSnapshot(store: ObjectStore, _kv: KVNamespace, id: string): Promise<SnapshotRecord | null> {
   return getJson<SnapshotRecord>(store, snapshotRecordKey(id));
 }
 
+/**
+ * Makes a verified snapshot exist: a delta first marks itself on its base and then checks the base is still there
+ * (delete-snapshot.ts checks the marks after removing a record: one of the two always sees the other), then the
+ * record, then the KV entry.
+ */
 export async function recordSnapshot(store: ObjectStore, kv: KVNamespace, record: SnapshotRecord): Promise<void> {
+  if (record.delta) {
+    await addDependant(store, record.delta.base, record.id);
+    if (!(await store.head(snapshotRecordKey(record.delta.base)))) {
+      throw new SnapflowError("snapshot_unusable", `base snapshot ${record.delta.base} was deleted while this delta was being made`, { field: "baseSnapshotId" });
+    }
+  }
   await putJson(store, snapshotRecordKey(record.id), record);
-  const summary: SnapshotSummary = {
-    id: record.id, createdAt: record.createdAt, strategy: record.strategy, source: record.source,
-    archiveBytes: record.archive.bytes, files: record.manifest.files, bytes: record.manifest.bytes,
-  };
-  await kv.put(`snapshot:${record.id}`, JSON.stringify(summary), { metadata: summary });
-}
-
-export async function listSnapshots(kv: KVNamespace, cursor?: string, limit = 100): Promise<{ snapshots: SnapshotSummary[]; cursor?: string }> {
-  const r = await kv.list<SnapshotSummary>({ prefix: "snapshot:", cursor, limit });
-  return { snapshots: r.keys.map((k) => k.metadata!).filter(Boolean), cursor: r.list_complete ? undefined : r.cursor };
+  await indexSnapshot(kv, record);
 }
 
 export async function readProgress(kv: KVNamespace, id: string): Promise<RunProgress | null> {
-  return kv.get<RunProgress>(`run:${id}`, "json");
+  return kv.get<RunProgress>(KV_KEYS.run(id), "json");
 }
 
 export async function writeProgress(kv: KVNamespace, progress: RunProgress): Promise<void> {
-  await kv.put(`run:${progress.id}`, JSON.stringify(progress));
+  await kv.put(KV_KEYS.run(progress.id), JSON.stringify(progress));
 }

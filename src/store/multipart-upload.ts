@@ -9,12 +9,18 @@
 //
 // R2's rules, enforced here because no local S3 server does: every part but the last has the same size,
 // parts are at least 5 MiB (a single-part upload may be smaller), at most 10,000 parts.
+import { R2_MULTIPART } from "../../container/r2-limits.ts";
+import { SnapflowError } from "../errors.ts";
 import type { MultipartUpload, ObjectInfo, ObjectStore, PutOptions, UploadedPart } from "./object-store.ts";
 
-export const R2_MULTIPART = { minPartBytes: 5 * 2 ** 20, maxPartBytes: 5 * 2 ** 30, maxParts: 10_000 } as const;
 const MiB = 2 ** 20;
 
-export class PartRuleError extends Error {}
+/** An upload that would break R2's rules: our bug, refused before the store sees it (permanent). */
+export class PartRuleError extends SnapflowError {
+  constructor(message: string) {
+    super("part_rule", message);
+  }
+}
 
 /**
  * The part size for an object of about `expectedBytes`: at least `minPartBytes`, and large enough that even 25%

@@ -4,16 +4,24 @@
 // Rules every implementation keeps:
 // - put of a stream needs its exact length up front (R2 refuses unknown lengths); an unknown-length stream goes
 //   through multipart-upload.ts instead.
-// - get returns null for a missing key; every other failure throws StoreError with the key.
+// - get/head return null for a missing key; every other failure throws StoreError with the key and its kind
+//   (transient: try again; permanent: the request itself is wrong; not_found).
 // - delete of a missing key is not an error, so cleanup can be retried.
 // - multipart parts are raw bytes; the equal-size rule is enforced by multipart-upload.ts, not here, because
 //   no local server enforces it and R2 does.
+// Retries: no implementation retries on its own (a streamed body cannot be replayed); callers retry whole
+// operations (a Workflow step). Each method's doc says whether repeating it is safe.
 
 export interface PutOptions {
   /** required when body is a stream */
   length?: number;
   contentType?: string;
   metadata?: Record<string, string>;
+  /**
+   * SHA-256 (hex) the bytes must have: the store itself refuses a body that does not match (R2's put `sha256`,
+   * S3's x-amz-checksum-sha256), so what is stored is what the hash the record keeps describes.
+   */
+  sha256?: string;
 }
 
 export interface ObjectInfo {
@@ -40,29 +48,53 @@ export interface UploadedPart {
 export interface MultipartUpload {
   readonly key: string;
   readonly uploadId: string;
+  /** Safe to repeat with the same number and bytes: the later upload replaces the earlier (use its etag). */
   uploadPart(partNumber: number, body: Uint8Array): Promise<UploadedPart>;
+  /**
+   * Makes the object from the parts. Not safe to blindly repeat: after a success the upload id is gone and a
+   * second call fails; a caller that lost the answer checks with head(key) instead.
+   */
   complete(parts: UploadedPart[]): Promise<ObjectInfo>;
+  /** Drops the parts. Safe to repeat, and to call on an upload that no longer exists. */
   abort(): Promise<void>;
 }
 
 export interface ObjectStore {
   readonly kind: "r2" | "s3";
+  /** Whole-object write; repeating it with the same bytes gives the same object (last writer wins). */
   put(key: string, body: ReadableStream<Uint8Array> | string | Uint8Array, options?: PutOptions): Promise<ObjectInfo>;
+  /** null when the key is missing. Safe to repeat. */
   get(key: string, range?: ByteRange): Promise<StoredObject | null>;
+  /** null when the key is missing. Safe to repeat. */
   head(key: string): Promise<ObjectInfo | null>;
+  /** Missing keys are not an error, so cleanup can be repeated. */
   delete(keys: string | string[]): Promise<void>;
+  /** One page of keys under a prefix, in key order. Safe to repeat. */
   list(prefix: string, options?: { cursor?: string; limit?: number }): Promise<{ objects: { key: string; size: number }[]; cursor?: string }>;
+  /** Each call opens a new upload: record its id (or abort it) so that a failure leaves nothing open. */
   createMultipartUpload(key: string, options?: Omit<PutOptions, "length">): Promise<MultipartUpload>;
+  /** A handle on an upload opened earlier (by another step or attempt); no request is made. */
   resumeMultipartUpload(key: string, uploadId: string): MultipartUpload;
+}
+
+/** transient: a retry may succeed; permanent: the request is wrong and will fail again; not_found: no such key. */
+export type StoreErrorKind = "transient" | "permanent" | "not_found";
+
+/** The kind of an HTTP status from a store: throttling and server errors are transient, other 4xx permanent. */
+export function storeErrorKind(status: number | undefined): StoreErrorKind {
+  if (status === undefined || status >= 500 || status === 408 || status === 429) return "transient";
+  return status === 404 ? "not_found" : "permanent";
 }
 
 export class StoreError extends Error {
   readonly key: string;
   readonly status: number | undefined;
-  constructor(key: string, message: string, status?: number) {
+  readonly kind: StoreErrorKind;
+  constructor(key: string, message: string, status?: number, kind: StoreErrorKind = storeErrorKind(status)) {
     super(`object store: ${key}: ${message}`);
     this.key = key;
     this.status = status;
+    this.kind = kind;
   }
 }
 

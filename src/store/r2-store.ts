@@ -38,12 +38,14 @@ export function r2Store(bucket: R2Bucket): ObjectStore {
     async put(key, body, options = {}) {
       let value: ReadableStream<Uint8Array> | string | Uint8Array = body;
       if (body instanceof ReadableStream) {
-        if (options.length === undefined) throw new StoreError(key, "a stream put needs its length; use a multipart upload for unknown lengths");
+        if (options.length === undefined) throw new StoreError(key, "a stream put needs its length; use a multipart upload for unknown lengths", undefined, "permanent");
         value = withLength(body, options.length);
       }
       const put = await guarded(key, "put", () => bucket.put(key, value, {
         httpMetadata: options.contentType ? { contentType: options.contentType } : undefined,
         customMetadata: options.metadata,
+        // R2 checks the body against it and refuses the put otherwise.
+        ...(options.sha256 ? { sha256: options.sha256 } : {}),
       }));
       if (!put) throw new StoreError(key, "put was refused");
       return info(put);
@@ -61,14 +63,14 @@ export function r2Store(bucket: R2Bucket): ObjectStore {
       await guarded([keys].flat().join(", "), "delete", () => bucket.delete(keys));
     },
     async list(prefix, options = {}) {
-      const r = await bucket.list({ prefix, cursor: options.cursor, limit: options.limit });
+      const r = await guarded(prefix, "list", () => bucket.list({ prefix, cursor: options.cursor, limit: options.limit }));
       return { objects: r.objects.map((o) => ({ key: o.key, size: o.size })), cursor: r.truncated ? r.cursor : undefined };
     },
     async createMultipartUpload(key, options = {}) {
-      return multipart(await bucket.createMultipartUpload(key, {
+      return multipart(await guarded(key, "create multipart upload", () => bucket.createMultipartUpload(key, {
         httpMetadata: options.contentType ? { contentType: options.contentType } : undefined,
         customMetadata: options.metadata,
-      }));
+      })));
     },
     resumeMultipartUpload(key, uploadId) {
       return multipart(bucket.resumeMultipartUpload(key, uploadId));

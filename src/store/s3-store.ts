@@ -3,6 +3,7 @@
 // are off: a streamed body cannot be replayed, and Workflow steps already retry the whole operation.
 import { AwsClient } from "aws4fetch";
 import { XMLParser } from "fast-xml-parser";
+import { describeS3Error } from "../../container/s3-error.ts";
 import { StoreError, withLength, type MultipartUpload, type ObjectInfo, type ObjectStore } from "./object-store.ts";
 
 export interface S3Settings {
@@ -20,6 +21,11 @@ export function s3Client(s: S3Settings): AwsClient {
 }
 
 /** The URL of a key. Each segment is percent-encoded; '/' stays a separator. */
+/** S3 checksum headers carry base64; snapflow keeps hex. */
+export function hexToBase64(hex: string): string {
+  return btoa(String.fromCharCode(...(hex.match(/../g) ?? []).map((b) => parseInt(b, 16))));
+}
+
 export function objectUrl(s: S3Settings, key: string): URL {
   const path = key.split("/").map(encodeURIComponent).join("/");
   return new URL(`${s.endpoint.replace(/\/+$/, "")}/${s.bucket}/${path}`);
@@ -42,9 +48,7 @@ function infoFrom(key: string, r: Response): ObjectInfo {
 
 async function failure(key: string, what: string, r: Response): Promise<StoreError> {
   const body = await r.text().catch(() => "");
-  const code = body.match(/<Code>([^<]+)<\/Code>/)?.[1];
-  const message = body.match(/<Message>([^<]+)<\/Message>/)?.[1];
-  return new StoreError(key, `${what} failed: HTTP ${r.status}${code ? ` ${code}` : ""}${message ? `: ${message}` : ""}`, r.status);
+  return new StoreError(key, `${what} failed: ${describeS3Error(r.status, body)}`, r.status);
 }
 
 export function s3Store(s: S3Settings): ObjectStore {
@@ -91,10 +95,13 @@ export function s3Store(s: S3Settings): ObjectStore {
     async put(key, body, options = {}) {
       let value: BodyInit = body;
       if (body instanceof ReadableStream) {
-        if (options.length === undefined) throw new StoreError(key, "a stream put needs its length; use a multipart upload for unknown lengths");
+        if (options.length === undefined) throw new StoreError(key, "a stream put needs its length; use a multipart upload for unknown lengths", undefined, "permanent");
         value = withLength(body, options.length);
       }
-      const r = await aws.fetch(objectUrl(s, key), { method: "PUT", body: value, headers: metadataHeaders(options.metadata, options.contentType) });
+      const headers = metadataHeaders(options.metadata, options.contentType);
+      // The store checks the body against it (BadDigest otherwise).
+      if (options.sha256) headers["x-amz-checksum-sha256"] = hexToBase64(options.sha256);
+      const r = await aws.fetch(objectUrl(s, key), { method: "PUT", body: value, headers });
       if (!r.ok) throw await failure(key, "put", r);
       await r.body?.cancel();
       const head = await store.head(key);
@@ -150,11 +157,16 @@ export function s3Store(s: S3Settings): ObjectStore {
   return store;
 }
 
-/** A presigned URL for one key and one method, valid for `expiresSeconds`. Pure crypto, no network. */
-export async function presign(s: S3Settings, key: string, method: "GET" | "PUT", expiresSeconds: number, query: Record<string, string> = {}): Promise<string> {
+/**
+ * A presigned URL for one key and one method, valid for `expiresSeconds`. Pure crypto, no network. `query`
+ * parameters are signed (x-amz-checksum-sha256 there binds the body's hash: the store refuses other bytes);
+ * `headers` are signed too, so the request must carry them exactly (If-None-Match: * makes a PUT URL
+ * create-only: it cannot overwrite the object once written).
+ */
+export async function presign(s: S3Settings, key: string, method: "GET" | "PUT", expiresSeconds: number, query: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<string> {
   const u = objectUrl(s, key);
   for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
   u.searchParams.set("X-Amz-Expires", String(expiresSeconds));
-  const signed = await s3Client(s).sign(u.toString(), { method, aws: { signQuery: true } });
+  const signed = await s3Client(s).sign(u.toString(), { method, headers, aws: { signQuery: true } });
   return signed.url;
 }

@@ -45,14 +45,20 @@ export interface RestoreStrategy {
   /** restores snapshots of this format's family (tar+zstd of any level; any squashfs; …) */
   format: ArchiveFormat;
   path: RestorePath;
-  /** images only: extract them, or mount them read-only (kernel, or FUSE without CAP_SYS_ADMIN) */
-  materialize?: "extract" | "mount-kernel" | "mount-fuse" | "overlay";
+  /** what becomes of the bytes: extracted (tar: while they arrive on a pipe path), or an image mounted read-only */
+  materialize: Materialize;
   /** presigned-ranged paths: who makes the Range GETs */
   downloader?: "node" | "aria2c";
   requires: ToolName[];
   needs?: Capability[];
   seed?: string;
 }
+
+/**
+ * extract: tar x / unsquashfs / fsck.erofs --extract; mount-kernel and mount-fuse: the image mounted read-only
+ * (kernel, or squashfuse without CAP_SYS_ADMIN); overlay: a squashfuse base under a writable overlayfs.
+ */
+export type Materialize = "extract" | "mount-kernel" | "mount-fuse" | "overlay";
 
 export type Strategy = BackupStrategy | RestoreStrategy;
 
@@ -83,27 +89,62 @@ const RESTORE_HOW: Record<RestorePath, string> = {
   "presigned-ranged-file": "the agent makes 4 parallel Range GETs of a presigned URL into a file",
   "presigned-ranged-pipe": "the agent makes 4 parallel Range GETs of a presigned URL, fed in order into the extractor",
 };
+const MATERIALIZED: Record<Materialize, string> = {
+  extract: "extracted",
+  "mount-kernel": "mounted read-only by the kernel",
+  "mount-fuse": "mounted read-only with squashfuse (no CAP_SYS_ADMIN)",
+  overlay: "mounted with squashfuse as the lower layer of a writable overlayfs, with an overlay delta's upper directory extracted into its upper layer",
+};
 
-function backup(name: string, format: ArchiveFormat, path: BackupPath, what: string, seed?: string): BackupStrategy {
-  return { name, kind: "backup", format, path, requires: toolsFor(format), seed, description: `${what}, ${BACKUP_HOW[path]}` };
+interface BackupPreset {
+  name: string;
+  format: ArchiveFormat;
+  path: BackupPath;
+  /** the archiver, in words: "tar | zstd -3 -T0" */
+  what: string;
+  seed?: string;
+  delta?: BackupStrategy["delta"];
 }
-type Materialize = NonNullable<RestoreStrategy["materialize"]>;
 
-function restore(name: string, format: ArchiveFormat, path: RestorePath, what: string, seed?: string, materialize?: Materialize): RestoreStrategy {
-  if (format.kind === "tar") return { name, kind: "restore", format, path, requires: toolsFor(format), seed, description: `${what}: ${RESTORE_HOW[path]}` };
+function backup({ name, format, path, what, seed, delta }: BackupPreset): BackupStrategy {
+  return { name, kind: "backup", format, path, requires: toolsFor(format), ...(seed ? { seed } : {}), ...(delta ? { delta } : {}), description: `${what}, ${BACKUP_HOW[path]}` };
+}
+
+interface RestorePreset {
+  name: string;
+  format: ArchiveFormat;
+  path: RestorePath;
+  /** what the snapshot is, in words: "tar+zstd", "squashfs" */
+  what: string;
+  seed?: string;
+  /** images: extract (the default) or mount; tar archives are always extracted */
+  materialize?: Materialize;
+  downloader?: RestoreStrategy["downloader"];
+}
+
+/** The tools an image restore needs beyond the download: its extractor, or squashfuse for FUSE mounts. */
+function imageTools(format: ImageFormat, how: Materialize): ToolName[] {
+  if (how === "extract") return [format.kind === "squashfs" ? "unsquashfs" : "fsck.erofs"];
+  return how === "mount-kernel" ? [] : ["squashfuse", "fusermount3"];
+}
+const NEEDS: Record<Materialize, (f: ImageFormat) => Capability[]> = {
+  extract: () => [],
+  "mount-kernel": (f) => ["cap_sys_admin", `fs:${f.kind}`],
+  "mount-fuse": () => ["fuse"],
+  overlay: () => ["fuse", "cap_sys_admin", "fs:overlay"],
+};
+
+function restore({ name, format, path, what, seed, materialize = "extract", downloader }: RestorePreset): RestoreStrategy {
+  const common = { name, kind: "restore" as const, format, path, ...(seed ? { seed } : {}), ...(downloader ? { downloader } : {}) };
+  const aria2c: ToolName[] = downloader === "aria2c" ? ["aria2c"] : [];
+  if (format.kind === "tar") {
+    return { ...common, materialize: "extract", requires: [...aria2c, ...toolsFor(format)], description: `${what}: ${RESTORE_HOW[path]}` };
+  }
   // Images: fetched to a file, then extracted or mounted.
-  const how = materialize ?? "extract";
-  const requires: ToolName[] =
-    how === "extract" ? [format.kind === "squashfs" ? "unsquashfs" : "fsck.erofs"] : how === "mount-kernel" ? [] : ["squashfuse", "fusermount3"];
-  const needs: Capability[] =
-    how === "mount-kernel" ? ["cap_sys_admin", `fs:${format.kind}`] : how === "mount-fuse" ? ["fuse"] : how === "overlay" ? ["fuse", "cap_sys_admin", "fs:overlay"] : [];
-  const verb = {
-    extract: "extracted",
-    "mount-kernel": "mounted read-only by the kernel",
-    "mount-fuse": "mounted read-only with squashfuse (no CAP_SYS_ADMIN)",
-    overlay: "mounted with squashfuse as the lower layer of a writable overlayfs, with an overlay delta's upper directory extracted into its upper layer",
-  }[how];
-  return { name, kind: "restore", format, path, materialize: how, requires, needs, seed, description: `${what}: ${RESTORE_HOW[path]}, ${verb}` };
+  return {
+    ...common, materialize, requires: [...aria2c, ...imageTools(format, materialize)], needs: NEEDS[materialize](format),
+    description: `${what}: ${RESTORE_HOW[path]}, ${MATERIALIZED[materialize]}`,
+  };
 }
 
 const squashfs = (compression: SquashfsFormat["compression"], level?: number): SquashfsFormat => ({ kind: "squashfs", compression, ...(level ? { level } : {}) });
@@ -111,78 +152,94 @@ const erofs = (compression: ErofsFormat["compression"]): ErofsFormat => ({ kind:
 
 export const STRATEGIES: readonly Strategy[] = [
   // r2-backup-restore-benchmark.md / r2-backup-benchmark-local.md backups
-  backup("tar-zst-direct", zstd3, "stream", "tar | zstd -3 -T0", SEED_R2),
-  backup("tar-zst-fast-direct", zstd1, "stream", "tar | zstd -1 -T0", SEED_R2),
-  backup("tar-direct", plain, "stream", "plain tar", SEED_R2),
-  backup("tar-gz-direct", gzip6, "stream", "tar | gzip -6", SEED_R2),
-  backup("tar-zst-fast-chunked", zstd1, "sdk-base64-chunked", "tar | zstd -1 -T0", SEED_R2),
-  backup("tar-zst-stream", zstd3, "sdk-base64-stream", "tar | zstd -3 -T0", SEED_R2),
-  backup("tar-zst-pipe", zstd3, "multipart", "tar | zstd -3 -T0", SEED_R2),
-  backup("tar-zst-long-pipe", { ...zstd3, long: true }, "multipart", "tar | zstd -3 -T0 --long=27 (a 128 MiB match window)"),
-  backup("tar-zst-fast-pipe", zstd1, "multipart", "tar | zstd -1 -T0", SEED_R2),
-  backup("tar-pipe", plain, "multipart", "plain tar", SEED_R2),
+  backup({ name: "tar-zst-direct", format: zstd3, path: "stream", what: "tar | zstd -3 -T0", seed: SEED_R2 }),
+  backup({ name: "tar-zst-fast-direct", format: zstd1, path: "stream", what: "tar | zstd -1 -T0", seed: SEED_R2 }),
+  backup({ name: "tar-direct", format: plain, path: "stream", what: "plain tar", seed: SEED_R2 }),
+  backup({ name: "tar-gz-direct", format: gzip6, path: "stream", what: "tar | gzip -6", seed: SEED_R2 }),
+  backup({ name: "tar-zst-fast-chunked", format: zstd1, path: "sdk-base64-chunked", what: "tar | zstd -1 -T0", seed: SEED_R2 }),
+  backup({ name: "tar-zst-stream", format: zstd3, path: "sdk-base64-stream", what: "tar | zstd -3 -T0", seed: SEED_R2 }),
+  backup({ name: "tar-zst-pipe", format: zstd3, path: "multipart", what: "tar | zstd -3 -T0", seed: SEED_R2 }),
+  backup({ name: "tar-zst-long-pipe", format: { ...zstd3, long: true }, path: "multipart", what: "tar | zstd -3 -T0 --long=27 (a 128 MiB match window)" }),
+  backup({ name: "tar-zst-fast-pipe", format: zstd1, path: "multipart", what: "tar | zstd -1 -T0", seed: SEED_R2 }),
+  backup({ name: "tar-pipe", format: plain, path: "multipart", what: "plain tar", seed: SEED_R2 }),
   // snapshot-create-restore-benchmark.md techniques ("file" = temp file then upload, "stream" = no temp file)
-  backup("pigz-file", pigz6, "stream", "tar | pigz", SEED_003),
-  backup("zstd-file", zstd3, "stream", "tar | zstd -T0", SEED_003),
-  backup("lz4-file", lz4, "stream", "tar | lz4", SEED_003),
-  backup("pigz-stream", pigz6, "multipart", "tar | pigz", SEED_003),
-  backup("zstd-stream", zstd3, "multipart", "tar | zstd -T0", SEED_003),
-  backup("lz4-stream", lz4, "multipart", "tar | lz4"),
-  backup("tar-zst-presigned", zstd3, "presigned-put", "tar | zstd -3 -T0"),
+  backup({ name: "pigz-file", format: pigz6, path: "stream", what: "tar | pigz", seed: SEED_003 }),
+  backup({ name: "zstd-file", format: zstd3, path: "stream", what: "tar | zstd -T0", seed: SEED_003 }),
+  backup({ name: "lz4-file", format: lz4, path: "stream", what: "tar | lz4", seed: SEED_003 }),
+  backup({ name: "pigz-stream", format: pigz6, path: "multipart", what: "tar | pigz", seed: SEED_003 }),
+  backup({ name: "zstd-stream", format: zstd3, path: "multipart", what: "tar | zstd -T0", seed: SEED_003 }),
+  backup({ name: "lz4-stream", format: lz4, path: "multipart", what: "tar | lz4" }),
+  backup({ name: "tar-zst-presigned", format: zstd3, path: "presigned-put", what: "tar | zstd -3 -T0" }),
   // images (mksquashfs and mkfs.erofs cannot write to a pipe: always staged)
-  backup("squashfs-zstd", squashfs("zstd"), "stream", "mksquashfs -comp zstd at its default level (15), as the seed did", SEED_R2),
-  backup("squashfs-zstd-3", squashfs("zstd", 3), "stream", "mksquashfs -comp zstd -Xcompression-level 3"),
-  backup("squashfs-lz4", squashfs("lz4"), "stream", "mksquashfs -comp lz4", SEED_R2),
-  backup("squashfs-lzo", squashfs("lzo"), "stream", "mksquashfs -comp lzo", SEED_R2),
-  backup("squashfs-gzip", squashfs("gzip"), "stream", "mksquashfs -comp gzip"),
-  backup("squashfs-zstd-3-1m", { ...squashfs("zstd", 3), blockSize: 1 << 20 }, "stream", "mksquashfs -comp zstd level 3, 1 MiB blocks"),
-  backup("tar-zst-presigned-multipart", zstd3, "presigned-multipart", "tar | zstd -3 -T0"),
-  backup("squashfs-zstd-3-presigned", squashfs("zstd", 3), "presigned-put", "mksquashfs -comp zstd level 3"),
-  backup("erofs-lz4", erofs("lz4"), "stream", "mkfs.erofs -zlz4"),
-  backup("erofs-lz4hc", erofs("lz4hc"), "stream", "mkfs.erofs -zlz4hc"),
-  backup("erofs", erofs("none"), "stream", "mkfs.erofs, uncompressed"),
-  {
-    ...backup("overlay-delta", zstd3, "multipart", "the upper directory of the workspace's overlay (what changed over its base image), tar | zstd -3 -T0", SEED_R2),
-    delta: "overlay-upper",
-  },
-  {
-    ...backup("tar-zst-delta", zstd3, "multipart", "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0"),
-    delta: "changed-files",
-  },
+  backup({ name: "squashfs-zstd", format: squashfs("zstd"), path: "stream", what: "mksquashfs -comp zstd at its default level (15), as the seed did", seed: SEED_R2 }),
+  backup({ name: "squashfs-zstd-3", format: squashfs("zstd", 3), path: "stream", what: "mksquashfs -comp zstd -Xcompression-level 3" }),
+  backup({ name: "squashfs-lz4", format: squashfs("lz4"), path: "stream", what: "mksquashfs -comp lz4", seed: SEED_R2 }),
+  backup({ name: "squashfs-lzo", format: squashfs("lzo"), path: "stream", what: "mksquashfs -comp lzo", seed: SEED_R2 }),
+  backup({ name: "squashfs-gzip", format: squashfs("gzip"), path: "stream", what: "mksquashfs -comp gzip" }),
+  backup({ name: "squashfs-zstd-3-1m", format: { ...squashfs("zstd", 3), blockSize: 1 << 20 }, path: "stream", what: "mksquashfs -comp zstd level 3, 1 MiB blocks" }),
+  backup({ name: "tar-zst-presigned-multipart", format: zstd3, path: "presigned-multipart", what: "tar | zstd -3 -T0" }),
+  backup({ name: "squashfs-zstd-3-presigned", format: squashfs("zstd", 3), path: "presigned-put", what: "mksquashfs -comp zstd level 3" }),
+  backup({ name: "erofs-lz4", format: erofs("lz4"), path: "stream", what: "mkfs.erofs -zlz4" }),
+  backup({ name: "erofs-lz4hc", format: erofs("lz4hc"), path: "stream", what: "mkfs.erofs -zlz4hc" }),
+  backup({ name: "erofs", format: erofs("none"), path: "stream", what: "mkfs.erofs, uncompressed" }),
+  backup({ name: "overlay-delta", format: zstd3, path: "multipart", what: "the upper directory of the workspace's overlay (what changed over its base image), tar | zstd -3 -T0", seed: SEED_R2, delta: "overlay-upper" }),
+  backup({ name: "tar-zst-delta", format: zstd3, path: "multipart", what: "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0", delta: "changed-files" }),
 
   // restores: one staged and one piped per archive family
-  restore("restore-tar", plain, "push-file", "plain tar", SEED_R2),
-  restore("restore-tar-pipe", plain, "push-pipe", "plain tar"),
-  restore("restore-tar-zst", zstd3, "push-file", "tar+zstd", SEED_R2),
-  restore("restore-tar-zst-pipe", zstd3, "push-pipe", "tar+zstd", SEED_R2),
-  restore("presigned-tar-zst-pipe", zstd3, "presigned-pipe", "tar+zstd", SEED_R2),
-  restore("presigned-tar-zst1-pipe", zstd1, "presigned-pipe", "tar+zstd (a zstd -1 archive in the seed)", SEED_R2),
-  restore("presigned-tar-zst", zstd3, "presigned-file", "tar+zstd", SEED_R2),
-  restore("presigned-tar-zst-ranged-pipe", zstd3, "presigned-ranged-pipe", "tar+zstd"),
-  restore("presigned-tar-zst-ranged", zstd3, "presigned-ranged-file", "tar+zstd"),
-  { ...restore("presigned-tar-zst-aria2c", zstd3, "presigned-ranged-file", "tar+zstd, aria2c with 4 connections"), downloader: "aria2c", requires: ["aria2c", "tar", "zstd"] },
-  restore("restore-tar-gz", gzip6, "push-file", "tar+gzip", SEED_R2),
-  restore("restore-tar-gz-pipe", gzip6, "push-pipe", "tar+gzip"),
-  restore("restore-tar-lz4", lz4, "push-file", "tar+lz4"),
-  restore("restore-tar-lz4-pipe", lz4, "push-pipe", "tar+lz4"),
+  restore({ name: "restore-tar", format: plain, path: "push-file", what: "plain tar", seed: SEED_R2 }),
+  restore({ name: "restore-tar-pipe", format: plain, path: "push-pipe", what: "plain tar" }),
+  restore({ name: "restore-tar-zst", format: zstd3, path: "push-file", what: "tar+zstd", seed: SEED_R2 }),
+  restore({ name: "restore-tar-zst-pipe", format: zstd3, path: "push-pipe", what: "tar+zstd", seed: SEED_R2 }),
+  restore({ name: "presigned-tar-zst-pipe", format: zstd3, path: "presigned-pipe", what: "tar+zstd", seed: SEED_R2 }),
+  restore({ name: "presigned-tar-zst1-pipe", format: zstd1, path: "presigned-pipe", what: "tar+zstd (a zstd -1 archive in the seed)", seed: SEED_R2 }),
+  restore({ name: "presigned-tar-zst", format: zstd3, path: "presigned-file", what: "tar+zstd", seed: SEED_R2 }),
+  restore({ name: "presigned-tar-zst-ranged-pipe", format: zstd3, path: "presigned-ranged-pipe", what: "tar+zstd" }),
+  restore({ name: "presigned-tar-zst-ranged", format: zstd3, path: "presigned-ranged-file", what: "tar+zstd" }),
+  restore({ name: "presigned-tar-zst-aria2c", format: zstd3, path: "presigned-ranged-file", what: "tar+zstd, aria2c with 4 connections", downloader: "aria2c" }),
+  restore({ name: "restore-tar-gz", format: gzip6, path: "push-file", what: "tar+gzip", seed: SEED_R2 }),
+  restore({ name: "restore-tar-gz-pipe", format: gzip6, path: "push-pipe", what: "tar+gzip" }),
+  restore({ name: "restore-tar-lz4", format: lz4, path: "push-file", what: "tar+lz4" }),
+  restore({ name: "restore-tar-lz4-pipe", format: lz4, path: "push-pipe", what: "tar+lz4" }),
 
-  restore("presigned-squashfs-mount", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "mount-kernel"),
-  restore("presigned-squashfuse-mount", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "mount-fuse"),
-  { ...restore("presigned-squashfs-mount-aria2c", squashfs("zstd"), "presigned-ranged-file", "squashfs, aria2c with 4 connections", SEED_R2, "mount-kernel"), downloader: "aria2c", requires: ["aria2c"] },
-  { ...restore("presigned-squashfs-lz4-mount-aria2c", squashfs("lz4"), "presigned-ranged-file", "squashfs (lz4 in the seed), aria2c with 4 connections", SEED_R2, "mount-kernel"), downloader: "aria2c", requires: ["aria2c"] },
-  restore("presigned-squashfs-lz4-mount", squashfs("lz4"), "presigned-file", "squashfs (lz4 in the seed)", SEED_R2, "mount-kernel"),
-  restore("presigned-squashfs-extract", squashfs("zstd"), "presigned-file", "squashfs", SEED_R2, "extract"),
-  restore("restore-squashfs-mount", squashfs("zstd"), "push-file", "squashfs", SEED_R2, "mount-kernel"),
-  restore("restore-squashfs-extract", squashfs("zstd"), "push-file", "squashfs", SEED_R2, "extract"),
-  restore("overlay-restore", squashfs("zstd"), "presigned-file", "squashfs base (+ an overlay-delta)", SEED_R2, "overlay"),
-  restore("presigned-erofs-mount", erofs("lz4"), "presigned-file", "erofs", undefined, "mount-kernel"),
-  restore("presigned-erofs-extract", erofs("lz4"), "presigned-file", "erofs", undefined, "extract"),
+  restore({ name: "presigned-squashfs-mount", format: squashfs("zstd"), path: "presigned-file", what: "squashfs", seed: SEED_R2, materialize: "mount-kernel" }),
+  restore({ name: "presigned-squashfuse-mount", format: squashfs("zstd"), path: "presigned-file", what: "squashfs", seed: SEED_R2, materialize: "mount-fuse" }),
+  restore({ name: "presigned-squashfs-mount-aria2c", format: squashfs("zstd"), path: "presigned-ranged-file", what: "squashfs, aria2c with 4 connections", seed: SEED_R2, materialize: "mount-kernel", downloader: "aria2c" }),
+  restore({ name: "presigned-squashfs-lz4-mount-aria2c", format: squashfs("lz4"), path: "presigned-ranged-file", what: "squashfs (lz4 in the seed), aria2c with 4 connections", seed: SEED_R2, materialize: "mount-kernel", downloader: "aria2c" }),
+  restore({ name: "presigned-squashfs-lz4-mount", format: squashfs("lz4"), path: "presigned-file", what: "squashfs (lz4 in the seed)", seed: SEED_R2, materialize: "mount-kernel" }),
+  restore({ name: "presigned-squashfs-extract", format: squashfs("zstd"), path: "presigned-file", what: "squashfs", seed: SEED_R2, materialize: "extract" }),
+  restore({ name: "restore-squashfs-mount", format: squashfs("zstd"), path: "push-file", what: "squashfs", seed: SEED_R2, materialize: "mount-kernel" }),
+  restore({ name: "restore-squashfs-extract", format: squashfs("zstd"), path: "push-file", what: "squashfs", seed: SEED_R2, materialize: "extract" }),
+  restore({ name: "overlay-restore", format: squashfs("zstd"), path: "presigned-file", what: "squashfs base (+ an overlay-delta)", seed: SEED_R2, materialize: "overlay" }),
+  restore({ name: "presigned-erofs-mount", format: erofs("lz4"), path: "presigned-file", what: "erofs", materialize: "mount-kernel" }),
+  restore({ name: "presigned-erofs-extract", format: erofs("lz4"), path: "presigned-file", what: "erofs", materialize: "extract" }),
 ];
 
 export const DEFAULT_BACKUP = "tar-zst-pipe";
 
+/** Refuses a registry with two entries of one name: a lookup would silently find only the first. */
+export function checkUniqueNames(strategies: readonly Strategy[]): void {
+  const seen = new Set<string>();
+  for (const s of strategies) {
+    if (seen.has(s.name)) throw new Error(`strategy registry: the name ${s.name} is used twice`);
+    seen.add(s.name);
+  }
+}
+checkUniqueNames(STRATEGIES);
+
 export function findStrategy(name: string): Strategy | undefined {
   return STRATEGIES.find((s) => s.name === name);
+}
+
+/** The backup preset of that name, typed as one (undefined for a restore preset or an unknown name). */
+export function findBackup(name: string): BackupStrategy | undefined {
+  const s = findStrategy(name);
+  return s?.kind === "backup" ? s : undefined;
+}
+
+/** The restore preset of that name, typed as one (undefined for a backup preset or an unknown name). */
+export function findRestore(name: string): RestoreStrategy | undefined {
+  const s = findStrategy(name);
+  return s?.kind === "restore" ? s : undefined;
 }
 
 /**

@@ -42,7 +42,8 @@ it.skipIf(!haveChromium)(`the results page updates while the matrix runs, then s
   const page = await browser!.newPage();
   const seen = new Set<string>();
   page.on("load", async () => seen.add((await page.locator("#status").getAttribute("data-status").catch(() => null)) ?? "?"));
-  await page.goto(`${stack!.apiUrl}/matrices/${started.id}?token=${stack!.apiToken}`);
+  const link = await api.call<{ url: string }>("POST", `/api/matrices/${started.id}/link`, {});
+  await page.goto(link.url);
   seen.add((await page.locator("#status").getAttribute("data-status")) ?? "?");
   // The page reloads itself every 2 s while the matrix runs.
   await page.waitForSelector('#status[data-status="complete"]', { timeout: 150_000 });

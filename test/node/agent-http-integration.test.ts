@@ -1,7 +1,8 @@
 // The real agent (container/server.ts) in host mode, in-process on 127.0.0.1:0 with fault injection on, driven
 // over HTTP with fetch: authentication, the sandbox header, path confinement (syntax and a real symlink to /etc),
 // a streamed archive → extract round trip of the tricky dataset for every compression checked with /v1/verify,
-// tar's own message for a corrupt archive, an armed fault, and dropping a sandbox.
+// tar's own message for a corrupt archive (tool_failed), an unclassified exception (internal_error), an armed
+// fault, and dropping a sandbox.
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from "node:fs";
@@ -11,9 +12,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Compression } from "../../container/protocol.ts";
+import { agentTokenFor } from "../../container/agent-token.ts";
 import { createAgentServer } from "../../container/server.ts";
 
-const TOKEN = "test-token-" + randomBytes(6).toString("hex");
+const SECRET = randomBytes(32).toString("hex");
+/** No store runs here: the origin only has to be one the tests' URLs are not on. */
+const STORE_ORIGIN = "http://store.invalid:9000";
 let server: Server;
 let base: string;
 let sandboxesDir: string;
@@ -24,7 +28,7 @@ const fresh = (label: string) => `${label}-${process.pid}-${counter++}`;
 beforeAll(async () => {
   base = mkdtempSync(join(tmpdir(), "snapflow-agent-"));
   sandboxesDir = join(base, "sandboxes");
-  server = createAgentServer({ token: TOKEN, sandboxesDir, faults: true });
+  server = createAgentServer({ auth: { secret: SECRET }, sandboxesDir, storeOrigins: [STORE_ORIGIN], faults: true });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -34,8 +38,8 @@ afterAll(async () => {
   rmSync(base, { recursive: true, force: true });
 });
 
-function call(sandbox: string | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  const h: Record<string, string> = { authorization: `Bearer ${TOKEN}`, ...headers };
+async function call(sandbox: string | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  const h: Record<string, string> = { authorization: `Bearer ${await agentTokenFor(SECRET, sandbox ?? "")}`, ...headers };
   if (sandbox !== undefined) h["x-snapflow-sandbox"] = sandbox;
   const raw = body instanceof Uint8Array;
   if (body !== undefined && !raw) h["content-type"] = "application/json";
@@ -48,12 +52,15 @@ async function json(r: Response | Promise<Response>): Promise<{ status: number; 
 }
 
 describe("authentication and the sandbox header", () => {
-  it("health needs no token", async () => {
-    expect(await json(fetch(`${url}/v1/health`))).toEqual({ status: 200, body: { ok: true } });
+  it("health needs this sandbox's token too: a squatter on the port cannot be told apart otherwise", async () => {
+    expect((await fetch(`${url}/v1/health`, { headers: { "x-snapflow-sandbox": "s1" } })).status).toBe(401);
+    expect(await json(call("s1", "GET", "/v1/health"))).toEqual({ status: 200, body: { ok: true } });
   });
 
-  it("no token, a wrong token or another scheme is a 401", async () => {
-    for (const authorization of [undefined, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, TOKEN, `Basic ${TOKEN}`]) {
+  it("no token, a wrong token, another sandbox's token, the secret or another scheme is a 401", async () => {
+    const TOKEN = await agentTokenFor(SECRET, "s1");
+    const other = await agentTokenFor(SECRET, "s2");
+    for (const authorization of [undefined, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, TOKEN, `Basic ${TOKEN}`, `Bearer ${other}`, `Bearer ${SECRET}`]) {
       const r = await json(fetch(`${url}/v1/probe`, { headers: { "x-snapflow-sandbox": "s1", ...(authorization ? { authorization } : {}) } }));
       expect(r.status, String(authorization)).toBe(401);
       expect(r.body.error).toMatchObject({ code: "unauthorized", field: "authorization" });
@@ -86,7 +93,7 @@ describe("path confinement", () => {
       ["POST", "/v1/manifest", { path: "/etc" }, "path"],
       ["GET", "/v1/stat?path=/etc/passwd", undefined, "path"],
       ["GET", "/v1/files?path=/workspace/../etc/passwd", undefined, "path"],
-      ["POST", "/v1/archive", { path: "/workspace", output: "/tmp/out.tar", format: { kind: "tar", compression: "none" } }, "output"],
+      ["POST", "/v1/archive", { path: "/workspace", output: "/etc/out.tar", format: { kind: "tar", compression: "none" } }, "output"],
       ["POST", "/v1/datasets", { path: "relative/path", kind: "tricky" }, "path"],
     ];
     for (const [method, path, body, field] of cases) {
@@ -144,7 +151,7 @@ describe("archive → extract round trip of the tricky dataset", () => {
       const [extractedRes, kept] = await Promise.all([
         fetch(`${url}/v1/extract?path=/workspace/restored&kind=tar&compression=${compression}`, {
           method: "PUT",
-          headers: { authorization: `Bearer ${TOKEN}`, "x-snapflow-sandbox": dst },
+          headers: { authorization: `Bearer ${await agentTokenFor(SECRET, dst)}`, "x-snapflow-sandbox": dst },
           body: toExtract,
           duplex: "half",
         } as RequestInit),
@@ -193,6 +200,24 @@ describe("presigned transfers", () => {
       expect(r.body.error.field).toBe("url");
     }
   });
+
+  it("SSRF: a URL off the object store's origin is refused before any fetch, naming the field", async () => {
+    const sb = fresh("ssrf");
+    const signed = "X-Amz-Signature=0123456789abcdef";
+    for (const [path, body, field] of [
+      ["/v1/hash-url", { url: `http://169.254.169.254/latest/meta-data/?${signed}` }, "url"],
+      ["/v1/download", { url: `http://127.0.0.1:22/?${signed}`, output: "/snapflow/staging/x" }, "url"],
+      ["/v1/upload", { url: `https://attacker.example/drop?${signed}`, path: "/snapflow/staging/x" }, "url"],
+      ["/v1/download-ranged", { url: `http://store.invalid.evil.example:9000/k?${signed}`, size: 1, output: "/snapflow/staging/x" }, "url"],
+      ["/v1/upload-multipart", { source: { file: "/snapflow/staging/x" }, partSize: 5 * 2 ** 20, urls: [`${STORE_ORIGIN}/b/k?partNumber=1`, `http://other.example/b/k?partNumber=2`] }, "urls.1"],
+    ] as const) {
+      const r = await json(call(sb, "POST", path, body));
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.error.field).toBe(field);
+      expect(r.body.error.message).toMatch(/object store's origin/);
+      expect(r.body.error.message).not.toContain(signed);
+    }
+  });
 });
 
 describe("failures", () => {
@@ -209,6 +234,16 @@ describe("failures", () => {
     expect(zstd.body.error.code).toBe("tool_failed");
     expect(zstd.body.error.message).toMatch(/zstd/);
     expect(zstd.body.error.message).toMatch(/tar: /);
+  });
+
+  it("an exception nothing classified is a 500 internal_error (a bug), not a tool's failure", async () => {
+    const sb = fresh("internal");
+    expect((await call(sb, "PUT", "/v1/files?path=/workspace/plain.txt", new Uint8Array([1]))).status).toBe(200);
+    // mkdir below a regular file: no route gives ENOTDIR a code, so it is reported as the agent's own failure.
+    const r = await json(call(sb, "PUT", "/v1/files?path=/workspace/plain.txt/inside", new Uint8Array([1])));
+    expect(r.status).toBe(500);
+    expect(r.body.error.code).toBe("internal_error");
+    expect(r.body.error.code).not.toBe("tool_failed");
   });
 
   it("an armed fault answers 503 once for that sandbox and route, then the route works", async () => {

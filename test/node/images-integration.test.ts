@@ -18,9 +18,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseMountinfo } from "../../container/mounts.ts";
 import { hasCapSysAdmin } from "../../container/probe.ts";
 import type { ImageFormat } from "../../container/protocol.ts";
+import { agentTokenFor } from "../../container/agent-token.ts";
 import { createAgentServer } from "../../container/server.ts";
 
-const TOKEN = "test-token-" + randomBytes(6).toString("hex");
+const SECRET = randomBytes(32).toString("hex");
 let server: Server;
 let base: string;
 let sandboxesDir: string;
@@ -53,7 +54,7 @@ function mountsBelow(dir: string) {
 beforeAll(async () => {
   base = mkdtempSync(join(tmpdir(), "snapflow-images-"));
   sandboxesDir = join(base, "sandboxes");
-  server = createAgentServer({ token: TOKEN, sandboxesDir });
+  server = createAgentServer({ auth: { secret: SECRET }, sandboxesDir, storeOrigins: ["http://store.invalid"] });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -70,8 +71,8 @@ afterAll(async () => {
   expect(left, "nothing stays mounted after the tests").toEqual([]);
 });
 
-function call(sandbox: string, method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}`, "x-snapflow-sandbox": sandbox };
+async function call(sandbox: string, method: string, path: string, body?: unknown): Promise<Response> {
+  const headers: Record<string, string> = { authorization: `Bearer ${await agentTokenFor(SECRET, sandbox)}`, "x-snapflow-sandbox": sandbox };
   if (body !== undefined && !(body instanceof Uint8Array)) headers["content-type"] = "application/json";
   const raw = body instanceof Uint8Array;
   return fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : raw ? (body as BodyInit) : JSON.stringify(body) });

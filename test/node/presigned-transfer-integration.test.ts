@@ -10,13 +10,15 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agentTokenFor } from "../../container/agent-token.ts";
 import { createAgentServer } from "../../container/server.ts";
 import { startObjectStore, type ObjectStoreServer } from "../../scripts/lib/object-store-server.ts";
+import { freePort } from "../../scripts/lib/stack.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { presign, s3Client, s3Store, type S3Settings } from "../../src/store/s3-store.ts";
 
 const MiB = 2 ** 20;
-const TOKEN = "test-token-" + randomBytes(6).toString("hex");
+const SECRET = randomBytes(32).toString("hex");
 const ZSTD1 = { kind: "tar", compression: "zstd", level: 1 } as const;
 let base: string;
 let s3: ObjectStoreServer;
@@ -29,6 +31,7 @@ let counter = 0;
 const fresh = (label: string) => `${label}-${process.pid}-${counter++}`;
 const SRC = fresh("src");
 let expectedManifest: any;
+let PROXY_PORT: number;
 
 beforeAll(async () => {
   base = mkdtempSync(join(tmpdir(), "snapflow-presigned-"));
@@ -36,7 +39,8 @@ beforeAll(async () => {
   settings = { endpoint: s3.endpoint, bucket: s3.bucket, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
   store = s3Store(settings);
   sandboxesDir = join(base, "sandboxes");
-  server = createAgentServer({ token: TOKEN, sandboxesDir });
+  PROXY_PORT = await freePort();
+  server = createAgentServer({ auth: { secret: SECRET }, sandboxesDir, storeOrigins: [s3.endpoint, `http://127.0.0.1:${PROXY_PORT}`] });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   agentUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const made = await json(call(SRC, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", files: 2000, bytes: 40e6 }));
@@ -51,10 +55,10 @@ afterAll(async () => {
   rmSync(base, { recursive: true, force: true });
 }, 30_000);
 
-function call(sandbox: string, method: string, path: string, body?: unknown): Promise<Response> {
+async function call(sandbox: string, method: string, path: string, body?: unknown): Promise<Response> {
   return fetch(`${agentUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${TOKEN}`, "x-snapflow-sandbox": sandbox, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: { authorization: `Bearer ${await agentTokenFor(SECRET, sandbox)}`, "x-snapflow-sandbox": sandbox, ...(body === undefined ? {} : { "content-type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
@@ -140,7 +144,8 @@ async function flakyProxy(decide: (req: IncomingMessage) => "pass" | "503" | { c
     up.on("error", () => res.socket?.destroy());
     req.pipe(up);
   });
-  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+  // On the one port the agent was told is a store origin (it fetches nothing else); one proxy at a time.
+  await new Promise<void>((r) => proxy.listen(PROXY_PORT, "127.0.0.1", r));
   const port = (proxy.address() as AddressInfo).port;
   return {
     rewrite: (u) => u.replace(target.host, `127.0.0.1:${port}`),
@@ -238,13 +243,14 @@ describe("POST /v1/upload-multipart", () => {
 
   it("refuses a part size below 5 MiB, a non-http URL, and a missing source, naming the field", async () => {
     const source = { archive: { path: "/workspace/app", format: ZSTD1 } };
+    const x1 = `${s3.endpoint}/x/1`;
     const cases: [unknown, string][] = [
-      [{ source, partSize: 5 * MiB - 1, concurrency: 2, urls: ["http://x/1"] }, "partSize"],
-      [{ source, partSize: 5 * MiB, concurrency: 2, urls: ["http://x/1", "file:///etc/passwd"] }, "urls.1"],
+      [{ source, partSize: 5 * MiB - 1, concurrency: 2, urls: [x1] }, "partSize"],
+      [{ source, partSize: 5 * MiB, concurrency: 2, urls: [x1, "file:///etc/passwd"] }, "urls.1"],
       [{ source, partSize: 5 * MiB, concurrency: 2, urls: [] }, "urls"],
-      [{ source: { file: "/snapflow/staging/none" }, partSize: 5 * MiB, concurrency: 2, urls: ["http://x/1"] }, "source.file"],
-      [{ source: { archive: { path: "/workspace/none", format: ZSTD1 } }, partSize: 5 * MiB, urls: ["http://x/1"] }, "source.archive.path"],
-      [{ source, partSize: 1024 * MiB, concurrency: 4, urls: ["http://x/1"] }, "partSize"],
+      [{ source: { file: "/snapflow/staging/none" }, partSize: 5 * MiB, concurrency: 2, urls: [x1] }, "source.file"],
+      [{ source: { archive: { path: "/workspace/none", format: ZSTD1 } }, partSize: 5 * MiB, urls: [x1] }, "source.archive.path"],
+      [{ source, partSize: 1024 * MiB, concurrency: 4, urls: [x1] }, "partSize"],
     ];
     for (const [body, field] of cases) {
       const r = await json(call(SRC, "POST", "/v1/upload-multipart", body));

@@ -1,13 +1,15 @@
 // Path confinement: the pure syntax check (normalizeSandboxPath in container/protocol.ts, checkSandboxPath) and
 // resolveSandboxPath (container/sandbox-paths.ts) on a real temporary sandbox root with real symlinks: escapes
 // through '..', absolute paths, symlinks to the host and dangling symlinks are refused; ordinary and
-// not-yet-existing paths map below the sandbox's root.
+// not-yet-existing paths map below the sandbox's root. And the layout both sides share (container/sandbox-layout.ts):
+// every area and built path is a normal sandbox path inside snapflow's own root, never the user's tree.
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentError } from "../../container/agent-error.ts";
 import { normalizeSandboxPath } from "../../container/protocol.ts";
+import { datasetMarkerPath, deltaListPath, imagePath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/sandbox-layout.ts";
 import { checkSandboxPath, resolveSandboxPath } from "../../container/sandbox-paths.ts";
 
 describe("normalizeSandboxPath", () => {
@@ -32,7 +34,7 @@ describe("normalizeSandboxPath", () => {
     ["/"],
     ["/workspacex/app"], // a sibling that merely starts with an allowed root's name
     ["/snapflowx"],
-    ["/home/user/workspace"],
+    ["/root/workspace"],
   ])("refuses %j as outside the roots", (input) => {
     const r = normalizeSandboxPath(input);
     expect(r).toMatchObject({ ok: false, outside: true });
@@ -153,5 +155,31 @@ describe("resolveSandboxPath on a real sandbox root", () => {
     const alias = join(base, "root-alias");
     expect(await resolveSandboxPath({ hostRoot: alias }, "/workspace/app/x", "path")).toBe(join(alias, "workspace/app/x"));
     expect(await refusal(alias, "/workspace/etc-link")).toMatchObject({ code: "path_outside_root" });
+  });
+});
+
+describe("sandbox layout", () => {
+  const built = [
+    ...Object.values(SANDBOX_DIRS),
+    stagingPath("r1", "tar.zst"),
+    deltaListPath("s1"),
+    imagePath("r1", "sqsh"),
+    mountPath("r1"),
+    ...Object.values(overlayLayer("r1")),
+    datasetMarkerPath("node-modules"),
+  ];
+
+  it.each(built)("%s is a normal sandbox path under /snapflow", (path) => {
+    expect(normalizeSandboxPath(path)).toEqual({ ok: true, path });
+    expect(path.startsWith("/snapflow/")).toBe(true);
+  });
+
+  it("builds the paths the Worker and the agent already use", () => {
+    expect(stagingPath("r1", "tar.zst")).toBe("/snapflow/staging/r1.tar.zst");
+    expect(deltaListPath("s1")).toBe("/snapflow/staging/s1.delta-list");
+    expect(imagePath("r1", "sqsh")).toBe("/snapflow/images/r1.sqsh");
+    expect(mountPath("r1")).toBe("/snapflow/mnt/r1");
+    expect(overlayLayer("r1")).toEqual({ layer: "/snapflow/overlays/r1", upper: "/snapflow/overlays/r1/upper", work: "/snapflow/overlays/r1/work" });
+    expect(datasetMarkerPath("n")).toBe("/snapflow/datasets/n.json");
   });
 });

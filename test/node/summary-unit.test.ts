@@ -74,3 +74,21 @@ describe("what the seeds timed, and the comparison with their figures", () => {
     expect(md).toContain("| `presigned-tar-zst-pipe` | restore | 2.35 (3) | 3.00 | 4.7 |");
   });
 });
+
+describe("where the time goes", () => {
+  it("overhead is the wall clock between the first step's start and the last step's end that no phase measured", () => {
+    const steps = {
+      probe: { ms: 100, bytes: 0, startedAt: 1_000, endedAt: 1_100 },
+      // 400 ms between the steps: scheduling, a retried attempt's wait
+      transfer: { ms: 1_000, bytes: 5e6, startedAt: 1_500, endedAt: 2_500 },
+    };
+    const run: RunResult = { ...ok(1, 1_100, 1_000, 500), backup: { steps, totalMs: 1_100, archiveBytes: 5e6 } };
+    const [row] = buildSummary("m", "name", [cell], 1, [run]).rows;
+    expect(row!.phases["backup.overhead"]!.median).toBe(400);
+    // Runs from before steps carried their bounds have no overhead figure rather than a wrong one.
+    expect(row!.phases["restore.overhead"]).toBeUndefined();
+    const md = summaryMarkdown(buildSummary("m", "name", [cell], 1, [run]));
+    expect(md).toContain("| backup probe | backup archive | backup transfer |");
+    expect(md).toContain("| d | tar-zst-pipe | presigned-tar-zst-pipe | 0.10 | — | 1.00 | — | — | 0.40 |");
+  });
+});

@@ -17,6 +17,7 @@ it.each([
   await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
   const r = await api("POST", "/api/backups", body);
   expect(r.status).toBe(status);
+  expect(r.json.error.code).toBe("bad_request");
   expect(r.json.error.field).toBe(field);
   expect(r.json.error.message).toMatch(field === "body" ? /./ : new RegExp(field));
   expect(await wf.get()).toHaveLength(0);
@@ -26,6 +27,7 @@ it("restoring a snapshot that does not exist is a 404 naming snapshotId, and sta
   await using wf = await introspectWorkflow(env.RESTORE_WORKFLOW);
   const r = await api("POST", "/api/restores", { snapshotId: "bk-20260101000000-00000000", sandboxId: "s1" });
   expect(r.status).toBe(404);
+  expect(r.json.error.code).toBe("not_found");
   expect(r.json.error.field).toBe("snapshotId");
   expect(await wf.get()).toHaveLength(0);
 });
@@ -42,13 +44,15 @@ it.each([
 ])("%s is a 401", async (_what, token) => {
   const r = await api("GET", "/api/snapshots", undefined, token);
   expect(r.status).toBe(401);
+  expect(r.json.error.code).toBe("unauthorized");
   expect(r.json.error.field).toBe("authorization");
 });
 
 it("unknown routes and methods say what exists", async () => {
-  expect((await api("GET", "/api/nope")).status).toBe(404);
+  expect((await api("GET", "/api/nope")).json.error).toMatchObject({ code: "not_found" });
   const r = await api("DELETE", "/api/backups");
   expect(r.status).toBe(405);
+  expect(r.json.error.code).toBe("method_not_allowed");
   expect(r.json.error.message).toMatch(/POST/);
 });
 
@@ -76,4 +80,14 @@ it("a strategy is unavailable, with every reason, when tools or capabilities are
   const probe = { tools: { tar: { path: "/bin/tar", version: "1" }, zstd: null }, fuse: false, capSysAdmin: false, filesystems: ["squashfs"] };
   expect(unavailableReason(strategy as any, probe as any)).toBe("missing tool: zstd; no /dev/fuse; no CAP_SYS_ADMIN (kernel mounts need it); the kernel has no erofs filesystem");
   expect(unavailableReason(strategy as any, { tools: { tar: {}, zstd: {} }, fuse: true, capSysAdmin: true, filesystems: ["erofs"] } as any)).toBeUndefined();
+});
+
+it("an agent's refusal reaches the caller with its field, as bad_request", async () => {
+  // The agent refuses a dataset path that leads out of the sandbox through a symlink only it can see.
+  const sandbox = `api-agent-${Date.now().toString(36)}`;
+  const { agent } = await import("./helpers.ts");
+  await agent(sandbox, "POST", "/v1/datasets", { path: "/workspace/real", kind: "tricky", seed: 1 });
+  const r = await api("POST", `/api/sandboxes/${sandbox}/datasets`, { path: "/workspace/real/absolute-link/x", kind: "tricky" });
+  expect(r.status).toBe(400);
+  expect(r.json.error).toMatchObject({ code: "bad_request", field: "path" });
 });

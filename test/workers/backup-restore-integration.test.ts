@@ -56,7 +56,7 @@ describe("backup → restore round trip of a tricky tree", () => {
     await store.put(key, JSON.stringify(m));
 
     const r = await runRestore({ snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/restored" }, "errored");
-    expect(r.error).toMatch(/differs from snapshot .*1 missing.*zzz-not-in-archive/);
+    expect(r.error).toMatch(/does not match its manifest.*1 missing.*zzz-not-in-archive/);
     expect(await agent(dst, "GET", "/v1/stat?path=/workspace/restored")).toEqual({ exists: false });
   });
 });

@@ -2,6 +2,7 @@
 // directly (to prepare trees and read manifests independently of the code under test).
 import { env, exports } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
+import { agentTokenFor } from "../../container/agent-token.ts";
 
 export async function api(method: string, path: string, body?: unknown, token: string = env.API_TOKEN): Promise<{ status: number; json: any }> {
   const r = await exports.default.fetch(`http://snapflow.test${path}`, {
@@ -15,7 +16,7 @@ export async function api(method: string, path: string, body?: unknown, token: s
 export async function agent(sandboxId: string, method: string, path: string, body?: unknown): Promise<any> {
   const r = await fetch(`${env.AGENT_URL}${path}`, {
     method,
-    headers: { authorization: `Bearer ${env.AGENT_TOKEN}`, "x-snapflow-sandbox": sandboxId, "content-type": "application/json" },
+    headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandboxId)}`, "x-snapflow-sandbox": sandboxId, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!r.ok) throw new Error(`agent ${method} ${path}: ${r.status} ${await r.text()}`);
@@ -48,8 +49,20 @@ export async function runWorkflow(kind: "backup" | "restore", body: Record<strin
 export async function putFile(sandbox: string, path: string, text: string): Promise<void> {
   const r = await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
     method: "PUT",
-    headers: { authorization: `Bearer ${env.AGENT_TOKEN}`, "x-snapflow-sandbox": sandbox },
+    headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandbox)}`, "x-snapflow-sandbox": sandbox },
     body: text,
   });
   if (r.status !== 200) throw new Error(`writing ${path}: ${r.status} ${await r.text()}`);
+}
+
+/** SHA-256 of bytes, hex. */
+export async function sha256Hex(data: Uint8Array): Promise<string> {
+  return [...new Uint8Array(await crypto.subtle.digest("SHA-256", data))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Index of the first differing byte, or -1 when equal (toEqual on megabytes is slow and prints megabytes). */
+export function firstDifference(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.byteLength, b.byteLength);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.byteLength === b.byteLength ? -1 : n;
 }

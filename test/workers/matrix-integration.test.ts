@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, createMessageBatch, createScheduledController, getQueueResult, introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import worker from "../../src/index.ts";
+import worker from "../../worker.ts";
 import { agent, api } from "./helpers.ts";
 
 const tricky = { name: "tricky", kind: "tricky", seed: 3 };
@@ -61,15 +61,16 @@ describe("a matrix", () => {
     const history = (await api("GET", "/api/matrices")).json.matrices.map((m: any) => m.id);
     expect(history).toContain(started.json.id);
 
-    // The results page: the table and the chart, no external resources; the token comes as ?token=.
-    const page = await worker.fetch(new Request(`http://snapflow.test/matrices/${started.json.id}?token=${env.API_TOKEN}`), env);
+    // The results page: the table and the chart, no external resources, through a signed link (security-integration.test.ts).
+    const link = new URL((await api("POST", `/api/matrices/${started.json.id}/link`, {})).json.url);
+    const page = await worker.fetch(new Request(`http://snapflow.test${link.pathname}${link.search}`), env);
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain("<svg");
     expect(html).toContain(`<td>${done.cells[1].restore}</td>`);
     expect(html).toMatch(/4 of 4 runs done, 0 failed — complete/);
     expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=/);
-    expect((await worker.fetch(new Request(`http://snapflow.test/matrices/${started.json.id}?token=wrong`), env)).status).toBe(401);
+    expect((await worker.fetch(new Request(`http://snapflow.test/matrices/${started.json.id}?token=${env.API_TOKEN}`), env)).status).toBe(401);
   });
 
   it("a failing cell is a failure with its error, and the matrix still completes (queue-driven start)", async () => {

@@ -6,10 +6,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { hashStream } from "../../src/store/hash-stream.ts";
-import { equalPartGuard, PartRuleError, partSizeFor, R2_MULTIPART, uploadStreamMultipart } from "../../src/store/multipart-upload.ts";
+import { R2_MULTIPART } from "../../container/r2-limits.ts";
+import { equalPartGuard, PartRuleError, partSizeFor, uploadStreamMultipart } from "../../src/store/multipart-upload.ts";
 import { StoreError, type MultipartUpload, type ObjectStore } from "../../src/store/object-store.ts";
 import { r2Store } from "../../src/store/r2-store.ts";
 import { presign, s3Store, type S3Settings } from "../../src/store/s3-store.ts";
+import { firstDifference, sha256Hex } from "./helpers.ts";
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
@@ -49,16 +51,6 @@ async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
   return new Uint8Array(await new Response(body).arrayBuffer());
 }
 
-async function sha256Hex(data: Uint8Array): Promise<string> {
-  return [...new Uint8Array(await crypto.subtle.digest("SHA-256", data))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Index of the first differing byte, or -1 when equal (toEqual on megabytes is slow and prints megabytes). */
-function firstDifference(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.byteLength, b.byteLength);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
-  return a.byteLength === b.byteLength ? -1 : n;
-}
 
 /** Passes every call through to the real upload and notes which part numbers reached the store. */
 function recordParts(upload: MultipartUpload): { upload: MultipartUpload; seen: number[] } {

@@ -1,0 +1,106 @@
+// Routes that turn a tree into an archive and back: GET /v1/archive streams the archiver's stdout as the
+// response body (tar, optionally through zstd/gzip/pigz/lz4), POST /v1/archive writes it to a file in the sandbox;
+// PUT /v1/extract pipes the request body into the extractor, POST /v1/extract extracts a file already there.
+import { randomUUID } from "node:crypto";
+import { rm, stat } from "node:fs/promises";
+import { AgentError } from "../agent-error.ts";
+import { archiveToFile, archiveToStream, archiveWithManifest, archiveWithManifestToFile } from "../archive.ts";
+import { extractFromFile, extractFromStream, type ExtractVerification } from "../extract.ts";
+import { loadManifest } from "../manifest-file.ts";
+import { extractSafely } from "../safe-extract.ts";
+import * as P from "../protocol.ts";
+import { stagingPath } from "../sandbox-layout.ts";
+import { writeSelectedList } from "../selection.ts";
+import { existingDir, STREAMED, type Ctx, type Routes } from "./route.ts";
+import { requestedSelection } from "./selection-request.ts";
+
+/** A manifest named in a request (sandbox file or presigned URL), read and validated; undefined when not named. */
+export async function requestedManifest(c: Ctx, source: P.ManifestSource | undefined, field: string): Promise<P.Manifest | undefined> {
+  if (!source) return undefined;
+  // A manifest URL is fetched like any other: only from the store's origin.
+  return loadManifest("file" in source ? { file: await c.path(source.file, `${field}.file`) } : { url: c.storeUrl(source.url, `${field}.url`) }, field);
+}
+
+/** The in-stream check a restore request asks for, if any. */
+export async function requestedVerification(c: Ctx, e: { expected?: P.ManifestSource; complete?: boolean; walk?: boolean }, field: string): Promise<ExtractVerification | undefined> {
+  const expected = await requestedManifest(c, e.expected, field);
+  return expected ? { expected, complete: e.complete, walk: e.walk } : undefined;
+}
+
+function oneOf(a: string | undefined, b: string | undefined, names: string): P.ManifestSource | undefined {
+  if (a !== undefined && b !== undefined) throw new AgentError("bad_request", `give at most one of ${names}`, names.split(" ")[0]);
+  return a !== undefined ? { file: a } : b !== undefined ? { url: b } : undefined;
+}
+
+function singlePassOnly(q: { manifestOut?: string; filesFrom?: string; base?: unknown; rehash?: boolean }) {
+  if (q.manifestOut !== undefined && q.filesFrom !== undefined) throw new AgentError("bad_request", "filesFrom: a single-pass archive finds its own list (give base instead)", "filesFrom");
+  if (q.manifestOut === undefined && (q.base !== undefined || q.rehash !== undefined)) throw new AgentError("bad_request", "manifestOut: base and rehash need a single-pass archive", "manifestOut");
+}
+
+/** With a selection and no list of its own, tar archives the selected entries: their list, in a staging file. */
+async function selectedList(c: Ctx, dir: string): Promise<string | undefined> {
+  const selection = await requestedSelection(c, dir);
+  if (!selection) return undefined;
+  const list = await c.path(stagingPath(`selection-${randomUUID()}`, "list"), "filesFrom");
+  await writeSelectedList(dir, selection, list);
+  return list;
+}
+
+export const archiveRoutes: Routes = {
+  "GET /v1/archive": async (c) => {
+    const q = c.query(P.ArchiveQuery);
+    const dir = await existingDir(await c.path(q.path, "path"), "path");
+    const baseSource = oneOf(q.baseFile, q.baseUrl, "baseFile baseUrl");
+    singlePassOnly({ ...q, base: baseSource });
+    if (q.manifestOut !== undefined) {
+      const manifestOut = await c.path(q.manifestOut, "manifestOut");
+      const resultOut = q.resultOut === undefined ? undefined : await c.path(q.resultOut, "resultOut");
+      const base = await requestedManifest(c, baseSource, q.baseFile !== undefined ? "baseFile" : "baseUrl");
+      const selection = await requestedSelection(c, dir);
+      c.res.writeHead(200, { "content-type": "application/octet-stream" });
+      await archiveWithManifest(dir, q, c.res, { manifestOut, base, rehash: q.rehash, resultOut, selection });
+      return STREAMED;
+    }
+    const filesFrom = q.filesFrom === undefined ? await selectedList(c, dir) : await c.path(q.filesFrom, "filesFrom");
+    try {
+      c.res.writeHead(200, { "content-type": "application/octet-stream" });
+      await archiveToStream(dir, q, c.res, filesFrom);
+    } finally {
+      if (q.filesFrom === undefined && filesFrom) await rm(filesFrom, { force: true });
+    }
+    return STREAMED;
+  },
+
+  "POST /v1/archive": async (c) => {
+    const body = await c.json(P.ArchiveToFile);
+    const dir = await existingDir(await c.path(body.path, "path"), "path");
+    singlePassOnly(body);
+    if (body.manifestOut !== undefined) {
+      const manifestOut = await c.path(body.manifestOut, "manifestOut");
+      const base = await requestedManifest(c, body.base, "base");
+      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, rehash: body.rehash, selection: await requestedSelection(c, dir) });
+    }
+    const filesFrom = body.filesFrom === undefined ? await selectedList(c, dir) : await c.path(body.filesFrom, "filesFrom");
+    try {
+      return await archiveToFile(dir, body.format, await c.path(body.output, "output"), filesFrom);
+    } finally {
+      if (body.filesFrom === undefined && filesFrom) await rm(filesFrom, { force: true });
+    }
+  },
+
+  "PUT /v1/extract": async (c) => {
+    const q = c.query(P.ExtractQuery);
+    const expected = oneOf(q.expectedFile, q.expectedUrl, "expectedFile expectedUrl");
+    const verify = await requestedVerification(c, { expected, complete: q.complete, walk: q.walk }, q.expectedFile !== undefined ? "expectedFile" : "expectedUrl");
+    const dir = await c.path(q.path, "path");
+    // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
+    return extractSafely(dir, verify, (into, v) => (v ? extractFromStream(c.req, q, into, v) : extractFromStream(c.req, q, into)));
+  },
+
+  "POST /v1/extract": async (c) => {
+    const body = await c.json(P.ExtractFile);
+    const archive = await c.path(body.archive, "archive");
+    if (!(await stat(archive).catch(() => null))?.isFile()) throw new AgentError("not_found", `no archive at ${body.archive}`, "archive");
+    return extractSafely(await c.path(body.path, "path"), await requestedVerification(c, body, "expected"), (into, v) => extractFromFile(archive, body.format, into, v));
+  },
+};

@@ -1,0 +1,61 @@
+// Routes for filesystem images and what is mounted from them: build a squashfs/erofs image from a tree,
+// materialize an image (check it, then extract it or mount it with the kernel or squashfuse), lay a writable
+// overlay over a mounted lower dir, list this sandbox's mounts and unmount one. Mounts are recorded in the
+// agent's registry so a sandbox's mounts can be listed and undone in order.
+import { createHash } from "node:crypto";
+import { checkImage, extractImage, makeImage } from "../images.ts";
+import { extractSafely } from "../safe-extract.ts";
+import { listMounts, mountImage, mountOverlay, unmountPath } from "../mounts.ts";
+import * as P from "../protocol.ts";
+import { overlayLayer } from "../sandbox-layout.ts";
+import { checkSandboxPath } from "../sandbox-paths.ts";
+import { excludedTopLevel } from "../selection.ts";
+import { existingDir, type Routes } from "./route.ts";
+import { requestedSelection } from "./selection-request.ts";
+
+export const imageRoutes: Routes = {
+  "POST /v1/image": async (c) => {
+    const body = await c.json(P.ImageBody);
+    const dir = await existingDir(await c.path(body.path, "path"), "path");
+    const selection = await requestedSelection(c, dir);
+    const made = await makeImage(dir, body.format, await c.path(body.output, "output"), selection ? await excludedTopLevel(dir, selection) : []);
+    return selection ? { ...made, selection: selection.record() } : made;
+  },
+
+  "POST /v1/materialize": async (c): Promise<P.MaterializeResult> => {
+    const body = await c.json(P.MaterializeBody);
+    const file = await c.path(body.archive, "archive");
+    const dir = await c.path(body.path, "path");
+    const { bytes } = await checkImage(file, body.format);
+    // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
+    if (body.how === "extract") return { ...(await extractSafely(dir, undefined, (into) => extractImage(file, body.format, into))), bytes };
+    const started = performance.now();
+    const mounted = await mountImage(c.agent.mounts, c.sandboxId, { file, source: checkSandboxPath(body.archive, "archive"), dir, path: checkSandboxPath(body.path, "path"), format: body.format, how: body.how });
+    return { ms: Math.round(performance.now() - started), bytes, mounted };
+  },
+
+  "POST /v1/overlay": async (c) => {
+    const body = await c.json(P.OverlayBody);
+    const started = performance.now();
+    const path = checkSandboxPath(body.path, "path");
+    const layer = overlayLayer(createHash("sha256").update(path).digest("hex").slice(0, 16));
+    const [upperPath, workPath] = body.upper ? [checkSandboxPath(body.upper, "upper"), `${checkSandboxPath(body.upper, "upper")}.work`] : [layer.upper, layer.work];
+    const mounted = await mountOverlay(c.agent.mounts, c.sandboxId, {
+      lower: await c.path(body.lower, "lower"), lowerPath: checkSandboxPath(body.lower, "lower"),
+      dir: await c.path(path, "path"), path,
+      upper: await c.path(upperPath, "path"), upperPath,
+      work: await c.path(workPath, "path"), workPath,
+      how: body.how,
+      keepUpper: body.upper !== undefined,
+    });
+    return { upper: upperPath, work: workPath, ms: Math.round(performance.now() - started), mounted };
+  },
+
+  "GET /v1/mounts": async (c) => ({ mounts: await listMounts(c.agent.mounts, c.sandboxId) }),
+
+  "DELETE /v1/mounts": async (c) => {
+    const value = c.url.searchParams.get("path");
+    const dir = await c.path(value, "path");
+    return { unmounted: await unmountPath(c.agent.mounts, c.sandboxId, dir, checkSandboxPath(value, "path")) };
+  },
+};

@@ -1,0 +1,54 @@
+// Routes where the agent talks to the object store itself, over presigned S3 URLs signed by the Worker: single
+// PUT/GET (to or from a file, or GET piped into the extractor), parallel multipart upload streamed from the
+// archiver or a file, parallel Range GETs (or aria2c), and hashing what a URL serves. Bytes flow between the
+// sandbox and R2 directly; only the measured result comes back as JSON.
+import { downloadAndExtract, downloadToFile, hashUrl, uploadFile } from "../presigned.ts";
+import { uploadMultipart } from "../presigned-multipart.ts";
+import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } from "../presigned-ranged.ts";
+import * as P from "../protocol.ts";
+import { extractSafely } from "../safe-extract.ts";
+import { requestedVerification } from "./archive.ts";
+import { existingDir, type Routes } from "./route.ts";
+
+export const transferRoutes: Routes = {
+  "POST /v1/hash-url": async (c) => {
+    const body = await c.json(P.HashUrlBody);
+    return hashUrl(c.storeUrl(body.url, "url"));
+  },
+
+  "POST /v1/upload": async (c) => {
+    const body = await c.json(P.UploadBody);
+    return uploadFile(await c.path(body.path, "path"), c.storeUrl(body.url, "url"), body.createOnly);
+  },
+
+  "POST /v1/download": async (c) => {
+    const body = await c.json(P.DownloadBody);
+    c.storeUrl(body.url, "url");
+    if ("output" in body) return downloadToFile(body.url, await c.path(body.output, "output"));
+    const { format } = body.extract;
+    // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
+    return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v));
+  },
+
+  "POST /v1/upload-multipart": async (c) => {
+    const body = await c.json(P.UploadMultipartBody);
+    body.urls.forEach((u, i) => c.storeUrl(u, `urls.${i}`));
+    const source =
+      "archive" in body.source
+        ? { archive: { dir: await existingDir(await c.path(body.source.archive.path, "source.archive.path"), "source.archive.path"), format: body.source.archive.format } }
+        : { file: await c.path(body.source.file, "source.file") };
+    return uploadMultipart(source, body);
+  },
+
+  "POST /v1/download-ranged": async (c) => {
+    const body = await c.json(P.DownloadRangedBody);
+    c.storeUrl(body.url, "url");
+    const o = { url: body.url, size: body.size, rangeSize: body.rangeSize, concurrency: body.concurrency, retries: body.retries };
+    if (body.extract) {
+      const { format } = body.extract;
+      return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadRangedAndExtract(o, format, into, v));
+    }
+    const output = await c.path(body.output, "output");
+    return body.tool === "aria2c" ? downloadWithAria2c(o, output) : downloadRangedToFile(o, output);
+  },
+};

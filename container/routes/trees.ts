@@ -1,0 +1,70 @@
+// Routes over whole directory trees: generate a dataset, take a manifest (path, type, mode, size, mtime, hash of
+// every entry), verify a tree against an expected manifest, plan a changed-files delta against a base manifest,
+// and remove the entries a delta says are gone. Only JSON flows through here; the trees stay in the sandbox.
+import { rm } from "node:fs/promises";
+import { generateDataset } from "../dataset.ts";
+import { planDelta } from "../delta.ts";
+import { refuseIfMounted } from "../mount-guard.ts";
+import { removeEntriesSafely } from "../safe-remove.ts";
+import { compareManifests, takeManifest, type Manifest } from "../manifest.ts";
+import * as P from "../protocol.ts";
+import { checkTree } from "../tree-verify.ts";
+import { requestedManifest } from "./archive.ts";
+import { compileSelection } from "../selection.ts";
+import { ceilingOf, requestedSelection } from "./selection-request.ts";
+import { existingDir, type Routes } from "./route.ts";
+
+export const treeRoutes: Routes = {
+  "POST /v1/datasets": async (c) => {
+    const body = await c.json(P.DatasetBody);
+    const dir = await c.path(body.path, "path");
+    if (body.replace) {
+      await refuseIfMounted(dir, "path", c.root.hostRoot, c.agent.mounts, c.sandboxId);
+      await rm(dir, { recursive: true, force: true });
+    }
+    return generateDataset(dir, body);
+  },
+
+  "POST /v1/manifest": async (c) => {
+    const body = await c.json(P.PathBody);
+    const dir = await existingDir(await c.path(body.path, "path"), "path");
+    const selection = await requestedSelection(c, dir);
+    const manifest = await takeManifest(dir, { exclude: selection?.exclude });
+    return selection ? { ...manifest, selection: selection.record() } : manifest;
+  },
+
+  "POST /v1/selection": async (c) => {
+    const body = await c.json(P.SelectionBody);
+    const dir = await existingDir(await c.path(body.path, "path"), "path");
+    return (await compileSelection(dir, body.selection, { ceiling: ceilingOf(c) }))?.record() ?? { ...body.selection, excluded: {}, warnings: [] };
+  },
+
+  "POST /v1/verify": async (c) => {
+    const body = await c.json(P.VerifyBody);
+    const started = performance.now();
+    const actual = await takeManifest(await existingDir(await c.path(body.path, "path"), "path"));
+    const comparison = compareManifests(body.expected as Manifest, actual, body.limit);
+    return { ...comparison, totals: actual.totals, ms: Math.round(performance.now() - started) };
+  },
+
+  "POST /v1/delta": async (c) => {
+    const body = await c.json(P.DeltaBody);
+    const dir = await existingDir(await c.path(body.path, "path"), "path");
+    const selection = await requestedSelection(c, dir);
+    const plan = await planDelta(dir, body.base as Manifest, await c.path(body.list, "list"), { rehash: body.rehash, exclude: selection?.exclude });
+    return selection ? { ...plan, manifest: { ...plan.manifest, selection: selection.record() } } : plan;
+  },
+
+  "POST /v1/verify-tree": async (c) => {
+    const body = await c.json(P.VerifyTreeBody);
+    const dir = await existingDir(await c.path(body.path, "path"), "path");
+    const expected = (await requestedManifest(c, body.expected, "expected"))!;
+    return checkTree(dir, expected, { deep: body.deep, limit: body.limit });
+  },
+
+  "POST /v1/remove": async (c) => {
+    const body = await c.json(P.RemoveBody);
+    // Component by component with lstat: never a delete through a symlink (safe-remove.ts).
+    return removeEntriesSafely(await existingDir(await c.path(body.path, "path"), "path"), body.entries);
+  },
+};

@@ -1,0 +1,45 @@
+// Checks a tree against its expected manifest without reading content again:
+//   metadata (default)  the lstat walk (tree-walk.ts) compared on type, mode, size, mtime, symlink target and
+//                       hard-link grouping. Content is checked elsewhere: in the stream that fed the extractor
+//                       (extract.ts), or by the image's own SHA-256 for a mount.
+//   deep                every file hashed as well (takeManifest), e.g. through a mount whose image nobody hashed.
+import { AgentError } from "./agent-error.ts";
+import { compareManifests, METADATA_FIELDS, takeManifest, totalsOf } from "./manifest.ts";
+import type { Comparison, Manifest, ManifestEntry } from "./protocol.ts";
+import { walkAll } from "./tree-walk.ts";
+
+export interface TreeCheck extends Comparison {
+  totals: Manifest["totals"];
+  ms: number;
+  verified: { content: "walk-hash" | "not-read"; metadata: "walk"; entries: number };
+}
+
+export async function checkTree(dir: string, expected: Manifest, options: { deep?: boolean; limit?: number } = {}): Promise<TreeCheck> {
+  const started = performance.now();
+  let actual: Manifest;
+  if (options.deep) actual = await takeManifest(dir);
+  else {
+    const entries: ManifestEntry[] = (await walkAll(dir)).map(({ stat: _stat, socket: _socket, ...e }) => e);
+    actual = { version: 1, entries, totals: totalsOf(entries) };
+  }
+  const comparison = compareManifests(expected, actual, options.limit ?? 20, options.deep ? undefined : METADATA_FIELDS);
+  return {
+    ...comparison,
+    totals: actual.totals,
+    ms: Math.round(performance.now() - started),
+    verified: { content: options.deep ? "walk-hash" : "not-read", metadata: "walk", entries: actual.entries.length },
+  };
+}
+
+/** "a/b: sha256 expected 1f… got 9c…; c: missing" — the first differences, for an error message. */
+export function describeDifferences(c: Comparison, max = 5): string {
+  const parts = c.differences.slice(0, max).map((d) =>
+    d.kind === "changed" ? `${d.path}: ${d.fields!.map((f) => `${f.name} expected ${JSON.stringify(f.expected)} got ${JSON.stringify(f.actual)}`).join(", ")}` : `${d.path}: ${d.kind}`,
+  );
+  const total = c.counts.missing + c.counts.extra + c.counts.changed;
+  return `${total} difference(s) (${c.counts.changed} changed, ${c.counts.missing} missing, ${c.counts.extra} extra): ${parts.join("; ")}`;
+}
+
+export function verifyFailed(what: string, c: Comparison): AgentError {
+  return new AgentError("verify_failed", `${what} does not match its manifest: ${describeDifferences(c)}`);
+}

@@ -1,0 +1,59 @@
+// What a backup is asked to do (the BackupWorkflow's params) and what its phases hand each other.
+import type { StepResult } from "../snapshots/records.ts";
+import type { Labels } from "../snapshots/snapshot-meta.ts";
+
+export interface BackupParams {
+  snapshotId: string;
+  sandboxId: string;
+  path: string;
+  strategy: string;
+  /** delta strategies: the snapshot this one applies on top of */
+  baseSnapshotId?: string;
+  /** drop the page cache in the probe step (cold-cache runs) */
+  dropCaches?: boolean;
+  /** multipart paths: part size and parts in flight */
+  tuning?: { partSizeMiB?: number; concurrency?: number };
+  /** when the API accepted the request (progress shows it) */
+  startedAt?: string;
+  name?: string;
+  labels?: Labels;
+  /** time to live in seconds, counted from the record step */
+  ttl?: number;
+  /** what the backup leaves out (selection.ts): glob patterns, git's ignore rules, CACHEDIR.TAG directories */
+  excludes?: string[];
+  gitignore?: boolean;
+  excludeCaches?: boolean;
+}
+
+export interface ArchiveResult extends StepResult {
+  sha256?: string;
+  staged?: string;
+  /** a delta: the list of changed entries in the sandbox, and what it holds */
+  delta?: { list: string; changed: number; deleted: number; changedBytes: number };
+  /** an overlay delta: the upper directory archived instead of `path` */
+  archiveRoot?: string;
+  /** absent when the manifest is made during transfer (a single-pass streaming backup): the transfer has it */
+  manifest?: ManifestTotals;
+  /** the archive is made in one read of the source during transfer, which then stores the manifest */
+  singlePass?: boolean;
+}
+
+export interface ManifestTotals {
+  files: number;
+  dirs: number;
+  symlinks: number;
+  bytes: number;
+  manifestBytes: number;
+  /** the walk (single pass: the metadata walk that named tar's entries; else the hashing walk) */
+  ms: number;
+  storeMs?: number;
+}
+
+export interface TransferResult extends StepResult {
+  sha256: string;
+  /** a single-pass streaming backup: the manifest made on the way, and what a delta held */
+  manifest?: ManifestTotals;
+  delta?: ArchiveResult["delta"];
+  ttfbMs?: number;
+  parts?: number;
+}

@@ -1,0 +1,34 @@
+// multipart: the agent streams the archive as its response while tar runs; the Worker cuts it into equal parts
+// and uploads them (bounded memory: (concurrency + 1) × part size), completing or aborting the upload.
+import { since } from "../../phases/phase-runner.ts";
+import type { SinglePassResult } from "../../sandbox/agent-client.ts";
+import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
+import { uploadStreamMultipart } from "../../store/multipart-upload.ts";
+import { singlePassQuery, storeSinglePassManifest } from "../single-pass.ts";
+import type { BackupTransfer } from "./backup-transfer.ts";
+import { partSizeOf } from "./part-size.ts";
+import { tarOnly } from "./tar-only.ts";
+
+export const multipartTransfer: BackupTransfer = {
+  streamsArchive: true,
+  singlePass: true,
+  async transfer({ d, p, s, agent, archived, key, started }) {
+    const format = tarOnly(s);
+    // Single pass: the agent makes the manifest from the stream it sends; its result file is ready when the stream ends.
+    const single = archived.singlePass ? await singlePassQuery(d, p) : {};
+    const r = await agent.archiveStream({ path: archived.archiveRoot ?? p.path, ...format, filesFrom: archived.delta?.list, ...single });
+    let ttfbMs: number | undefined;
+    const timed = r.body!.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, c) {
+        ttfbMs ??= since(started);
+        c.enqueue(chunk);
+      },
+    }));
+    // Unknown size (single pass): the smallest part, which covers archives up to ~78 GiB (tuning.partSizeMiB beyond).
+    const partSize = partSizeOf(p, archived.delta?.changedBytes ?? archived.manifest?.bytes ?? 0);
+    const up = await uploadStreamMultipart(d.store, key, timed, { partSize, concurrency: p.tuning?.concurrency ?? 2 });
+    if (archived.delta) await agent.deleteFile(archived.delta.list).catch(() => {});
+    const made = archived.singlePass ? await storeSinglePassManifest(d, p, agent, await (await agent.readFile(sandboxPaths.resultOut(p.snapshotId))).json() as SinglePassResult) : {};
+    return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts, ttfbMs, ...made };
+  },
+};

@@ -1,0 +1,111 @@
+// The archive plan: a tar archive or an image (and, for changed-files deltas, the chain of layers back to a full
+// snapshot) brought by the strategy's transfer path — piped into the extractor, or to a staging file that its
+// materialization then extracts or mounts.
+import type { ArchiveFormat } from "../../container/protocol.ts";
+import { SnapflowError } from "../errors.ts";
+import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
+import { since } from "../phases/phase-runner.ts";
+import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
+import { getJson, manifestKey, readSnapshot } from "../snapshots/records.ts";
+import { archiveFamily, formatName, isImage } from "../strategies/registry.ts";
+import { MATERIALIZATIONS } from "./materialize/index.ts";
+import type { RestoreContext } from "./restore-context.ts";
+import type { Layer, RestoreProbeResult } from "./restore-params.ts";
+import type { RestorePlan } from "./restore-plan.ts";
+import { checkTarget } from "./target-check.ts";
+import { RESTORE_TRANSFERS, type Destination } from "./transfer/index.ts";
+
+const MAX_LAYERS = 100;
+
+/** Where an archive lands in the sandbox. A mounted image stays there as long as the mount, so it has its own place. */
+const stagingPath = (c: RestoreContext, format: ArchiveFormat) =>
+  isImage(format) ? sandboxPaths.image(c.p.restoreId, format) : sandboxPaths.staged(c.p.restoreId, format);
+
+/** The materialization of an archive plan (overlay strategies never reach here: restore-plan.ts). */
+const materializationOf = (c: RestoreContext) => MATERIALIZATIONS[c.s.materialize === "overlay" ? "extract" : c.s.materialize];
+
+const manifestUrl = (c: RestoreContext, snapshotId: string) => c.d.presigner.url(manifestKey(snapshotId), "GET");
+
+/**
+ * Where layer i goes. Piped: into tar at the target, each entry checked against that layer's snapshot manifest as
+ * it passes (only the entries it holds, for a layer of a chain), and the whole tree's metadata walked after the
+ * last layer. Staged: a file that materialize extracts or mounts.
+ */
+async function destinationOf(c: RestoreContext, probed: RestoreProbeResult, i: number): Promise<Destination> {
+  const { p, s } = c;
+  if (!RESTORE_TRANSFERS[s.path].piped || s.format.kind !== "tar") return { output: stagingPath(c, probed.snapshot.format) };
+  const chain = probed.layers.length > 1;
+  const last = i === probed.layers.length - 1;
+  // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
+  return { extract: { path: p.path, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last } };
+}
+
+export const archivePlan: RestorePlan = {
+  async probe(c, snapshot) {
+    const { d, p, s, agent } = c;
+    if (snapshot.delta?.kind === "overlay-upper") throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} is an overlay delta: restore it with overlay-restore`, { field: "strategy" });
+    if (archiveFamily(snapshot.format) !== archiveFamily(s.format)) {
+      throw new SnapflowError("bad_request", `strategy ${s.name} restores ${formatName(s.format)} archives; snapshot ${p.snapshotId} is ${formatName(snapshot.format)}`, { field: "strategy" });
+    }
+    checkStrategyRuns(s, await agent.probe(), p.sandboxId);
+    await checkTarget(c);
+    const layers: Layer[] = [{ id: snapshot.id, format: snapshot.format, archive: snapshot.archive, deletedKey: snapshot.delta?.deletedKey }];
+    for (let base = snapshot.delta?.base; base; ) {
+      if (layers.length >= MAX_LAYERS) throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} has more than ${MAX_LAYERS} layers of deltas`);
+      const record = await readSnapshot(d.store, d.kv, base);
+      if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} is a delta on ${base}, which does not exist any more`);
+      if (archiveFamily(record.format) !== archiveFamily(s.format)) throw new SnapflowError("snapshot_unusable", `base snapshot ${base} is ${formatName(record.format)}; ${s.name} restores ${formatName(s.format)}`);
+      layers.unshift({ id: record.id, format: record.format, archive: record.archive, deletedKey: record.delta?.deletedKey });
+      base = record.delta?.base;
+    }
+    if (layers.length > 1 && !RESTORE_TRANSFERS[s.path].piped) throw new SnapflowError("bad_request", `snapshot ${p.snapshotId} is a delta: restore it with a pipe strategy (e.g. presigned-tar-zst-pipe)`, { field: "strategy" });
+    const { id, format, archive, manifest } = snapshot;
+    return { snapshot: { id, format, archive, manifest }, layers };
+  },
+
+  async transfer(c, probed) {
+    const { d, p, s, agent } = c;
+    const t = performance.now();
+    const path = RESTORE_TRANSFERS[s.path];
+    if (path.piped && s.format.kind !== "tar") throw new SnapflowError("bad_request", `${s.name}: images cannot be piped into an extractor`, { field: "strategy" });
+    // A retry (or `replace`) starts from an empty target, so a half-extracted earlier attempt leaves nothing behind.
+    if (path.piped || p.replace) await agent.deleteFile(p.path);
+    let bytes = 0;
+    let verified: unknown;
+    for (const [i, layer] of probed.layers.entries()) {
+      // A delta's deletions go first: extracting it afterwards restores the mtimes of the directories they touched.
+      if (i > 0 && layer.deletedKey) {
+        const deleted = await getJson<string[]>(d.store, layer.deletedKey);
+        if (!deleted) throw new SnapflowError("snapshot_unusable", `the deletions of delta ${layer.id} are missing from the store`);
+        if (deleted.length) await agent.removeEntries(p.path, deleted);
+      }
+      const got = await path.bring(c, layer, await destinationOf(c, probed, i));
+      if ("verified" in got) verified = got.verified;
+      if (got.bytes !== layer.archive.bytes || got.sha256 !== layer.archive.sha256) {
+        throw new SnapflowError("transfer_damaged", `archive of ${layer.id} arrived damaged: ${got.bytes} bytes sha256 ${got.sha256}, expected ${layer.archive.bytes} bytes sha256 ${layer.archive.sha256}`);
+      }
+      bytes += got.bytes;
+    }
+    const last = probed.layers.at(-1)!;
+    return { ms: since(t), bytes, sha256: last.archive.sha256, layers: probed.layers.length, ...(path.piped ? { extractedWhileReceiving: true } : {}), ...(verified ? { verified } : {}) };
+  },
+
+  async materialize(c, probed) {
+    if (RESTORE_TRANSFERS[c.s.path].piped) return { ms: 0, bytes: 0, overlapped: true };
+    const m = materializationOf(c);
+    // A retried step finds the earlier attempt's mount: take it down before clearing the target.
+    await m.undo(c);
+    await c.agent.deleteFile(c.p.path);
+    const format = probed.snapshot.format;
+    if (!isImage(format) && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
+    // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
+    return m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) });
+  },
+
+  async cleanup(c, probed) {
+    // A mount made by materialize must go before its backing file and mount point can.
+    await materializationOf(c).undo(c);
+    await c.agent.deleteFile(stagingPath(c, probed.snapshot.format));
+    await c.agent.deleteFile(c.p.path);
+  },
+};

@@ -1,0 +1,14 @@
+// The interface every materialization implements: what becomes of an archive once it is in the sandbox's staging
+// file. Piped transfers extract while receiving and skip this step. index.ts gathers them by the registry's
+// Materialize (overlay is a restore plan of its own: overlay-plan.ts).
+import type { ArchiveFormat } from "../../../container/protocol.ts";
+import type { StepResult } from "../../snapshots/records.ts";
+import type { RestoreContext } from "../restore-context.ts";
+
+export interface Materialization {
+  /** Makes the tree at the target from the staged archive of `format`. The target is empty when it is called. */
+  /** `expected`: the snapshot's manifest, for extractors that check entries as they stream (tar). */
+  materialize(c: RestoreContext, staged: string, format: ArchiveFormat, expected: { url: string }): Promise<StepResult>;
+  /** Takes down what materialize made that deleting the target cannot (a mount); safe to call when nothing is there. */
+  undo(c: RestoreContext): Promise<void>;
+}

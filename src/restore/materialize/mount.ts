@@ -1,0 +1,18 @@
+// mount-kernel / mount-fuse: the staged image mounted read-only at the target (the kernel's squashfs or erofs, or
+// squashfuse without CAP_SYS_ADMIN). The image stays: it backs the mount for as long as the mount lives.
+import { SnapflowError } from "../../errors.ts";
+import { since } from "../../phases/phase-runner.ts";
+import { formatName } from "../../strategies/registry.ts";
+import type { Materialization } from "./materialization.ts";
+
+export const mountMaterialization = (how: "mount-kernel" | "mount-fuse"): Materialization => ({
+  async materialize({ p, agent }, staged, format) {
+    const t = performance.now();
+    if (format.kind === "tar") throw new SnapflowError("snapshot_unusable", `a ${formatName(format)} archive cannot be mounted; restore it with an extracting strategy`);
+    const done = await agent.materialize({ archive: staged, path: p.path, format, how });
+    return { ms: since(t), bytes: done.bytes, how, ...(done.mounted ? { mounted: done.mounted.path } : {}) };
+  },
+  async undo({ p, agent }) {
+    await agent.unmount(p.path).catch(() => {});
+  },
+});

@@ -1,0 +1,78 @@
+// The overlay plan (overlay-restore): a writable workspace as a read-only base image plus a layer of changes, the
+// seeds' incremental scheme. The base (a squashfs snapshot) is fetched and mounted with squashfuse; an
+// overlay-delta snapshot's archive (the upper directory it was taken from, whiteouts included) is extracted into
+// a new upper directory; overlayfs then joins them at the target, where writes land in the upper again, ready for
+// the next overlay-delta backup. Restoring a plain squashfs snapshot this way gives the same writable workspace
+// with an empty layer.
+import { SnapflowError } from "../errors.ts";
+import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
+import { since } from "../phases/phase-runner.ts";
+import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
+import { readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
+import { formatName } from "../strategies/registry.ts";
+import type { RestoreContext } from "./restore-context.ts";
+import type { Layer } from "./restore-params.ts";
+import type { RestorePlan } from "./restore-plan.ts";
+import { checkTarget } from "./target-check.ts";
+
+const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive });
+
+/** The base image first, then the upper layer when the snapshot is an overlay delta. */
+async function overlayLayers({ d }: RestoreContext, snapshot: SnapshotRecord): Promise<Layer[]> {
+  if (snapshot.delta?.kind === "overlay-upper") {
+    const base = await readSnapshot(d.store, d.kv, snapshot.delta.base);
+    if (!base) throw new SnapflowError("snapshot_unusable", `overlay delta ${snapshot.id} is on ${snapshot.delta.base}, which does not exist any more`);
+    if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay delta ${snapshot.id}'s base ${base.id} is ${formatName(base.format)}, not a squashfs image`);
+    return [layer(base), layer(snapshot)];
+  }
+  if (snapshot.format.kind !== "squashfs") throw new SnapflowError("bad_request", `overlay-restore mounts a squashfs base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
+  return [layer(snapshot)];
+}
+
+export const overlayPlan: RestorePlan = {
+  async probe(c, snapshot) {
+    checkStrategyRuns(c.s, await c.agent.probe(), c.p.sandboxId);
+    await checkTarget(c);
+    const layers = await overlayLayers(c, snapshot);
+    const { id, format, archive, manifest } = snapshot;
+    return { snapshot: { id, format, archive, manifest }, layers };
+  },
+
+  async transfer({ d, p, agent }, { layers }) {
+    const t = performance.now();
+    const where = sandboxPaths.overlay(p.restoreId);
+    const url = (l: Layer) => d.presigner.url(l.archive.key, "GET");
+    const [base, upper] = layers;
+    const got = [await agent.downloadFromUrl({ url: await url(base!), output: where.image })];
+    if (upper) {
+      if (upper.format.kind !== "tar") throw new SnapflowError("snapshot_unusable", `overlay delta ${upper.id} is not a tar archive`);
+      await agent.deleteFile(where.upper);
+      got.push(await agent.downloadFromUrl({ url: await url(upper), extract: { path: where.upper, format: upper.format } }));
+    }
+    got.forEach((g, i) => {
+      const want = layers[i]!.archive;
+      if (g.bytes !== want.bytes || g.sha256 !== want.sha256) throw new SnapflowError("transfer_damaged", `archive of ${layers[i]!.id} arrived damaged: sha256 ${g.sha256}, expected ${want.sha256}`);
+    });
+    return { ms: since(t), bytes: got.reduce((n, g) => n + g.bytes, 0), layers: layers.length };
+  },
+
+  async materialize({ p, agent }, { layers }) {
+    const t = performance.now();
+    const where = sandboxPaths.overlay(p.restoreId);
+    const base = layers[0]!;
+    if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is not squashfs`);
+    // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower).
+    await agent.unmount(where.lower).catch(() => {});
+    await agent.deleteFile(p.path);
+    const mounted = await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" });
+    const overlay = await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", ...(layers.length > 1 ? { upper: where.upper } : {}) });
+    return { ms: since(t), bytes: 0, baseMountMs: mounted.ms, overlayMs: overlay.ms, upper: overlay.upper };
+  },
+
+  async cleanup({ p, agent }) {
+    const where = sandboxPaths.overlay(p.restoreId);
+    await agent.unmount(p.path).catch(() => {});
+    await agent.unmount(where.lower).catch(() => {});
+    for (const path of [where.image, where.lower, where.layer, p.path]) await agent.deleteFile(path).catch(() => {});
+  },
+};

@@ -1,0 +1,31 @@
+// What a restore is asked to do (the RestoreWorkflow's params) and what its probe hands the later phases.
+import type { SnapshotRecord, StepResult } from "../snapshots/records.ts";
+
+export interface RestoreParams {
+  restoreId: string;
+  snapshotId: string;
+  sandboxId: string;
+  path: string;
+  strategy: string;
+  /** allow restoring over a non-empty target (its contents are removed first) */
+  replace: boolean;
+  /** drop the page cache in the probe step (cold-cache runs) */
+  dropCaches?: boolean;
+  /**
+   * hash every restored file again in the verify step. Off by default: extracted archives are checked entry by
+   * entry as they stream into tar, and a mounted image by its own SHA-256 during download; verify then walks
+   * metadata only.
+   */
+  deepVerify?: boolean;
+  /** when the API accepted the request (progress shows it) */
+  startedAt?: string;
+}
+
+/** One archive to bring: a full snapshot's, or one layer of a delta chain (its deletions beside it). */
+export type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & { deletedKey?: string };
+
+export interface RestoreProbeResult extends StepResult {
+  snapshot: Pick<SnapshotRecord, "id" | "format" | "archive" | "manifest">;
+  /** a delta snapshot: its base first, then each delta up to this one; a full snapshot: just itself */
+  layers: Layer[];
+}

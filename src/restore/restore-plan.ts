@@ -1,0 +1,21 @@
+// A restore plan: how the probe, transfer, materialize and cleanup phases go for one kind of restore. Two plans
+// exist — an archive (tar or image, deltas included) brought by a transfer path and materialized, or the overlay
+// (a squashfuse base under a writable overlayfs) — and the strategy chooses one, once, here.
+import type { StepResult } from "../snapshots/records.ts";
+import type { SnapshotRecord } from "../snapshots/records.ts";
+import type { RestoreStrategy } from "../strategies/registry.ts";
+import { archivePlan } from "./archive-plan.ts";
+import { overlayPlan } from "./overlay-plan.ts";
+import type { RestoreContext } from "./restore-context.ts";
+import type { RestoreProbeResult } from "./restore-params.ts";
+
+export interface RestorePlan {
+  /** Checks the snapshot fits, the sandbox can run the strategy and the target may be written; lists the layers. */
+  probe(c: RestoreContext, snapshot: SnapshotRecord): Promise<Pick<RestoreProbeResult, "snapshot" | "layers">>;
+  transfer(c: RestoreContext, probed: RestoreProbeResult): Promise<StepResult>;
+  materialize(c: RestoreContext, probed: RestoreProbeResult): Promise<StepResult>;
+  /** After a failure past the probe: remove what the run made (mounts, staging files, a half-made tree). Idempotent. */
+  cleanup(c: RestoreContext, probed: RestoreProbeResult): Promise<void>;
+}
+
+export const planOf = (s: RestoreStrategy): RestorePlan => (s.materialize === "overlay" ? overlayPlan : archivePlan);

@@ -1,0 +1,28 @@
+// The restore's phase sequence, written once: the RestoreWorkflow and the benchmark cell both run it. `probed` is
+// handed out as soon as the probe passed, so a caller's cleanup knows what the run may have touched.
+import type { Deps } from "../deps.ts";
+import type { PhaseRunner } from "../phases/phase-runner.ts";
+import type { RestoreStrategy } from "../strategies/registry.ts";
+import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
+import { releaseLease } from "../snapshots/restore-leases.ts";
+import { materializePhase, probePhase, recordPhase, transferPhase, verifyPhase } from "./restore-phases.ts";
+
+export interface RestoreRunOptions {
+  /** called once the probe passed: from here on a failure must clean up */
+  onProbed?: (probed: RestoreProbeResult) => void;
+  /** the benchmark cell records no restore record (its result is the run's record) */
+  record?: boolean;
+}
+
+export async function runRestorePhases(run: PhaseRunner, d: Deps, p: RestoreParams, s: RestoreStrategy, options: RestoreRunOptions = {}): Promise<RestoreProbeResult> {
+  const probed = await run.run("probe", () => probePhase(d, p, s));
+  options.onProbed?.(probed);
+  await run.run("transfer", () => transferPhase(d, p, s, probed));
+  await run.run("materialize", () => materializePhase(d, p, s, probed));
+  await run.run("verify", () => verifyPhase(d, p, probed, { ...run.steps }));
+  // Verified: nothing of the snapshot is read from the store any more, so a delete may go ahead (restore-leases.ts).
+  // Outside a step, so it runs whether or not a record step follows; repeating it on a replay is harmless.
+  await releaseLease(d.store, p.snapshotId, p.restoreId);
+  if (options.record ?? true) await run.run("record", () => recordPhase(d, p, s, { ...run.steps }));
+  return probed;
+}

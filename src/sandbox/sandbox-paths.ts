@@ -1,0 +1,24 @@
+// Where the Worker asks the agent to put things inside a sandbox: snapflow's own areas under /snapflow, never the
+// user's tree. The layout itself is container/sandbox-layout.ts, shared with the agent; this adds the Worker's
+// naming (by snapshot or restore id and archive format).
+import { extensionOf, type ArchiveFormat } from "../../container/protocol.ts";
+import { datasetMarkerPath, deltaListPath, imagePath, mountPath, overlayLayer, stagingPath } from "../../container/sandbox-layout.ts";
+
+export const sandboxPaths = {
+  /** an archive staged before upload, or downloaded before extraction */
+  staged: (id: string, format: ArchiveFormat) => stagingPath(id, extensionOf(format)),
+  /** a delta's list of changed entries (NUL-separated, for tar -T) */
+  deltaList: deltaListPath,
+  /** a single-pass backup's manifest (made from the tar stream) and result, read by the Worker after the archive */
+  manifestOut: (id: string) => stagingPath(id, "manifest.json"),
+  resultOut: (id: string) => stagingPath(id, "result.json"),
+  /** a downloaded image: it backs its mount for as long as the mount lives, so it has its own place */
+  image: (id: string, format: ArchiveFormat) => imagePath(id, extensionOf(format)),
+  /** overlay-restore: the squashfs base image, its FUSE mount (the overlay's lower) and the overlay's layer */
+  overlay: (restoreId: string) => {
+    const { layer, upper } = overlayLayer(restoreId);
+    return { image: imagePath(restoreId, "sqsh"), lower: mountPath(restoreId), layer, upper };
+  },
+  /** the marker recording which dataset spec a benchmark source holds */
+  datasetMarker: datasetMarkerPath,
+} as const;

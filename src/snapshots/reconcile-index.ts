@@ -1,0 +1,40 @@
+// Bringing KV's index back into agreement with the store, whose records are the truth: an index entry without a
+// record is dropped (a delete that stopped halfway), a record without an entry is indexed again (a record step
+// whose KV write was lost). Run by the cron trigger before retention, so retention plans over a true index.
+import type { Deps } from "../deps.ts";
+import { KV_KEYS } from "../kv-keys.ts";
+import { allSnapshots } from "./list-snapshots.ts";
+import { getJson, indexSnapshot, snapshotRecordKey, type SnapshotRecord } from "./records.ts";
+
+const RECORD = /^snapshots\/([^/]+)\/snapshot\.json$/;
+
+/** The ids of every snapshot record in the store. */
+export async function storedSnapshotIds(d: Deps): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await d.store.list("snapshots/", { cursor, limit: 1000 });
+    for (const o of page.objects) {
+      const m = RECORD.exec(o.key);
+      if (m) ids.push(m[1]!);
+    }
+    cursor = page.cursor;
+  } while (cursor);
+  return ids;
+}
+
+export async function reconcileIndex(d: Deps): Promise<{ dropped: string[]; reindexed: string[] }> {
+  const stored = new Set(await storedSnapshotIds(d));
+  const indexed = new Set((await allSnapshots(d.kv)).map((s) => s.id));
+  const dropped = [...indexed].filter((id) => !stored.has(id));
+  for (const id of dropped) await d.kv.delete(KV_KEYS.snapshot(id));
+  const reindexed: string[] = [];
+  for (const id of [...stored].filter((id) => !indexed.has(id))) {
+    const record = await getJson<SnapshotRecord>(d.store, snapshotRecordKey(id));
+    if (record) {
+      await indexSnapshot(d.kv, record);
+      reindexed.push(id);
+    }
+  }
+  return { dropped, reindexed };
+}

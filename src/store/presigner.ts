@@ -1,0 +1,36 @@
+// Presigning is a capability of the store's configuration: the bucket's S3 endpoint and an access key let the
+// Worker hand a sandbox short-lived URLs for one key and one method, so archive bytes go straight between the
+// sandbox and the store. Built once (deps.ts), whichever ObjectStore the Worker itself uses — with R2 the
+// binding and the S3 endpoint address the same bucket.
+import type { MultipartUpload } from "./object-store.ts";
+import { hexToBase64, presign, s3Store, type S3Settings } from "./s3-store.ts";
+
+export interface Presigner {
+  /**
+   * A URL for `method` on `key` only, valid for the configured expiry (or `expiresSeconds`). Pure crypto.
+   * PUT only: `sha256` (hex) binds the body (the store refuses other bytes); `createOnly` signs If-None-Match: *,
+   * so the URL cannot overwrite the object once it exists (the agent must send that header).
+   */
+  url(key: string, method: "GET" | "PUT", options?: { expiresSeconds?: number; query?: Record<string, string>; sha256?: string; createOnly?: boolean }): Promise<string>;
+  /**
+   * A multipart upload opened over the S3 API, whose part URLs this presigner signs (partUrl). R2's binding
+   * cannot open one that presigned part URLs may address.
+   */
+  createMultipartUpload(key: string): Promise<MultipartUpload>;
+  /** The URL the sandbox PUTs part `partNumber` of `upload` to. */
+  partUrl(upload: MultipartUpload, partNumber: number, expiresSeconds?: number): Promise<string>;
+}
+
+export function s3Presigner(s: S3Settings, defaultExpirySeconds: number): Presigner {
+  const store = s3Store(s);
+  const url: Presigner["url"] = (key, method, options = {}) =>
+    presign(s, key, method, Math.min(options.expiresSeconds ?? defaultExpirySeconds, defaultExpirySeconds), {
+      ...options.query,
+      ...(options.sha256 ? { "x-amz-checksum-sha256": hexToBase64(options.sha256) } : {}),
+    }, options.createOnly ? { "if-none-match": "*" } : {});
+  return {
+    url,
+    createMultipartUpload: (key) => store.createMultipartUpload(key),
+    partUrl: (upload, partNumber, expiresSeconds) => url(upload.key, "PUT", { expiresSeconds, query: { partNumber: String(partNumber), uploadId: upload.uploadId } }),
+  };
+}

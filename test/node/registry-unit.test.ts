@@ -1,0 +1,71 @@
+// The strategy registry as data: typed lookups, the duplicate-name guard, and the dispatch tables the phases use
+// (every path and materialization a preset names has a module).
+import { describe, expect, it } from "vitest";
+import { BACKUP_TRANSFERS } from "../../src/backup/transfer/index.ts";
+import { MATERIALIZATIONS } from "../../src/restore/materialize/index.ts";
+import { RESTORE_TRANSFERS } from "../../src/restore/transfer/index.ts";
+import { checkUniqueNames, findBackup, findRestore, restoresForSnapshot, STRATEGIES, type Strategy } from "../../src/strategies/registry.ts";
+
+describe("typed lookups", () => {
+  it("findBackup finds backup presets only, findRestore restore presets only", () => {
+    expect(findBackup("tar-zst-pipe")?.path).toBe("multipart");
+    expect(findBackup("presigned-tar-zst-pipe")).toBeUndefined();
+    expect(findRestore("presigned-tar-zst-pipe")?.path).toBe("presigned-pipe");
+    expect(findRestore("tar-zst-pipe")).toBeUndefined();
+    expect(findBackup("no-such-preset")).toBeUndefined();
+  });
+
+  it("every restore names its materialization; tar archives are always extracted", () => {
+    for (const s of STRATEGIES) {
+      if (s.kind !== "restore") continue;
+      expect(s.materialize, s.name).toBeDefined();
+      if (s.format.kind === "tar") expect(s.materialize, s.name).toBe("extract");
+    }
+    expect(findRestore("presigned-squashfs-mount")?.materialize).toBe("mount-kernel");
+    expect(findRestore("overlay-restore")?.materialize).toBe("overlay");
+  });
+
+  it("aria2c presets need aria2c besides their format's tools", () => {
+    expect(findRestore("presigned-tar-zst-aria2c")?.requires).toEqual(["aria2c", "tar", "zstd"]);
+    expect(findRestore("presigned-squashfs-mount-aria2c")?.requires).toEqual(["aria2c"]);
+  });
+});
+
+describe("names", () => {
+  it("the registry has no two entries of one name", () => {
+    expect(new Set(STRATEGIES.map((s) => s.name)).size).toBe(STRATEGIES.length);
+  });
+
+  it("checkUniqueNames refuses a duplicate, naming it", () => {
+    const dup = [...STRATEGIES, { ...STRATEGIES[0]! }] as Strategy[];
+    expect(() => checkUniqueNames(dup)).toThrow(`the name ${STRATEGIES[0]!.name} is used twice`);
+    expect(() => checkUniqueNames(STRATEGIES)).not.toThrow();
+  });
+});
+
+describe("dispatch tables", () => {
+  it("every backup preset's path has a transfer module; image formats are never on a streaming path", () => {
+    for (const s of STRATEGIES) {
+      if (s.kind !== "backup") continue;
+      const t = BACKUP_TRANSFERS[s.path];
+      expect(t, s.name).toBeDefined();
+      if (s.format.kind !== "tar") expect(t.streamsArchive, s.name).toBe(false);
+    }
+  });
+
+  it("every restore preset's path has a transfer module and its materialization a module (overlay is a plan)", () => {
+    for (const s of STRATEGIES) {
+      if (s.kind !== "restore") continue;
+      expect(RESTORE_TRANSFERS[s.path], s.name).toBeDefined();
+      if (s.materialize !== "overlay") expect(MATERIALIZATIONS[s.materialize], s.name).toBeDefined();
+      // Images land in a file; only tar is piped into an extractor.
+      if (s.format.kind !== "tar") expect(RESTORE_TRANSFERS[s.path].piped, s.name).toBe(false);
+    }
+  });
+
+  it("a delta snapshot is restored by piped strategies only, an overlay delta by overlay-restore only", () => {
+    const zstd = findBackup("tar-zst-pipe")!.format;
+    expect(restoresForSnapshot({ format: zstd, delta: { kind: "changed-files" } }).every((s) => RESTORE_TRANSFERS[s.path].piped)).toBe(true);
+    expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }).map((s) => s.name)).toEqual(["overlay-restore"]);
+  });
+});

@@ -1,0 +1,114 @@
+// Security properties the Worker shows by itself (issue 12): the results page through a signed, expiring,
+// read-only link (never the API token in a URL) with headers that keep it from leaking or running foreign code;
+// weak secrets refused at start; the agent's own area refused as a user path.
+import { env, exports } from "cloudflare:workers";
+import { introspectWorkflow } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { agentTokenFor } from "../../container/agent-token.ts";
+import { signResultsLink } from "../../src/api/results-link.ts";
+import { readConfig } from "../../src/config.ts";
+import { writeProgress } from "../../src/matrix/matrix-records.ts";
+import { api } from "./helpers.ts";
+
+const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
+
+async function runningMatrix(): Promise<string> {
+  const id = `mx-sec-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+  const now = new Date().toISOString();
+  await writeProgress(env.INDEX, { id, name: "security", trigger: "http", status: "running", total: 1, sent: 0, done: 0, failed: 0, deadLettered: [], createdAt: now, updatedAt: now });
+  return id;
+}
+
+describe("results page: a signed link, not the API token", () => {
+  it("POST /api/matrices/:id/link gives a link that opens the page, with no-referrer, no-store and a nonce CSP", async () => {
+    const id = await runningMatrix();
+    const link = await api("POST", `/api/matrices/${id}/link`, { ttlSeconds: 600 });
+    expect(link.status).toBe(201);
+    const url = new URL(link.json.url);
+    expect(url.pathname).toBe(`/matrices/${id}`);
+    expect(url.search).not.toContain(env.API_TOKEN);
+    expect(Date.parse(link.json.expiresAt) - Date.now()).toBeGreaterThan(500_000);
+    const r = await page(url.pathname + url.search);
+    expect(r.status).toBe(200);
+    expect(r.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(r.headers.get("cache-control")).toBe("no-store");
+    expect(r.headers.get("x-content-type-options")).toBe("nosniff");
+    const csp = r.headers.get("content-security-policy")!;
+    const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1];
+    expect(csp).toMatch(/default-src 'none'/);
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
+    const html = await r.text();
+    // The one inline script (the reload while running) and the style carry the nonce; nothing else runs.
+    expect(html.match(/<script[^>]*>/g)).toEqual([`<script nonce="${nonce}">`]);
+    expect(html).toContain(`<style nonce="${nonce}">`);
+    // A fresh nonce per response.
+    const again = await page(url.pathname + url.search);
+    expect(again.headers.get("content-security-policy")).not.toContain(nonce);
+  });
+
+  it.each([
+    ["the API token as ?token= (the old way)", async (id: string) => `/matrices/${id}?token=${env.API_TOKEN}`, "exp"],
+    ["a tampered signature", async (id: string) => (await signResultsLink(env.API_TOKEN, id, 4102444800)).replace(/sig=./, "sig=A"), "sig"],
+    ["a later expiry than was signed", async (id: string) => (await signResultsLink(env.API_TOKEN, id, 4102444800)).replace("exp=4102444800", "exp=4102444801"), "sig"],
+    ["another matrix's link", async (id: string) => (await signResultsLink(env.API_TOKEN, `${id}-other`, 4102444800)).replace(`${id}-other`, id), "sig"],
+    ["an expired link", async (id: string) => signResultsLink(env.API_TOKEN, id, Math.floor(Date.now() / 1000) - 1), "exp"],
+  ])("%s is a 401 naming %s", async (_what, make, field) => {
+    const id = await runningMatrix();
+    const r = await page(await make(id));
+    expect(r.status).toBe(401);
+    expect(((await r.json()) as any).error).toMatchObject({ code: "unauthorized", field });
+  });
+
+  it("a link does not open the API", async () => {
+    const id = await runningMatrix();
+    const link = new URL((await api("POST", `/api/matrices/${id}/link`, {})).json.url);
+    const r = await exports.default.fetch(`http://snapflow.test/api/matrices/${id}${link.search}`);
+    expect(r.status).toBe(401);
+  });
+});
+
+describe("secrets shorter than 32 characters are refused at config read, naming the variable", () => {
+  it.each(["API_TOKEN", "AGENT_SECRET"])("%s", (name) => {
+    expect(() => readConfig({ ...env, [name]: "change-me" } as Env)).toThrow(new RegExp(`^configuration: ${name}: .*at least 32`));
+    expect(() => readConfig({ ...env, [name]: "x".repeat(32) } as Env)).not.toThrow();
+  });
+});
+
+describe("/snapflow (the agent's staging, image and overlay area) is not a user path", () => {
+  it.each([
+    ["POST", "/api/backups", { sandboxId: "s1", path: "/snapflow/images" }],
+    ["POST", "/api/restores", { sandboxId: "s1", snapshotId: "bk-20260101000000-00000000", path: "/snapflow" }],
+    ["POST", "/api/sandboxes/s1/datasets", { path: "/snapflow/staging/x", kind: "tricky" }],
+  ])("%s %s", async (method, path, body) => {
+    await using backups = await introspectWorkflow(env.BACKUP_WORKFLOW);
+    await using restores = await introspectWorkflow(env.RESTORE_WORKFLOW);
+    const r = await api(method, path, body);
+    expect(r.status).toBe(400);
+    expect(r.json.error).toMatchObject({ code: "bad_request", field: "path" });
+    expect(r.json.error.message).toMatch(/snapflow's own area/);
+    expect([...(await backups.get()), ...(await restores.get())]).toHaveLength(0);
+  });
+});
+
+describe("per-sandbox agent credentials (container/agent-token.ts)", () => {
+  const ask = async (sandbox: string, token: string | undefined, path = "/v1/probe") =>
+    (await fetch(`${env.AGENT_URL}${path}`, { headers: { "x-snapflow-sandbox": sandbox, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) } })).status;
+
+  it("a sandbox's token opens that sandbox only: stolen from A, it is refused for B", async () => {
+    const a = `sec-a-${Date.now().toString(36)}`;
+    const b = `sec-b-${Date.now().toString(36)}`;
+    const tokenA = await agentTokenFor(env.AGENT_SECRET, a);
+    expect(await ask(a, tokenA)).toBe(200);
+    expect(await ask(b, tokenA)).toBe(401);
+    expect(await ask(b, await agentTokenFor(env.AGENT_SECRET, b))).toBe(200);
+    // The Worker's secret itself is not a token.
+    expect(await ask(a, env.AGENT_SECRET)).toBe(401);
+  });
+
+  it("readiness (/v1/health) is authenticated too", async () => {
+    const sb = `sec-health-${Date.now().toString(36)}`;
+    expect(await ask(sb, undefined, "/v1/health")).toBe(401);
+    expect(await ask(sb, "x".repeat(64), "/v1/health")).toBe(401);
+    expect(await ask(sb, await agentTokenFor(env.AGENT_SECRET, sb), "/v1/health")).toBe(200);
+  });
+});
