@@ -51,8 +51,10 @@ it.skipIf(!haveChromium)(`the results page updates while the matrix runs, then s
   expect(await page.locator("#status").innerText()).toMatch(/3 of 3 runs done, 0 failed — complete/);
   const cells = await page.locator("#summary tbody tr td").allInnerTexts();
   expect(cells.slice(0, 4)).toEqual(["tricky", "tar-zst-pipe", "presigned-tar-zst-pipe", "3"]);
-  // Two bars (backup, restore), each with its median as a label.
-  expect(await page.locator("#chart svg rect[fill='#2563eb'] title").count()).toBeGreaterThanOrEqual(1);
+  // Two stacked bars (backup, restore), a segment per phase with its median in a title, each bar labelled.
+  const segments = await page.locator("#chart svg rect title").allTextContents();
+  expect(segments.some((t) => /^backup \w+: median /.test(t))).toBe(true);
+  expect(segments.some((t) => /^restore \w+: median /.test(t))).toBe(true);
   expect(await page.locator("#chart svg text", { hasText: / s$/ }).count()).toBe(2);
   await page.screenshot({ path: join(dir, "results-page.png"), fullPage: true });
 }, 200_000);
