@@ -4,7 +4,7 @@
 //   probe    → can this sandbox run the strategy (tools)?                       agent GET /v1/probe
 //   archive  → source manifest to the store; staging paths also archive to a file in the sandbox
 //   transfer → archive bytes to the store, by the strategy's transfer path (transfer/*.ts)
-//   verify   → read the stored object back, check its size and SHA-256
+//   verify   → the stored object has the size sent; read back and hashed unless the Worker hashed it on the way
 //   record   → snapshot record in the store and index entry in KV: from here on the snapshot is "good"
 import { storedSha256, WORKER_VERIFY_MAX_BYTES } from "../store/stored-sha256.ts";
 import type { Deps } from "../deps.ts";
@@ -108,16 +108,22 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
   const key = archiveKey(p.snapshotId, s.format);
   const head = await d.store.head(key);
   if (!head) throw new SnapflowError("transfer_damaged", `archive ${key} is not in the store after transfer`);
-  // Up to WORKER_VERIFY_MAX_BYTES the Worker hashes the stored object itself: the sandbox that sent the bytes does
-  // not grade its own work. Above it, the sandbox reads the object back over a presigned URL (a multi-gigabyte
-  // read stays out of the Worker's CPU time); single PUTs are also bound to their hash by the store's checksum.
-  const got = head.size <= WORKER_VERIFY_MAX_BYTES
-    ? (await storedSha256(d.store, key))!
-    : await new AgentClient(d.transport, p.sandboxId).hashUrl(await d.presigner.url(key, "GET"));
-  if (got.bytes !== sent.bytes || head.size !== sent.bytes || got.sha256 !== sent.sha256) {
+  if (head.size !== sent.bytes) {
+    throw new SnapflowError("snapshot_unusable", `stored archive ${key} holds ${head.size} bytes, ${sent.bytes} were sent`);
+  }
+  // The Worker hashed the bytes itself as it handed them to the store: reading them back would be a second pass
+  // that only re-checks the store's own durability. The size says the store holds all of them.
+  if (BACKUP_TRANSFERS[s.path].hashedByWorker) return { ms: since(t), bytes: head.size, sha256: sent.sha256, checked: "hashed by the Worker in the stream; stored size" };
+  // The sandbox moved the bytes, so it must not grade its own work. Up to WORKER_VERIFY_MAX_BYTES the Worker
+  // hashes the stored object itself; above it, the sandbox reads the object back over a presigned URL (a
+  // multi-gigabyte read stays out of the Worker's CPU time); single PUTs are also bound to their hash by the
+  // store's checksum.
+  const byWorker = head.size <= WORKER_VERIFY_MAX_BYTES;
+  const got = byWorker ? (await storedSha256(d.store, key))! : await new AgentClient(d.transport, p.sandboxId).hashUrl(await d.presigner.url(key, "GET"));
+  if (got.bytes !== sent.bytes || got.sha256 !== sent.sha256) {
     throw new SnapflowError("snapshot_unusable", `stored archive ${key} does not match what was sent: ${got.bytes} bytes sha256 ${got.sha256}, sent ${sent.bytes} bytes sha256 ${sent.sha256}`);
   }
-  return { ms: since(t), bytes: got.bytes, sha256: got.sha256 };
+  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, checked: byWorker ? "read back and hashed by the Worker" : "read back and hashed by the sandbox" };
 }
 
 export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult, sent: TransferResult, steps: Record<string, StepResult>): Promise<StepResult> {

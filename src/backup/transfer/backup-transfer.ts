@@ -30,5 +30,11 @@ export interface BackupTransfer {
    * (single-pass.ts); false: the archive phase takes the manifest by a walk of its own first.
    */
   readonly singlePass: boolean;
+  /**
+   * true: the bytes passed through the Worker on their way to the store and the Worker hashed them as they went
+   * (sent.sha256 is its own digest, not the sandbox's word), so verify only checks that the store holds an object
+   * of that size; false: the sandbox moved the bytes, and verify reads the stored object back.
+   */
+  readonly hashedByWorker: boolean;
   transfer(c: BackupTransferContext): Promise<TransferResult>;
 }

@@ -12,6 +12,7 @@ import { tarOnly } from "./tar-only.ts";
 export const multipartTransfer: BackupTransfer = {
   streamsArchive: true,
   singlePass: true,
+  hashedByWorker: true,
   async transfer({ d, p, s, agent, archived, key, started }) {
     const format = tarOnly(s);
     // Single pass: the agent makes the manifest from the stream it sends; its result file is ready when the stream ends.

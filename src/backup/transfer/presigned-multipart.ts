@@ -12,6 +12,7 @@ export const presignedMultipartTransfer: BackupTransfer = {
   streamsArchive: true,
   // The agent's parallel part uploader reads tar's stream itself; it does not make the manifest on the way (yet).
   singlePass: false,
+  hashedByWorker: false,
   async transfer({ d, p, s, agent, archived, key, started }) {
     const format = tarOnly(s);
     // The archive is at most about the tree's size; 25% headroom and one spare part cover incompressible data.

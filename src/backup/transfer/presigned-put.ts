@@ -11,6 +11,7 @@ export function uploadExpirySeconds(bytes: number): number {
 export const presignedPutTransfer: BackupTransfer = {
   streamsArchive: false,
   singlePass: true,
+  hashedByWorker: false,
   async transfer({ d, agent, archived, key, started }) {
     // The URL binds the staged archive's SHA-256 (the store refuses other bytes), can only create the object (no
     // overwrite after the snapshot is recorded) and lives about as long as the upload needs.

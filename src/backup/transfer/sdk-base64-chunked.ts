@@ -10,6 +10,7 @@ const SDK_CHUNK_BYTES = 10 * 2 ** 20;
 export const sdkBase64ChunkedTransfer: BackupTransfer = {
   streamsArchive: false,
   singlePass: true,
+  hashedByWorker: false,
   async transfer({ d, p, agent, archived, key, started }) {
     const { chunks } = await agent.split(archived.staged!, SDK_CHUNK_BYTES);
     const upload = equalPartGuard(await d.store.createMultipartUpload(key), SDK_CHUNK_BYTES);

@@ -8,6 +8,7 @@ import type { BackupTransfer } from "./backup-transfer.ts";
 export const sdkBase64StreamTransfer: BackupTransfer = {
   streamsArchive: false,
   singlePass: true,
+  hashedByWorker: false,
   async transfer({ d, p, agent, archived, key, started }) {
     const body = await d.transport.readFileStreamBase64(p.sandboxId, archived.staged!);
     const up = await uploadStreamMultipart(d.store, key, body, { partSize: partSizeFor(archived.bytes), concurrency: 2 });

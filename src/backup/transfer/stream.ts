@@ -6,6 +6,7 @@ import type { BackupTransfer } from "./backup-transfer.ts";
 export const streamTransfer: BackupTransfer = {
   streamsArchive: false,
   singlePass: true,
+  hashedByWorker: false,
   async transfer({ d, agent, archived, key, started }) {
     const r = await agent.readFile(archived.staged!);
     const length = Number(r.headers.get("content-length"));
