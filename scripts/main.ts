@@ -92,7 +92,7 @@ let exitCode = 1;
 const say = (line: string) => console.error(line);
 const stepLogger = (run: string) => (name: string, s: RunStatus["steps"][string]) => {
   say(`  ${run} ${name.padEnd(11)} ${String(s.ms).padStart(7)} ms ${s.bytes ? `${(s.bytes / 1e6).toFixed(1)} MB` : ""}`);
-  const note = s.overlapped ? (name === "archive" ? "source manifest; the archive streams during transfer" : "done during transfer") : s.ttfbMs !== undefined ? `first byte at ${s.ttfbMs} ms, ${s.parts} parts` : s.files ? `${s.files} files verified` : undefined;
+  const note = s.overlapped ? (name === "archive" ? "one pass: archived, hashed and uploaded during transfer" : "done during transfer") : s.ttfbMs !== undefined ? `first byte at ${s.ttfbMs} ms, ${s.parts} parts` : s.checked ? String(s.checked) : s.files ? `${s.files} files verified${(s.verified as { by?: string } | undefined)?.by ? `: ${(s.verified as { by: string }).by}` : ""}` : undefined;
   rows.push({ run, step: name, ms: s.ms, bytes: s.bytes, note });
 };
 

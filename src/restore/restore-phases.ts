@@ -61,7 +61,8 @@ export async function verifyPhase(d: Deps, p: RestoreParams, probed: RestoreProb
   const t = performance.now();
   const inStream = [steps.transfer?.verified, steps.materialize?.verified].find((v) => (v as { metadata?: string } | undefined)?.metadata === "walk");
   if (inStream && !p.deepVerify) {
-    return { ms: since(t), bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { ...(inStream as object), by: "in-stream while extracting, then a metadata walk" } };
+    const { bytes, files, dirs, symlinks } = probed.snapshot.manifest;
+    return { ms: since(t), bytes, files, dirs, symlinks, verified: { ...(inStream as object), by: "in-stream while extracting, then a metadata walk" } };
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   const expected = { url: await d.presigner.url(probed.snapshot.manifest.key, "GET") };
