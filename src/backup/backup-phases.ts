@@ -14,7 +14,7 @@ import { since } from "../phases/phase-runner.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
-import { archiveKey, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { archiveKey, chunkRecordOf, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
 import type { TarFormat } from "../../container/protocol.ts";
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
@@ -117,7 +117,8 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
   if (got.bytes !== sent.bytes || head.size !== sent.bytes || got.sha256 !== sent.sha256) {
     throw new SnapflowError("snapshot_unusable", `stored archive ${key} does not match what was sent: ${got.bytes} bytes sha256 ${got.sha256}, sent ${sent.bytes} bytes sha256 ${sent.sha256}`);
   }
-  return { ms: since(t), bytes: got.bytes, sha256: got.sha256 };
+  const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
+  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, ...more };
 }
 
 export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult, sent: TransferResult, steps: Record<string, StepResult>): Promise<StepResult> {
@@ -135,6 +136,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     format: s.format,
     archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256 },
     manifest: { key: manifestKey(p.snapshotId), ...totals },
+    ...(sent.chunks ? { chunks: chunkRecordOf(sent.chunks) } : {}),
     ...(delta ? { delta: { kind: "changed-files" as const, base: p.baseSnapshotId!, changed: delta.changed, deleted: delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),
     ...(archived.archiveRoot ? { delta: { kind: "overlay-upper" as const, base: p.baseSnapshotId! } } : {}),
     ...(p.name ? { name: p.name } : {}),
@@ -153,5 +155,7 @@ export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy)
   if (p.baseSnapshotId) await removeDependant(d.store, p.baseSnapshotId, p.snapshotId);
   const agent = new AgentClient(d.transport, p.sandboxId);
   await agent.deleteFile(stagedArchive(p, s)).catch(() => {});
-  for (const file of [sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId)]) await agent.deleteFile(file).catch(() => {});
+  // Chunks a failed chunked backup uploaded stay: others may share them, and the collector removes unreferenced
+  // ones once they are older than its grace period (chunk-gc.ts).
+  for (const file of [sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId)]) await agent.deleteFile(file).catch(() => {});
 }
