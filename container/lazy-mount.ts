@@ -93,10 +93,24 @@ export async function readLazyStatus(file: string): Promise<LazyStatus | null> {
   }
 }
 
+/**
+ * The status once it lists the failed chunks: the helper rewrites it at most every 200 ms, so a failure that just
+ * happened may not be in the file yet.
+ */
+async function statusWithFailures(file: string, withinMs = 1000): Promise<LazyStatus | null> {
+  const started = performance.now();
+  let status = await readLazyStatus(file);
+  while (!status?.failed.length && performance.now() - started < withinMs) {
+    await new Promise((r) => setTimeout(r, 50));
+    status = await readLazyStatus(file);
+  }
+  return status;
+}
+
 /** "chunk <sha> (#i): reason; …" for messages that must name the chunks a mount could not have. */
 export function describeFailed(status: LazyStatus | null): string {
   const failed = status?.failed ?? [];
-  return failed.slice(0, 5).map((f) => `chunk ${f.sha256} (#${f.index}): ${f.reason}`).join("; ") + (failed.length > 5 ? `; and ${failed.length - 5} more` : "");
+  return failed.slice(0, 5).map((f) => `${f.reason.includes(f.sha256) ? f.reason : `chunk ${f.sha256}: ${f.reason}`} (#${f.index} in the index)`).join("; ") + (failed.length > 5 ? `; and ${failed.length - 5} more` : "");
 }
 
 export async function mountLazy(registry: MountRegistry, sandboxId: string, r: LazyMountRequest): Promise<LazyMountResult> {
@@ -138,8 +152,9 @@ export async function mountLazy(registry: MountRegistry, sandboxId: string, r: L
     } catch (e) {
       // The image's first reads (the superblock, the tables at its end) go through the helper: a chunk it could not
       // have is the reason the mount failed, and what the caller must hear about.
-      const failed = describeFailed(await readLazyStatus(files.status));
-      throw failed ? new AgentError("tool_failed", `the image could not be mounted because its chunks could not be had: ${failed}`) : e;
+      const failed = describeFailed(await statusWithFailures(files.status));
+      // verify_failed (422): the chunk was already retried; the snapshot, not the moment, is at fault.
+      throw failed ? new AgentError("verify_failed", `the image could not be mounted because its chunks could not be had: ${failed}`) : e;
     }
     return {
       ms: Math.round(performance.now() - started), readyMs: ready.readyMs, fuseMs, mountMs: Math.round(performance.now() - mountStarted), how,

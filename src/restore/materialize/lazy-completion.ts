@@ -14,7 +14,7 @@ const LISTED = 200;
 /** "chunk <sha> (#i): reason; …", or "" when nothing failed. */
 export function failedChunks(status: Pick<LazyStatus, "failed"> | null): string {
   const failed = status?.failed ?? [];
-  return failed.slice(0, 5).map((f) => `chunk ${f.sha256} (#${f.index}) ${f.reason}`).join("; ") + (failed.length > 5 ? `; and ${failed.length - 5} more` : "");
+  return failed.slice(0, 5).map((f) => `${f.reason.includes(f.sha256) ? f.reason : `chunk ${f.sha256}: ${f.reason}`} (#${f.index} in the index)`).join("; ") + (failed.length > 5 ? `; and ${failed.length - 5} more` : "");
 }
 
 export async function waitComplete(agent: AgentClient, work: string): Promise<LazyStatus> {

@@ -77,7 +77,8 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       checked = await check();
     } catch (e) {
       // A read through the mount that failed with EIO is a chunk the helper could not have: name it.
-      const failed = failedChunks(await c.agent.lazyWait({ work: where.work, timeoutMs: 0 }).catch(() => null));
+      // The helper writes its status at most every 200 ms: give a failure just made a moment to show.
+      const failed = failedChunks(await c.agent.lazyWait({ work: where.work, timeoutMs: 1000 }).catch(() => null));
       if (failed) throw new SnapflowError("snapshot_unusable", `reading the restored tree failed: ${failed}`, { cause: e });
       throw e;
     }
