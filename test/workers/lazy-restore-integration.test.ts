@@ -102,6 +102,23 @@ describe("squashfs-chunked → lazy restores", () => {
     expect((await manifest(dst)).entries).toEqual((await manifest(src)).entries);
   });
 
+  it("a fork — restored writable with lazy-squashfs-overlay, changed, backed up — uploads only the chunks that changed", async () => {
+    const src = sandbox("src");
+    await severalChunks(src, 36);
+    const parent = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
+    const fork = sandbox("fork");
+    const opened = await run("restore", { snapshotId: parent.snapshotId, sandboxId: fork, path: APP, strategy: "lazy-squashfs-overlay" });
+    expect(opened.steps.materialize.usableMs).toBeGreaterThan(0);
+    await putFile(fork, `${APP}/zz-fork/changed.txt`, "the fork's own work\n".repeat(500));
+    const child = await run("backup", { sandboxId: fork, path: APP, strategy: "squashfs-chunked" });
+    const c = (await record(child.snapshotId)).chunks!;
+    console.log(`fork: uploaded ${c.uploadedBytes} of ${c.imageBytes} bytes (${c.uploadedChunks}/${c.distinct} chunks), backup wall ${child.wallMs ?? "?"} ms, transfer ${child.steps.transfer.ms} ms`);
+    expect(c.uploadedBytes).toBeLessThan(c.imageBytes / 2);
+    const dst = sandbox("dst");
+    await run("restore", { snapshotId: child.snapshotId, sandboxId: dst, path: APP, strategy: "lazy-squashfs" });
+    expect((await manifest(dst)).entries).toEqual((await manifest(fork)).entries);
+  });
+
   it("a chunk whose bytes were damaged in the store fails the restore naming it, and leaves nothing mounted", async () => {
     const src = sandbox("src");
     await severalChunks(src, 33);
