@@ -24,6 +24,11 @@ export interface MountRecord {
   /** host paths the mount reads from or writes to (image file; lower, upper, work): it must go before them */
   hostSources: string[];
   fuse: boolean;
+  /**
+   * How to take it down when unmounting is more than umount: a lazy mount's helper process is told to stop (it
+   * unmounts itself and exits), so no process outlives its mount.
+   */
+  stop?: () => Promise<void>;
 }
 
 export class MountRegistry {
@@ -99,7 +104,7 @@ async function requireFuse(tools: string[], what: string): Promise<string> {
 // ---- mounting ----
 
 /** A mount target must be an empty directory or nothing (it is then created). Returns its canonical path. */
-async function prepareTarget(dir: string, field: string): Promise<string> {
+export async function prepareTarget(dir: string, field: string): Promise<string> {
   const st = await lstat(dir).catch(() => null);
   if (st && !st.isDirectory()) throw new AgentError("bad_request", `${field}: a mount needs an empty or missing directory, and this is not a directory`, field);
   if (st) {
@@ -218,6 +223,11 @@ async function unmountHost(hostPath: string, fuse: boolean): Promise<void> {
   await runQuiet(unmountArgv(hostPath, fuse));
 }
 
+async function unmountRecord(r: MountRecord): Promise<void> {
+  if (r.stop) await r.stop();
+  else await unmountHost(r.hostPath, r.fuse);
+}
+
 /**
  * Unmounts the mount at `dir` and, first, every registered mount that depends on it (an overlay over it).
  * A mount the registry does not know (made before the agent restarted) is unmounted too if it is in mountinfo.
@@ -245,7 +255,7 @@ export async function unmountPath(registry: MountRegistry, sandboxId: string, di
   }
   const done: string[] = [];
   for (const r of unmountOrder([...doomed])) {
-    await unmountHost(r.hostPath, r.fuse);
+    await unmountRecord(r);
     registry.forget(sandboxId, r.hostPath);
     done.push(r.entry.path);
   }
@@ -262,7 +272,7 @@ export async function unmountSandbox(registry: MountRegistry, sandboxId: string,
   const done: string[] = [];
   const mounted = new Set((await readMountinfo()).map((m) => m.mountPoint));
   for (const r of unmountOrder(registry.records(sandboxId))) {
-    if (mounted.has(r.hostPath)) await unmountHost(r.hostPath, r.fuse);
+    if (mounted.has(r.hostPath) || r.stop) await unmountRecord(r);
     registry.forget(sandboxId, r.hostPath);
     done.push(r.entry.path);
   }

@@ -97,6 +97,12 @@ export const SquashfsFormat = z.object({
   level: z.number().int().min(1).max(22).optional(),
   /** bytes, a power of two from 4 KiB to 1 MiB; mksquashfs's default 128 KiB when absent */
   blockSize: z.number().int().min(4096).max(1 << 20).refine((n) => (n & (n - 1)) === 0, "a power of two").optional(),
+  /**
+   * Content-addressed chunks (chunk-index.ts): the image is cut by FastCDC (min avg/4, max 4·avg) into chunks stored
+   * as chunks/<sha256>, shared by every snapshot that has them, and the snapshot's archive is their index. The
+   * chunking parameters are part of the format: other values cut other chunks (and dedup nothing with these).
+   */
+  chunks: z.object({ avg: z.number().int().min(64 * 1024).max(8 * 2 ** 20).refine((n) => (n & (n - 1)) === 0, "a power of two") }).strict().optional(),
 });
 export type SquashfsFormat = z.infer<typeof SquashfsFormat>;
 
@@ -116,6 +122,8 @@ export type ArchiveFormat = z.infer<typeof ArchiveFormat>;
 
 /** The file name extension of an archive format: tar, tar.zst, tar.gz, tar.lz4, sqsh, erofs. */
 export function extensionOf(format: ArchiveFormat): string {
+  // A chunked image's stored object is its index (the chunks live under chunks/, shared).
+  if (format.kind === "squashfs" && format.chunks) return "sqsh.index.json";
   if (format.kind !== "tar") return format.kind === "squashfs" ? "sqsh" : "erofs";
   return { none: "tar", zstd: "tar.zst", gzip: "tar.gz", pigz: "tar.gz", lz4: "tar.lz4" }[format.compression];
 }
@@ -359,11 +367,12 @@ export const OverlayBody = z.object({
 /** A mount made through the agent, as GET /v1/mounts lists it (sandbox paths throughout). */
 export interface MountEntry {
   path: string;
-  kind: "image" | "overlay";
-  /** the image file, or the overlay's lower directory */
+  /** lazy: the FUSE file a lazy restore's image is read from (snapflow-lazy), chunks fetched on first read */
+  kind: "image" | "overlay" | "lazy";
+  /** the image file, the overlay's lower directory, or a lazy mount's index */
   source: string;
   how: "mount-kernel" | "mount-fuse" | "kernel" | "fuse";
-  /** the program that mounted it: mount, squashfuse_ll, squashfuse, erofsfuse, fuse-overlayfs */
+  /** the program that mounted it: mount, squashfuse_ll, squashfuse, erofsfuse, fuse-overlayfs, snapflow-lazy */
   tool: string;
   /** as /proc/self/mountinfo has it, e.g. squashfs, fuse.squashfuse_ll, overlay */
   fstype: string;
@@ -383,6 +392,98 @@ export interface MaterializeResult {
   relinked?: number;
 }
 // ---- end of filesystem images, mounts and overlays ----
+
+// ---- Content-addressed chunks and lazy mounts (chunks.ts, lazy-mount.ts; the helper is native/lazy) ----
+//   POST   /v1/chunks/index   ChunkIndexBody   cut an image file into chunks → the index (also written to `output`)
+//   POST   /v1/chunks/upload  ChunkUploadBody  PUT the chunks named in `urls` (the ones the store lacks) from the
+//                                             image → {chunks, bytes, retries, ms}
+//   POST   /v1/lazy/mount     LazyMountBody    start the lazy FUSE file over the index, then mount the image from it
+//                                             read-only at `path` (kernel squashfs, or squashfuse), optionally under a
+//                                             writable overlay → {ms, readyMs, mounted, status}
+//   POST   /v1/lazy/wait      LazyWaitBody     wait until the mount's image is complete or its prefetch ended → LazyStatus
+// Mounts made here are listed and undone by GET/DELETE /v1/mounts like any other (the FUSE file is kind "lazy").
+
+/** A chunk's name: the SHA-256 of its bytes, lowercase hex. */
+export const CHUNK_DIGEST = z.string().regex(/^[0-9a-f]{64}$/, "a chunk digest is 64 lowercase hex characters (SHA-256)");
+
+/** The snapshot's index of an image's chunks (native/lazy/README.md "Index"): chunks tile [0, size) in order. */
+export const ChunkIndex = z.object({
+  version: z.literal(1),
+  size: z.number().int().nonnegative(),
+  sha256: CHUNK_DIGEST,
+  avgChunk: z.number().int().positive(),
+  chunks: z.array(z.object({ sha256: CHUNK_DIGEST, offset: z.number().int().nonnegative(), size: z.number().int().positive() }).strict()),
+}).superRefine((x, ctx) => {
+  let at = 0;
+  for (const [i, c] of x.chunks.entries()) {
+    if (c.offset !== at) return ctx.addIssue({ code: "custom", path: ["chunks", i, "offset"], message: `chunks must tile the image: expected offset ${at}` });
+    at += c.size;
+  }
+  if (at !== x.size) ctx.addIssue({ code: "custom", path: ["size"], message: `the chunks cover ${at} bytes, not ${x.size}` });
+});
+export type ChunkIndex = z.infer<typeof ChunkIndex>;
+
+export const ChunkIndexBody = z.object({
+  /** the staged image */
+  image: z.string(),
+  /** where the index is written too (the upload reads it) */
+  output: z.string(),
+  avg: z.number().int().min(64 * 1024).max(8 * 2 ** 20),
+}).strict();
+
+/** `urls`: presigned PUT URL per chunk digest; only these chunks are sent. */
+const ChunkUrls = z.record(CHUNK_DIGEST, z.string());
+
+export const ChunkUploadBody = z.object({
+  image: z.string(),
+  index: z.string(),
+  urls: ChunkUrls,
+  concurrency: z.number().int().min(1).max(64).default(8),
+  retries: z.number().int().min(0).max(10).default(4),
+}).strict();
+
+export const LazyMountBody = z.object({
+  /** the index file in the sandbox (downloaded and hash-checked by the restore's transfer step) */
+  index: z.string(),
+  /** presigned GET URL per distinct chunk digest */
+  urls: ChunkUrls,
+  /** this mount's own directory: the FUSE mountpoint, the URL file and the status file live in it */
+  work: z.string(),
+  /** the chunk cache, content-addressed and shared by every lazy mount of the sandbox (a fork reuses its parent's) */
+  cache: z.string(),
+  /** where the image is mounted read-only (the target, or an overlay's lower directory) */
+  path: z.string(),
+  format: SquashfsFormat,
+  /** a writable overlay over `path` at this target, with its upper on local disk (as overlay-restore) */
+  overlay: z.object({ path: z.string() }).strict().optional(),
+  /** parallel background fetches (0: on demand only) */
+  prefetch: z.number().int().min(0).max(64).default(4),
+}).strict();
+
+export const LazyWaitBody = z.object({
+  /** the mount's work directory (LazyMountBody.work) */
+  work: z.string(),
+  /** how long to wait at most before answering the status as it is */
+  timeoutMs: z.number().int().min(0).max(10 * 60_000).default(60_000),
+}).strict();
+
+/** status.json of a lazy mount (native/lazy/README.md), as the agent answers it. */
+export interface LazyStatus {
+  state: "mounting" | "ready" | "complete" | "stopped";
+  prefetch: "pending" | "running" | "done" | "off";
+  imageSha256: string;
+  size: number;
+  startedAt: string;
+  readyMs: number;
+  firstReadMs: number;
+  completeMs: number;
+  chunks: { index: number; total: number; local: number; cached: number; onDemand: number; ahead: number; failed: number };
+  bytes: { total: number; local: number; fetched: number; onDemand: number; ahead: number };
+  fetchAttempts: number;
+  onDemandChunks: { index: number; sha256: string; atMs: number }[];
+  failed: { index: number; sha256: string; reason: string; attempts: number; atMs: number }[];
+}
+// ---- end of chunks and lazy mounts ----
 
 export const FaultBody = z.object({
   /** the route the fault applies to, e.g. "POST /v1/archive" */
@@ -413,7 +514,11 @@ export interface Comparison {
   differences: Difference[];
 }
 
-/** Every tool a strategy may drive, with the Debian package that installs it (the Dockerfile installs all). */
+/**
+ * Every tool a strategy may drive, with the Debian package that installs it (the Dockerfile installs all); pkg null:
+ * built from this repository (native/), copied into the image by its own Dockerfile stage and put on the host
+ * agent's PATH by the local stack.
+ */
 export const TOOLS = {
   tar: { pkg: "tar", version: ["--version"] },
   zstd: { pkg: "zstd", version: ["--version"] },
@@ -430,7 +535,9 @@ export const TOOLS = {
   "fsck.erofs": { pkg: "erofs-utils", version: ["--version"] },
   curl: { pkg: "curl", version: ["--version"] },
   aria2c: { pkg: "aria2", version: ["--version"] },
-} as const satisfies Record<string, { pkg: string; version: string[] }>;
+  // It prints its usage (no version) when run bare; the probe then reports "unknown".
+  "snapflow-lazy": { pkg: null, version: [] },
+} as const satisfies Record<string, { pkg: string | null; version: string[] }>;
 export type ToolName = keyof typeof TOOLS;
 
 export interface ProbeResult {

@@ -24,7 +24,17 @@ export const SANDBOX_DIRS = {
   overlays: "/snapflow/overlays",
   /** markers recording which dataset spec a benchmark source holds */
   datasets: "/snapflow/datasets",
+  /** lazy mounts, one directory each: the FUSE file's mountpoint, its URL file and status file */
+  lazy: "/snapflow/lazy",
+  /**
+   * verified chunks, by SHA-256: shared by every lazy mount in the sandbox, so a restore of a fork fetches only the
+   * chunks its parent's restore did not
+   */
+  chunkCache: "/snapflow/chunks",
 } as const;
+
+/** A lazy mount's own directory. */
+export const lazyWorkPath = (id: string) => `${SANDBOX_DIRS.lazy}/${id}`;
 
 /** An archive staged under `id`; `ext` is the format's extension (protocol.ts extensionOf). */
 export const stagingPath = (id: string, ext: string) => `${SANDBOX_DIRS.staging}/${id}.${ext}`;

@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { apiClient, ApiCallError } from "./lib/api-client.ts";
 import { findRunningStack } from "./lib/stack.ts";
 import { reportFromFile, runBench, runReport } from "./lib/bench.ts";
-import { deleteCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./lib/lifecycle-commands.ts";
+import { deleteCommand, gcCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./lib/lifecycle-commands.ts";
 
 const HELP = `snapflow — snapshot and restore sandbox workspaces, and benchmark every way of doing it
 
@@ -28,6 +28,8 @@ Commands:
                                                 set a retention policy (restic forget's rules) for a sandbox path,
                                                 delete it, or show policies; applied by the hourly cron trigger
   retention [--json]                            what the last cron run removed and kept, and why
+  gc [--grace-seconds N] [--dry-run] [--json]   delete chunks no snapshot's index references, written more than
+                                                N seconds ago (default a day); the hourly cron trigger runs it too
   restore --snapshot ID --sandbox ID [--path P] [--strategy S] [--replace] [--no-wait]
                                                 restore a snapshot into a sandbox
   status ID                                     a backup (bk-…), restore (rs-…) or matrix (mx-…, nightly-…)
@@ -64,7 +66,7 @@ const { values, positionals } = parseArgs({
     snapshot: { type: "string" }, replace: { type: "boolean" }, "no-wait": { type: "boolean" },
     label: { type: "string", multiple: true }, ttl: { type: "string" }, since: { type: "string" }, until: { type: "string" },
     limit: { type: "string" }, cursor: { type: "string" }, json: { type: "boolean" }, cascade: { type: "boolean" }, delete: { type: "boolean" },
-    "keep-last": { type: "string" }, "keep-daily": { type: "string" }, "keep-weekly": { type: "string" },
+    "keep-last": { type: "string" }, "grace-seconds": { type: "string" }, "dry-run": { type: "boolean" }, "keep-daily": { type: "string" }, "keep-weekly": { type: "string" },
     exclude: { type: "string", multiple: true }, gitignore: { type: "boolean" }, "exclude-caches": { type: "boolean" },
     preset: { type: "string" }, spec: { type: "string" }, dataset: { type: "string" }, files: { type: "string" }, bytes: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, out: { type: "string" },
   },
@@ -85,7 +87,7 @@ const required: Record<string, [keyof typeof values, string][]> = {
   backup: [["sandbox", "--sandbox is required"]],
   restore: [["snapshot", "--snapshot is required"], ["sandbox", "--sandbox is required"]],
 };
-if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention"].includes(command)) usage(`unknown command '${command}'`);
+if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc"].includes(command)) usage(`unknown command '${command}'`);
 for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
 if ((command === "status" || command === "delete" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
 if (command === "report" && values.from) {
@@ -167,6 +169,8 @@ async function main(): Promise<number> {
       return policyCommand(api, values, usage);
     case "retention":
       return retentionCommand(api, values.json ?? false);
+    case "gc":
+      return gcCommand(api, values, usage);
     case "report":
       return runReport(api, rest[0]!, { url: url!, out: values.out });
     case "bench":

@@ -2,13 +2,14 @@
 // is refused when the server is built, so adding a route can never silently replace another.
 import { adminRoutes } from "./admin.ts";
 import { archiveRoutes } from "./archive.ts";
+import { chunkRoutes } from "./chunks.ts";
 import { fileRoutes } from "./files.ts";
 import { imageRoutes } from "./images.ts";
 import type { Handler, Routes } from "./route.ts";
 import { transferRoutes } from "./transfer.ts";
 import { treeRoutes } from "./trees.ts";
 
-const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes];
+const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes];
 
 export function allRoutes(): Map<string, Handler> {
   const table = new Map<string, Handler>();

@@ -122,3 +122,25 @@ export async function retentionCommand(api: Api, json: boolean): Promise<number>
   }
   return 0;
 }
+
+interface ChunkGcReport {
+  at: string; graceSeconds: number; dryRun: boolean;
+  indexes: { recorded: number; pending: number; abandoned: number; readLate: number };
+  chunks: { listed: number; referenced: number; young: number; deleted: number; spared: number };
+  bytesDeleted: number; ms: number;
+}
+
+/** Collects chunks no snapshot's index references and older than the grace period (the hourly cron does too). */
+export async function gcCommand(api: Api, o: { "grace-seconds"?: string; "dry-run"?: boolean; json?: boolean }, usage: (m: string) => never): Promise<number> {
+  const grace = o["grace-seconds"] === undefined ? undefined : Number(o["grace-seconds"]);
+  if (grace !== undefined && !(Number.isInteger(grace) && grace >= 0)) usage("--grace-seconds must be a whole number");
+  const r = await api.call<ChunkGcReport>("POST", "/api/chunks/gc", { ...(grace !== undefined ? { graceSeconds: grace } : {}), dryRun: o["dry-run"] ?? false });
+  if (o.json) {
+    console.log(JSON.stringify(r, null, 2));
+    return 0;
+  }
+  const c = r.chunks;
+  console.log(`chunk gc${r.dryRun ? " (dry run)" : ""}: ${c.listed} chunks, ${c.referenced} referenced by ${r.indexes.recorded} snapshots and ${r.indexes.pending} running backups, ` +
+    `${c.young} younger than ${r.graceSeconds} s kept, ${c.spared} spared for backups that started meanwhile; ${r.dryRun ? "would delete" : "deleted"} ${c.deleted} (${r.bytesDeleted} bytes) in ${r.ms} ms`);
+  return 0;
+}

@@ -163,6 +163,8 @@ export async function startAgent(options: { secret: string; storeEndpoint: strin
     // secret it checks sandbox tokens with.
     env: {
       ...pick(process.env, ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SNAPFLOW_SANDBOX_ROOTS"]),
+      // snapflow-lazy is built into the repository (native/lazy/build.sh), not installed: the agent finds it on PATH.
+      PATH: `${join(PROJECT, "native/lazy/bin")}:${process.env.PATH ?? ""}`,
       SNAPFLOW_AGENT_SECRET: options.secret,
       SNAPFLOW_AGENT_STORE_ORIGIN: options.storeEndpoint,
       SNAPFLOW_AGENT_PORT: "0",

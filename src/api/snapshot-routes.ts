@@ -9,10 +9,13 @@
 //   GET    /api/policies?sandboxId=&path=    one policy; without path: a sandbox's, without both: all
 //   DELETE /api/policies?sandboxId=&path=    remove a policy (its snapshots are then kept)
 //   GET    /api/retention                    the last retention run: what was kept and why, what was removed
+//   POST   /api/chunks/gc                    {graceSeconds?, dryRun?}: collect chunks no index references and
+//                                            older than the grace period (also hourly, with the default grace)
 import { z } from "zod";
 import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
+import { collectChunks } from "../chunks/chunk-gc.ts";
 import { deleteSnapshot } from "../snapshots/delete-snapshot.ts";
 import { listSnapshots, parseListQuery } from "../snapshots/list-snapshots.ts";
 import { deletePolicy, getPolicy, KeepRulesBody, listPolicies, putPolicy } from "../snapshots/policies.ts";
@@ -41,6 +44,12 @@ function queryParam<T extends z.ZodType>(url: URL, name: string, schema: T, requ
 }
 
 const CascadeBody = z.object({ cascade: z.boolean().default(false) }).strict();
+
+const ChunkGcBody = z.object({
+  /** chunks written less than this long ago are kept whatever references them (default a day: chunk-gc.ts) */
+  graceSeconds: z.number().int("whole seconds").min(0).max(30 * 24 * 3600).optional(),
+  dryRun: z.boolean().default(false),
+}).strict();
 
 /** cascade from ?cascade=true or a JSON body {cascade: true}. */
 async function cascadeOf(req: Request): Promise<boolean> {
@@ -95,6 +104,11 @@ export const snapshotRoutes: [string, string, Handler][] = [
     const { sandboxId, path } = policyTarget(req);
     if (!(await deletePolicy(d.store, sandboxId, path))) throw new SnapflowError("not_found", `no policy for ${sandboxId}:${path}`, { field: "path" });
     return json({ sandboxId, path, deleted: true });
+  }],
+
+  ["POST", "/api/chunks/gc", async (req, _env, d) => {
+    const body = (await req.clone().text()).trim() ? await parseBody(req, ChunkGcBody) : ChunkGcBody.parse({});
+    return json(await collectChunks(d, body));
   }],
 
   ["GET", "/api/retention", async (_req, _env, d) => {

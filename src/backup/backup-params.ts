@@ -56,4 +56,22 @@ export interface TransferResult extends StepResult {
   delta?: ArchiveResult["delta"];
   ttfbMs?: number;
   parts?: number;
+  /** a chunked backup: the image, its chunks, and what this backup had to upload of them */
+  chunks?: ChunkedTransfer;
+}
+
+export interface ChunkedTransfer {
+  imageBytes: number;
+  imageSha256: string;
+  avg: number;
+  /** chunks in the index, and distinct ones among them */
+  count: number;
+  distinct: number;
+  /** the chunks the store lacked, which this backup uploaded */
+  uploadedChunks: number;
+  uploadedBytes: number;
+  indexMs: number;
+  findMs: number;
+  uploadMs: number;
+  uploadRetries: number;
 }

@@ -14,7 +14,7 @@ import { since } from "../phases/phase-runner.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
-import { archiveKey, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { archiveKey, chunkRecordOf, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
 import type { TarFormat } from "../../container/protocol.ts";
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
@@ -113,7 +113,10 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
   }
   // The Worker hashed the bytes itself as it handed them to the store: reading them back would be a second pass
   // that only re-checks the store's own durability. The size says the store holds all of them.
-  if (BACKUP_TRANSFERS[s.path].hashedByWorker) return { ms: since(t), bytes: head.size, sha256: sent.sha256, checked: "hashed by the Worker in the stream; stored size" };
+  if (BACKUP_TRANSFERS[s.path].hashedByWorker) {
+    const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
+    return { ms: since(t), bytes: head.size, sha256: sent.sha256, checked: "hashed by the Worker in the stream; stored size", ...more };
+  }
   // The sandbox moved the bytes, so it must not grade its own work. Up to WORKER_VERIFY_MAX_BYTES the Worker
   // hashes the stored object itself; above it, the sandbox reads the object back over a presigned URL (a
   // multi-gigabyte read stays out of the Worker's CPU time); single PUTs are also bound to their hash by the
@@ -123,7 +126,8 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
   if (got.bytes !== sent.bytes || got.sha256 !== sent.sha256) {
     throw new SnapflowError("snapshot_unusable", `stored archive ${key} does not match what was sent: ${got.bytes} bytes sha256 ${got.sha256}, sent ${sent.bytes} bytes sha256 ${sent.sha256}`);
   }
-  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, checked: byWorker ? "read back and hashed by the Worker" : "read back and hashed by the sandbox" };
+  const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
+  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, checked: byWorker ? "read back and hashed by the Worker" : "read back and hashed by the sandbox", ...more };
 }
 
 export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult, sent: TransferResult, steps: Record<string, StepResult>): Promise<StepResult> {
@@ -141,6 +145,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     format: s.format,
     archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256 },
     manifest: { key: manifestKey(p.snapshotId), ...totals },
+    ...(sent.chunks ? { chunks: chunkRecordOf(sent.chunks) } : {}),
     ...(delta ? { delta: { kind: "changed-files" as const, base: p.baseSnapshotId!, changed: delta.changed, deleted: delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),
     ...(archived.archiveRoot ? { delta: { kind: "overlay-upper" as const, base: p.baseSnapshotId! } } : {}),
     ...(p.name ? { name: p.name } : {}),
@@ -159,5 +164,7 @@ export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy)
   if (p.baseSnapshotId) await removeDependant(d.store, p.baseSnapshotId, p.snapshotId);
   const agent = new AgentClient(d.transport, p.sandboxId);
   await agent.deleteFile(stagedArchive(p, s)).catch(() => {});
-  for (const file of [sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId)]) await agent.deleteFile(file).catch(() => {});
+  // Chunks a failed chunked backup uploaded stay: others may share them, and the collector removes unreferenced
+  // ones once they are older than its grace period (chunk-gc.ts).
+  for (const file of [sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId)]) await agent.deleteFile(file).catch(() => {});
 }

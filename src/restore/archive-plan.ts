@@ -102,6 +102,11 @@ export const archivePlan: RestorePlan = {
     return m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) });
   },
 
+  verify(c, _probed, check) {
+    const m = materializationOf(c);
+    return m.verify ? m.verify(c, check) : check();
+  },
+
   async cleanup(c, probed) {
     // A mount made by materialize must go before its backing file and mount point can.
     await materializationOf(c).undo(c);

@@ -57,7 +57,13 @@ export function materializePhase(d: Deps, p: RestoreParams, s: RestoreStrategy, 
  * mounted or extracted image, whose content its SHA-256 vouched for on arrival, gets the metadata walk here; with
  * deepVerify, every file is hashed again.
  */
-export async function verifyPhase(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult> = {}): Promise<StepResult> {
+export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult, steps: Record<string, StepResult> = {}): Promise<StepResult> {
+  const plan = planOf(s);
+  const check = () => checkTree(d, p, probed, steps);
+  return plan.verify ? plan.verify(contextOf(d, p, s), probed, check) : check();
+}
+
+async function checkTree(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>): Promise<StepResult> {
   const t = performance.now();
   const inStream = [steps.transfer?.verified, steps.materialize?.verified].find((v) => (v as { metadata?: string } | undefined)?.metadata === "walk");
   if (inStream && !p.deepVerify) {
@@ -77,8 +83,19 @@ export async function verifyPhase(d: Deps, p: RestoreParams, probed: RestoreProb
 
 export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, steps: Record<string, StepResult>): Promise<StepResult> {
   const t = performance.now();
-  await putJson(d.store, restoreRecordKey(p.restoreId), { ...p, strategy: s.name, completedAt: new Date().toISOString(), verified: true, steps });
+  await putJson(d.store, restoreRecordKey(p.restoreId), { ...p, strategy: s.name, completedAt: new Date().toISOString(), verified: true, ...lazyMoments(steps), steps });
   return { ms: since(t), bytes: 0 };
+}
+
+/**
+ * A lazy restore's two moments, on the record itself: usable (request → the mount answers, from materialize) and
+ * complete (request → every chunk local and verified, from verify), with which chunks came on demand and which ahead.
+ */
+function lazyMoments(steps: Record<string, StepResult>) {
+  const usableMs = steps.materialize?.usableMs;
+  const completeMs = steps.verify?.completeMs;
+  const lazy = steps.verify?.lazy;
+  return usableMs === undefined && completeMs === undefined ? {} : { usableMs, completeMs, ...(lazy ? { chunks: lazy } : {}) };
 }
 
 /**

@@ -16,6 +16,8 @@ export interface RestorePlan {
   materialize(c: RestoreContext, probed: RestoreProbeResult): Promise<StepResult>;
   /** After a failure past the probe: remove what the run made (mounts, staging files, a half-made tree). Idempotent. */
   cleanup(c: RestoreContext, probed: RestoreProbeResult): Promise<void>;
+  /** Wraps verify's tree check when the plan left work running in the background (materialization.ts verify). */
+  verify?(c: RestoreContext, probed: RestoreProbeResult, check: () => Promise<StepResult>): Promise<StepResult>;
 }
 
 export const planOf = (s: RestoreStrategy): RestorePlan => (s.materialize === "overlay" ? overlayPlan : archivePlan);

@@ -19,7 +19,7 @@ export async function runRestorePhases(run: PhaseRunner, d: Deps, p: RestorePara
   options.onProbed?.(probed);
   await run.run("transfer", () => transferPhase(d, p, s, probed));
   await run.run("materialize", () => materializePhase(d, p, s, probed));
-  await run.run("verify", () => verifyPhase(d, p, probed, { ...run.steps }));
+  await run.run("verify", () => verifyPhase(d, p, s, probed, { ...run.steps }));
   // Verified: nothing of the snapshot is read from the store any more, so a delete may go ahead (restore-leases.ts).
   // Outside a step, so it runs whether or not a record step follows; repeating it on a replay is harmless.
   await releaseLease(d.store, p.snapshotId, p.restoreId);

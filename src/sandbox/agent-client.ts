@@ -183,6 +183,22 @@ export class AgentClient {
   unmount(path: string) {
     return this.json<{ unmounted: string[] }>("unmount", `/v1/mounts?${qs({ path })}`, undefined, "DELETE");
   }
+  /** Cuts a staged image into content-addressed chunks; the index is also left at `output` for the upload. */
+  indexChunks(body: z.input<typeof P.ChunkIndexBody>) {
+    return this.json<{ index: P.ChunkIndex; ms: number }>("index chunks", "/v1/chunks/index", body);
+  }
+  /** PUTs the chunks `urls` names (the ones the store lacks) from the staged image. */
+  uploadChunks(body: z.input<typeof P.ChunkUploadBody>) {
+    return this.json<{ chunks: number; bytes: number; retries: number; ms: number }>("upload chunks", "/v1/chunks/upload", body);
+  }
+  /** Mounts an image read-only before it is downloaded (the lazy FUSE file under it). */
+  lazyMount(body: z.input<typeof P.LazyMountBody>) {
+    return this.json<{ ms: number; readyMs: number; fuseMs: number; mountMs: number; how: string; mounted: P.MountEntry[]; status: string; chunks: number; local: number }>("lazy mount", "/v1/lazy/mount", body);
+  }
+  /** Waits (at most timeoutMs) until a lazy mount's image is complete or its prefetch has ended. */
+  lazyWait(body: z.input<typeof P.LazyWaitBody>) {
+    return this.json<P.LazyStatus & { waitedMs: number; running: boolean }>("wait for lazy mount", "/v1/lazy/wait", body);
+  }
   armFault(route: string, times: number) {
     return this.json<unknown>("arm fault", "/v1/faults", { route, times });
   }

@@ -2,7 +2,7 @@
 // user's tree. The layout itself is container/sandbox-layout.ts, shared with the agent; this adds the Worker's
 // naming (by snapshot or restore id and archive format).
 import { extensionOf, type ArchiveFormat } from "../../container/protocol.ts";
-import { datasetMarkerPath, deltaListPath, imagePath, mountPath, overlayLayer, stagingPath } from "../../container/sandbox-layout.ts";
+import { datasetMarkerPath, deltaListPath, imagePath, lazyWorkPath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/sandbox-layout.ts";
 
 export const sandboxPaths = {
   /** an archive staged before upload, or downloaded before extraction */
@@ -19,6 +19,10 @@ export const sandboxPaths = {
     const { layer, upper } = overlayLayer(restoreId);
     return { image: imagePath(restoreId, "sqsh"), lower: mountPath(restoreId), layer, upper };
   },
+  /** a chunked backup's index of its staged image, read by the chunk upload */
+  chunkIndex: (id: string) => stagingPath(id, "index.json"),
+  /** a lazy restore: its mount's directory, the overlay's lower (lazy-overlay) and layer, and the shared chunk cache */
+  lazy: (restoreId: string) => ({ work: lazyWorkPath(restoreId), lower: mountPath(restoreId), layer: overlayLayer(restoreId).layer, cache: SANDBOX_DIRS.chunkCache }),
   /** the marker recording which dataset spec a benchmark source holds */
   datasetMarker: datasetMarkerPath,
 } as const;

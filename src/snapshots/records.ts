@@ -38,6 +38,11 @@ export interface SnapshotRecord {
   archive: { key: string; bytes: number; sha256: string };
   manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number };
   /**
+   * a chunked snapshot: `archive` is its index (snapshots/<id>/archive.sqsh.index.json, its SHA-256 kept above), the
+   * chunks are shared under chunks/<sha256>; the image they make up, and what this backup uploaded of them
+   */
+  chunks?: ChunkRecord;
+  /**
    * a delta: the snapshot it applies on top of. changed-files deltas keep their deletions beside the archive;
    * an overlay-upper delta is the overlay's upper directory, whose whiteouts are its deletions.
    */
@@ -49,6 +54,22 @@ export interface SnapshotRecord {
   /** what the backup left out; the manifest records how many paths each rule excluded */
   selection?: SelectionSpec;
   steps: Record<string, StepResult>;
+}
+
+export interface ChunkRecord {
+  imageBytes: number;
+  imageSha256: string;
+  avg: number;
+  count: number;
+  distinct: number;
+  uploadedChunks: number;
+  uploadedBytes: number;
+}
+
+/** What a snapshot record keeps of a chunked transfer's result (its timings stay in the steps). */
+export function chunkRecordOf(c: ChunkRecord): ChunkRecord {
+  const { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes } = c;
+  return { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes };
 }
 
 export type SnapshotSummary = Pick<SnapshotRecord, "id" | "createdAt" | "strategy" | "source" | "name" | "labels" | "expiresAt"> & {
@@ -63,7 +84,8 @@ const KV_METADATA_LIMIT = 1024;
 export function summaryOf(record: SnapshotRecord): SnapshotSummary {
   return {
     id: record.id, createdAt: record.createdAt, strategy: record.strategy, source: record.source,
-    archiveBytes: record.archive.bytes, files: record.manifest.files, bytes: record.manifest.bytes,
+    // A chunked snapshot's archive is its index: the image is what it stands for.
+    archiveBytes: record.chunks?.imageBytes ?? record.archive.bytes, files: record.manifest.files, bytes: record.manifest.bytes,
     ...(record.name ? { name: record.name } : {}), ...(record.labels && Object.keys(record.labels).length ? { labels: record.labels } : {}),
     ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}), ...(record.delta ? { base: record.delta.base } : {}),
   };

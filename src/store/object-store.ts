@@ -35,6 +35,12 @@ export interface StoredObject extends ObjectInfo {
   body: ReadableStream<Uint8Array>;
 }
 
+export interface ListedObject {
+  key: string;
+  size: number;
+  uploaded: number;
+}
+
 export interface ByteRange {
   offset: number;
   length: number;
@@ -69,8 +75,11 @@ export interface ObjectStore {
   head(key: string): Promise<ObjectInfo | null>;
   /** Missing keys are not an error, so cleanup can be repeated. */
   delete(keys: string | string[]): Promise<void>;
-  /** One page of keys under a prefix, in key order. Safe to repeat. */
-  list(prefix: string, options?: { cursor?: string; limit?: number }): Promise<{ objects: { key: string; size: number }[]; cursor?: string }>;
+  /**
+   * One page of keys under a prefix, in key order, with when each was last written (ms since the epoch; S3 gives
+   * whole seconds): the chunk collector spares what is younger than its grace period. Safe to repeat.
+   */
+  list(prefix: string, options?: { cursor?: string; limit?: number }): Promise<{ objects: ListedObject[]; cursor?: string }>;
   /** Each call opens a new upload: record its id (or abort it) so that a failure leaves nothing open. */
   createMultipartUpload(key: string, options?: Omit<PutOptions, "length">): Promise<MultipartUpload>;
   /** A handle on an upload opened earlier (by another step or attempt); no request is made. */

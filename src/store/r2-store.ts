@@ -64,7 +64,7 @@ export function r2Store(bucket: R2Bucket): ObjectStore {
     },
     async list(prefix, options = {}) {
       const r = await guarded(prefix, "list", () => bucket.list({ prefix, cursor: options.cursor, limit: options.limit }));
-      return { objects: r.objects.map((o) => ({ key: o.key, size: o.size })), cursor: r.truncated ? r.cursor : undefined };
+      return { objects: r.objects.map((o) => ({ key: o.key, size: o.size, uploaded: o.uploaded.getTime() })), cursor: r.truncated ? r.cursor : undefined };
     },
     async createMultipartUpload(key, options = {}) {
       return multipart(await guarded(key, "create multipart upload", () => bucket.createMultipartUpload(key, {

@@ -140,7 +140,7 @@ export function s3Store(s: S3Settings): ObjectStore {
       const r = await aws.fetch(u);
       if (!r.ok) throw await failure(prefix, "list", r);
       const parsed = xml.parse(await r.text()).ListBucketResult ?? {};
-      const objects = ((parsed.Contents ?? []) as { Key: string; Size: string }[]).map((c) => ({ key: c.Key, size: Number(c.Size) }));
+      const objects = ((parsed.Contents ?? []) as { Key: string; Size: string; LastModified: string }[]).map((c) => ({ key: c.Key, size: Number(c.Size), uploaded: Date.parse(c.LastModified) }));
       return { objects, cursor: parsed.IsTruncated === "true" ? parsed.NextContinuationToken : undefined };
     },
     async createMultipartUpload(key, options = {}) {

@@ -66,8 +66,15 @@ describe("Dockerfile", () => {
       }
     }
     expect(installed.size).toBeGreaterThan(0);
-    const needed = [...new Set(Object.values(TOOLS).map((t) => t.pkg))];
+    const needed = [...new Set(Object.values(TOOLS).flatMap((t) => (t.pkg ? [t.pkg] : [])))];
     expect(needed.filter((pkg) => !installed.has(pkg))).toEqual([]);
+  });
+
+  it("every tool built from this repository (no Debian package) is copied onto the image's PATH", () => {
+    const built = Object.entries(TOOLS).filter(([, t]) => t.pkg === null).map(([name]) => name);
+    expect(built).toContain("snapflow-lazy");
+    const copied = dockerfile.filter((i) => i.op === "COPY").map((i) => i.args.split(/\s+/).at(-1));
+    for (const name of built) expect(copied, name).toContain(`/usr/local/bin/${name}`);
   });
 
   it("the agent is built, copied to the path sdk-transport starts, and that is the same file", () => {

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { BACKUP_TRANSFERS } from "../../src/backup/transfer/index.ts";
 import { MATERIALIZATIONS } from "../../src/restore/materialize/index.ts";
 import { RESTORE_TRANSFERS } from "../../src/restore/transfer/index.ts";
-import { checkUniqueNames, findBackup, findRestore, restoresForSnapshot, STRATEGIES, type Strategy } from "../../src/strategies/registry.ts";
+import { extensionOf } from "../../container/protocol.ts";
+import { checkUniqueNames, findBackup, findRestore, restoresFor, restoresForSnapshot, STRATEGIES, type Strategy } from "../../src/strategies/registry.ts";
 
 describe("typed lookups", () => {
   it("findBackup finds backup presets only, findRestore restore presets only", () => {
@@ -67,5 +68,18 @@ describe("dispatch tables", () => {
     const zstd = findBackup("tar-zst-pipe")!.format;
     expect(restoresForSnapshot({ format: zstd, delta: { kind: "changed-files" } }).every((s) => RESTORE_TRANSFERS[s.path].piped)).toBe(true);
     expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }).map((s) => s.name)).toEqual(["overlay-restore"]);
+  });
+
+  it("a chunked snapshot (its archive is an index) is read by the lazy restores only, and they read nothing else", () => {
+    const chunked = findBackup("squashfs-chunked")!;
+    expect(chunked.path).toBe("chunked");
+    expect(extensionOf(chunked.format)).toBe("sqsh.index.json");
+    expect(restoresFor(chunked.format).map((s) => s.name).sort()).toEqual(["lazy-squashfs", "lazy-squashfs-overlay"]);
+    for (const b of STRATEGIES) {
+      if (b.kind !== "backup" || b.name === chunked.name) continue;
+      expect(restoresFor(b.format).filter((r) => r.materialize.startsWith("lazy")), b.name).toEqual([]);
+    }
+    expect(findRestore("lazy-squashfs")?.requires).toEqual(["snapflow-lazy", "fusermount3"]);
+    expect(findRestore("lazy-squashfs-overlay")?.needs).toEqual(["fuse", "cap_sys_admin", "fs:overlay"]);
   });
 });

@@ -72,6 +72,11 @@ export const RATIOS: Ratio[] = [
   { name: "restic first backup / floor with store", of: "restic-first", over: "floor-store" },
   { name: "restic restore / restore floor", of: "restic-restore", over: "floor-restore" },
   { name: "snapflow mount backup (squashfs-zstd-3) / default backup", of: "snapflow-mount-backup", over: "snapflow-backup" },
+  // issue 10: chunked snapshots and lazy restores
+  { name: "snapflow lazy restore usable (request → mount answers), seconds", of: "snapflow-lazy-usable", target: 0.5 },
+  { name: "snapflow lazy restore complete / fastest mount restore", of: "snapflow-lazy-restore", over: "snapflow-mount-restore", target: 1.2 },
+  { name: "snapflow chunked backup after the 10 MB change, seconds", of: "snapflow-chunked-fork", target: 1.0 },
+  { name: "snapflow chunked backup / mount backup (squashfs-zstd-3)", of: "snapflow-chunked-backup", over: "snapflow-mount-backup" },
 ];
 
 export interface RatioValue extends Ratio {

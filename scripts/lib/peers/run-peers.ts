@@ -3,7 +3,10 @@
 //   floors   tar | zstd -T0 -3 > file;  … | rclone rcat → store;  rclone cat | zstd -d | tar x, sync
 //   restic   first backup (fresh repository);  backup after the 10 MB change;  restore the first, sync
 //   snapflow default backup;  10 MB incremental (tar-zst-delta on that backup);  default restore of it;
-//            squashfs-zstd-3 backup → presigned-squashfs-mount restore (the fastest mount restore)
+//            squashfs-zstd-3 backup → presigned-squashfs-mount restore (the fastest mount restore);
+//            squashfs-chunked backup, again after the 10 MB change (only new chunks go up) → lazy-squashfs restore
+//            (usable: request → mount answers; the run: until every chunk is local), then both snapshots deleted
+//            and their chunks collected, so that every run's first chunked backup starts from an empty chunk store
 //
 // It starts its own private stack (state in .snapflow/peers/stack, a free port) so that nothing else uses the
 // stack while it measures, and puts the dataset where that stack's agent keeps sandbox "peers-<dataset>"'s
@@ -22,7 +25,7 @@ import { peerStore } from "./peer-store.ts";
 import { writePeersResults } from "./report.ts";
 import { RESTIC_COMMANDS, resticRepo } from "./restic.ts";
 import { q, requireTools, sh } from "./shell.ts";
-import { DEFAULT_BACKUP, DEFAULT_RESTORE, INCREMENTAL_BACKUP, MOUNT_BACKUP, MOUNT_RESTORE, snapflowRuns, type SnapflowRun } from "./snapflow-runs.ts";
+import { CHUNKED_BACKUP, DEFAULT_BACKUP, DEFAULT_RESTORE, INCREMENTAL_BACKUP, LAZY_RESTORE, MOUNT_BACKUP, MOUNT_RESTORE, snapflowRuns, type SnapflowRun } from "./snapflow-runs.ts";
 
 export interface PeersOptions {
   runs: number;
@@ -53,7 +56,19 @@ const ROWS: Omit<PeerRow, "samples">[] = [
   { id: "snapflow-restore", who: "snapflow", label: `snapflow default restore (${DEFAULT_RESTORE})`, command: snapflowCommand(`POST /api/restores {snapshotId: <the default backup>, strategy: "${DEFAULT_RESTORE}"} into a fresh sandbox`) },
   { id: "snapflow-mount-backup", who: "snapflow", label: `snapflow image backup (${MOUNT_BACKUP})`, command: snapflowCommand(`POST /api/backups {strategy: "${MOUNT_BACKUP}"}`) },
   { id: "snapflow-mount-restore", who: "snapflow", label: `snapflow fastest mount restore (${MOUNT_RESTORE})`, command: snapflowCommand(`POST /api/restores {snapshotId: <the image backup>, strategy: "${MOUNT_RESTORE}"} into a fresh sandbox`) },
+  { id: "snapflow-chunked-backup", who: "snapflow", label: `snapflow chunked backup (${CHUNKED_BACKUP}), empty chunk store`, command: snapflowCommand(`POST /api/backups {strategy: "${CHUNKED_BACKUP}"}`) },
+  { id: "snapflow-chunked-fork", who: "snapflow", label: `snapflow chunked backup after the 10 MB change (only new chunks uploaded)`, command: snapflowCommand(`POST /api/backups {strategy: "${CHUNKED_BACKUP}"} after the change`) },
+  { id: "snapflow-lazy-usable", who: "snapflow", label: `snapflow lazy restore (${LAZY_RESTORE}): usable`, command: `the lazy restore's materialize step: usableMs (the POST → the mount answers)` },
+  { id: "snapflow-lazy-restore", who: "snapflow", label: `snapflow lazy restore (${LAZY_RESTORE}): complete`, command: snapflowCommand(`POST /api/restores {snapshotId: <the chunked backup>, strategy: "${LAZY_RESTORE}"} into a fresh sandbox (ends when every chunk is local and verified)`) },
 ];
+
+/** What a chunked backup uploaded of its image (the dedup figure). */
+const chunkFigures = (r: SnapflowRun) => {
+  const c = r.raw.transfer?.chunks as { imageBytes?: number; uploadedBytes?: number; distinct?: number; uploadedChunks?: number } | undefined;
+  return c ? { imageBytes: c.imageBytes, uploadedBytes: c.uploadedBytes, chunks: c.distinct, uploadedChunks: c.uploadedChunks } : {};
+};
+/** A lazy restore's two moments and where its chunks came from. */
+const lazyFigures = (r: SnapflowRun) => ({ usableMs: r.raw.materialize?.usableMs, completeMs: r.raw.verify?.completeMs, chunks: (r.raw.verify?.lazy as { chunks?: unknown } | undefined)?.chunks });
 
 const fromRun = (r: SnapflowRun, extra: Record<string, unknown> = {}): Sample => {
   const substeps: Record<string, number> = {};
@@ -183,6 +198,18 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
           const target = `${sandbox}-mount-${run}`;
           const mounted = await measure("snapflow-mount-restore", () => snap.restore(image.snapshotId!, target, MOUNT_RESTORE), (r) => fromRun(r));
           await snap.dispose(target, mounted !== undefined).catch((e: Error) => log(`peers: could not unmount or end sandbox ${target}: ${e.message}`));
+        }
+        const chunked = await measure("snapflow-chunked-backup", () => snap.backup(sandbox, CHUNKED_BACKUP), (r) => fromRun(r, chunkFigures(r)));
+        if (chunked) {
+          const change = await applyChange(dir, o.seed, o.changeBytes);
+          const fork = await measure("snapflow-chunked-fork", () => snap.backup(sandbox, CHUNKED_BACKUP), (r) => fromRun(r, chunkFigures(r)));
+          await change.undo();
+          const target = `${sandbox}-lazy-${run}`;
+          const lazy = await measure("snapflow-lazy-restore", () => snap.restore(chunked.snapshotId!, target, LAZY_RESTORE), (r) => fromRun(r, lazyFigures(r)));
+          const usableMs = lazy?.raw.materialize?.usableMs;
+          if (typeof usableMs === "number") d.rows.find((r) => r.id === "snapflow-lazy-usable")!.samples.push({ ms: usableMs, detail: { id: lazy!.id } });
+          await snap.dispose(target, lazy !== undefined).catch((e: Error) => log(`peers: could not unmount or end sandbox ${target}: ${e.message}`));
+          await snap.forgetChunked([chunked.snapshotId!, ...(fork ? [fork.snapshotId!] : [])]).catch((e: Error) => log(`peers: could not delete the chunked snapshots: ${e.message}`));
         }
       }
       await api.destroySandbox(sandbox).catch(() => {});

@@ -9,6 +9,9 @@ export const DEFAULT_RESTORE = "presigned-tar-zst-pipe";
 /** the fastest mount restore in the seeds' matrix, and the image backup it restores */
 export const MOUNT_BACKUP = "squashfs-zstd-3";
 export const MOUNT_RESTORE = "presigned-squashfs-mount";
+/** chunked snapshots (issue 10): the backup that uploads only new chunks, and the restore usable before download */
+export const CHUNKED_BACKUP = "squashfs-chunked";
+export const LAZY_RESTORE = "lazy-squashfs";
 export const POLL_MS = 100;
 
 export interface SnapflowRun {
@@ -50,6 +53,11 @@ export function snapflowRuns(api: Api) {
       const t0 = performance.now();
       const r = await api.startRestore({ snapshotId, sandboxId, path: "/workspace", strategy });
       return follow(api, "restore", r.id, t0);
+    },
+    /** deletes snapshots and collects the chunks only they had (grace 0: nothing else runs on the race's stack) */
+    async forgetChunked(snapshotIds: string[]): Promise<void> {
+      for (const id of snapshotIds) await api.call("DELETE", `/api/snapshots/${id}`);
+      await api.call("POST", "/api/chunks/gc", { graceSeconds: 0 });
     },
     /** unmounts what a mount restore left and ends the sandbox */
     async dispose(sandboxId: string, mounted: boolean): Promise<void> {

@@ -1,6 +1,7 @@
 // Every backup transfer path, by the registry's BackupPath: a missing entry fails to compile.
 import type { BackupPath } from "../../strategies/registry.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
+import { chunkedTransfer } from "./chunked.ts";
 import { multipartTransfer } from "./multipart.ts";
 import { presignedMultipartTransfer } from "./presigned-multipart.ts";
 import { presignedPutTransfer } from "./presigned-put.ts";
@@ -15,6 +16,7 @@ export const BACKUP_TRANSFERS: Record<BackupPath, BackupTransfer> = {
   "presigned-multipart": presignedMultipartTransfer,
   "sdk-base64-chunked": sdkBase64ChunkedTransfer,
   "sdk-base64-stream": sdkBase64StreamTransfer,
+  chunked: chunkedTransfer,
 };
 
 export type { BackupTransfer, BackupTransferContext } from "./backup-transfer.ts";

@@ -11,4 +11,9 @@ export interface Materialization {
   materialize(c: RestoreContext, staged: string, format: ArchiveFormat, expected: { url: string }): Promise<StepResult>;
   /** Takes down what materialize made that deleting the target cannot (a mount); safe to call when nothing is there. */
   undo(c: RestoreContext): Promise<void>;
+  /**
+   * Wraps the verify step's tree check when materialize left work running in the background (a lazy mount's
+   * prefetch): explains a failed check, and waits for that work before the restore counts as done.
+   */
+  verify?(c: RestoreContext, check: () => Promise<StepResult>): Promise<StepResult>;
 }

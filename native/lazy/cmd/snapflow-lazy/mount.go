@@ -21,7 +21,7 @@ import (
 	"snapflow/native/lazy/internal/urlfile"
 )
 
-// mountCmd serves MOUNTPOINT/image lazily until SIGTERM/SIGINT, then unmounts and exits 0.
+// mountCmd serves MOUNTPOINT/image lazily until SIGTERM/SIGINT (then unmounts) or an unmount from outside, and exits 0.
 // stdout gets one line, {"ready":true,...}, once the mount answers; status.json is kept up to date throughout.
 func mountCmd(args []string) error {
 	start := time.Now()
@@ -118,10 +118,25 @@ func mountCmd(args []string) error {
 		}
 	}()
 
-	<-sig
+	// Unmounted from outside (fusermount3 -u, umount -l, the agent tearing a sandbox down): nothing is left to serve,
+	// so the process ends as after SIGTERM instead of lingering without a mount.
+	unmounted := make(chan struct{})
+	go func() {
+		server.Wait()
+		close(unmounted)
+	}()
+	select {
+	case <-sig:
+	case <-unmounted:
+	}
 	stop() // abandons running fetches; reads waiting on them fail with EIO rather than hang the unmount
 	<-statusDone
-	err = unmount(server, *mountpoint)
+	select {
+	case <-unmounted:
+		err = nil
+	default:
+		err = unmount(server, *mountpoint)
+	}
 	state.Store("stopped")
 	_ = lazyimage.WriteStatus(*statusPath, img.Snapshot("stopped"))
 	return err

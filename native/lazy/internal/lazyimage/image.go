@@ -60,7 +60,8 @@ type Image struct {
 	st       []chunkState
 	local    int
 	counts   counters
-	hints    []int // distinct ids suggested by reads; a stack, so the latest read's neighbours go first
+	hints    []int  // distinct ids suggested by reads; a stack, so the latest read's neighbours go first
+	prefetch string // "pending" until Prefetch starts, "running", then "done" (passes spent, complete, or stopped)
 	complete chan struct{}
 	changed  chan struct{} // poked (non-blocking) whenever status should be rewritten
 }
@@ -84,7 +85,7 @@ type Fetched struct {
 // New builds the state, counting chunks already in the cache as local. start is the moment the restore's mount began,
 // the zero of every *Ms figure; ending life abandons every running fetch.
 func New(life context.Context, idx *index.Index, c *cache.Dir, f *fetch.Fetcher, start time.Time) *Image {
-	img := &Image{life: life, idx: idx, cache: c, fetcher: f, start: start, complete: make(chan struct{}), changed: make(chan struct{}, 1)}
+	img := &Image{life: life, idx: idx, cache: c, fetcher: f, start: start, prefetch: "pending", complete: make(chan struct{}), changed: make(chan struct{}, 1)}
 	ids := map[string]int{}
 	img.of = make([]int, len(idx.Chunks))
 	for i, ch := range idx.Chunks {

@@ -110,3 +110,24 @@ func TestConcurrentReadersOfOneChunkShareOneFetch(t *testing.T) {
 		t.Fatalf("%d GETs for one chunk", n)
 	}
 }
+
+// The agent stops waiting for completion when the prefetcher has ended: the status must say so, with the chunk that
+// could not be had still listed, and must not say so while the prefetcher runs.
+func TestStatusSaysWhenPrefetchEndedWithAChunkStillFailed(t *testing.T) {
+	img, store, _ := newImage(t, 6)
+	missing := img.idx.Chunks[3].SHA256
+	store.Missing(missing)
+	if s := img.Snapshot("ready"); s.Prefetch != "pending" {
+		t.Fatalf("before prefetch: %q", s.Prefetch)
+	}
+	img.Prefetch(context.Background(), PrefetchOptions{Workers: 2, Passes: 2, RetryPause: time.Millisecond})
+	s := img.Snapshot("ready")
+	if s.Prefetch != "done" || s.State != "ready" || s.Chunks.Local != 5 || len(s.Failed) != 1 || s.Failed[0].SHA256 != missing {
+		t.Fatalf("after prefetch: %q %q local %d failed %+v", s.Prefetch, s.State, s.Chunks.Local, s.Failed)
+	}
+	off, _, _ := newImage(t, 1)
+	off.Prefetch(context.Background(), PrefetchOptions{Workers: 0})
+	if s := off.Snapshot("ready"); s.Prefetch != "off" {
+		t.Fatalf("no prefetch: %q", s.Prefetch)
+	}
+}

@@ -13,7 +13,8 @@ import (
 // fetched on demand versus ahead. Times are milliseconds since the mount started; -1 means "not yet".
 type Status struct {
 	Version     int       `json:"version"`
-	State       string    `json:"state"` // "mounting", "ready", "complete", "stopped"
+	State       string    `json:"state"`    // "mounting", "ready", "complete", "stopped"
+	Prefetch    string    `json:"prefetch"` // "pending", "running", "done" (passes spent or complete), "off"
 	ImageSHA256 string    `json:"imageSha256"`
 	Size        int64     `json:"size"`
 	StartedAt   time.Time `json:"startedAt"`
@@ -49,6 +50,7 @@ func (img *Image) Snapshot(state string) Status {
 	var s Status
 	s.Version = 1
 	s.State = state
+	s.Prefetch = img.prefetch
 	if img.counts.completeMs >= 0 && state == "ready" {
 		s.State = "complete"
 	}

@@ -1,0 +1,191 @@
+// A lazy mount: the workspace image served by snapflow-lazy as a FUSE file (MOUNTPOINT/image) whose chunks are
+// fetched over presigned GETs on first read, verified against their SHA-256 before a byte is served, cached in the
+// sandbox's content-addressed chunk cache and prefetched in the background; then the image mounted read-only from
+// that file — by the kernel's squashfs (through a loop device) when this sandbox may mount, else squashfuse — so the
+// tree answers before the image is downloaded.
+//
+// Both mounts are registered (mounts.ts), the image mount depending on the FUSE file, so GET/DELETE /v1/mounts and a
+// sandbox teardown list and undo them in order; unmounting the FUSE file stops its helper process (SIGTERM: it
+// unmounts and exits; it also exits by itself when unmounted from outside). A mount that fails half-way is undone
+// before the error is answered: nothing is left mounted and no helper runs.
+import { spawn, type ChildProcess } from "node:child_process";
+import { access, mkdir, readFile, realpath } from "node:fs/promises";
+import { constants } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { AgentError } from "./agent-error.ts";
+import { lazyTool } from "./lazy-tool.ts";
+import { mountImage, prepareTarget, readMountinfo, type MountRegistry } from "./mounts.ts";
+import { hasCapSysAdmin } from "./probe.ts";
+import type { LazyStatus, MountEntry, SquashfsFormat } from "./protocol.ts";
+import { runQuiet } from "./images.ts";
+import { writeUrlFile } from "./url-file.ts";
+
+/** The files of one lazy mount inside its work directory. */
+export const lazyFiles = (work: string) => ({ fuse: join(work, "fuse"), image: join(work, "fuse", "image"), urls: join(work, "urls.json"), status: join(work, "status.json") });
+
+/** How long the helper may take to answer (an index of 10k chunks loads in well under a second). */
+const READY_TIMEOUT_MS = 30_000;
+/** How long a stopping helper gets to unmount and exit before it is killed. */
+const STOP_TIMEOUT_MS = 5_000;
+const STDERR_TAIL = 4000;
+
+export interface LazyMountRequest {
+  /** host and sandbox paths: index file, work directory, chunk cache, mount target */
+  index: string;
+  indexPath: string;
+  work: string;
+  workPath: string;
+  cache: string;
+  dir: string;
+  path: string;
+  urls: Record<string, string>;
+  format: SquashfsFormat;
+  prefetch: number;
+}
+
+export interface LazyMountResult {
+  ms: number;
+  /** the helper's own time from exec to a mount that answers (its status readyMs) */
+  readyMs: number;
+  /** exec → ready line, as the agent saw it */
+  fuseMs: number;
+  /** the image mount over the FUSE file */
+  mountMs: number;
+  how: "mount-kernel" | "mount-fuse";
+  mounted: MountEntry[];
+  /** sandbox path of the status file */
+  status: string;
+  chunks: number;
+  /** chunks already in the sandbox's cache (a fork's restore reuses its parent's) */
+  local: number;
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("close", () => r()));
+}
+
+/** SIGTERM (the helper unmounts and exits), SIGKILL after STOP_TIMEOUT_MS, then a lazy unmount of whatever is left. */
+async function stopHelper(child: ChildProcess, fuseDir: string): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill("SIGTERM");
+    const killed = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+    await exited(child);
+    clearTimeout(killed);
+  }
+  // A helper that died (killed, crashed) leaves a dead FUSE mount ("transport endpoint is not connected").
+  if ((await readMountinfo()).some((m) => m.mountPoint === fuseDir)) await runQuiet(["fusermount3", "-u", "-z", fuseDir]);
+}
+
+/** The image mount: the kernel's when this sandbox may mount and has squashfs, else FUSE (squashfuse). */
+async function imageMountHow(): Promise<"mount-kernel" | "mount-fuse"> {
+  const [status, filesystems] = await Promise.all([readFile("/proc/self/status", "utf8").catch(() => ""), readFile("/proc/filesystems", "utf8").catch(() => "")]);
+  const squashfs = filesystems.split("\n").some((l) => l.split("\t").pop()?.trim() === "squashfs");
+  return hasCapSysAdmin(status) && squashfs ? "mount-kernel" : "mount-fuse";
+}
+
+/** The status file as the helper last wrote it, or null before it wrote one. */
+export async function readLazyStatus(file: string): Promise<LazyStatus | null> {
+  try {
+    return JSON.parse(await readFile(file, "utf8")) as LazyStatus;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The status once it lists the failed chunks: the helper rewrites it at most every 200 ms, so a failure that just
+ * happened may not be in the file yet.
+ */
+async function statusWithFailures(file: string, withinMs = 1000): Promise<LazyStatus | null> {
+  const started = performance.now();
+  let status = await readLazyStatus(file);
+  while (!status?.failed.length && performance.now() - started < withinMs) {
+    await new Promise((r) => setTimeout(r, 50));
+    status = await readLazyStatus(file);
+  }
+  return status;
+}
+
+/** "chunk <sha> (#i): reason; …" for messages that must name the chunks a mount could not have. */
+export function describeFailed(status: LazyStatus | null): string {
+  const failed = status?.failed ?? [];
+  return failed.slice(0, 5).map((f) => `${f.reason.includes(f.sha256) ? f.reason : `chunk ${f.sha256}: ${f.reason}`} (#${f.index} in the index)`).join("; ") + (failed.length > 5 ? `; and ${failed.length - 5} more` : "");
+}
+
+export async function mountLazy(registry: MountRegistry, sandboxId: string, r: LazyMountRequest): Promise<LazyMountResult> {
+  const started = performance.now();
+  const bin = await lazyTool();
+  if (!(await access("/dev/fuse", constants.R_OK | constants.W_OK).then(() => true, () => false))) throw new AgentError("unavailable", "a lazy mount needs /dev/fuse, which this sandbox does not have");
+  const files = lazyFiles(r.work);
+  await mkdir(r.work, { recursive: true });
+  await mkdir(r.cache, { recursive: true });
+  const fuseDir = await prepareTarget(files.fuse, "work");
+  await writeUrlFile(files.urls, r.urls);
+
+  const child = spawn(bin, ["mount", "--index", r.index, "--urls", files.urls, "--cache", r.cache, "--mountpoint", fuseDir, "--status", files.status, "--prefetch", String(r.prefetch)], { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-STDERR_TAIL)));
+  const spawnFailed = new Promise<never>((_, reject) => child.once("error", (e) => reject(new AgentError("unavailable", `snapflow-lazy could not start: ${e.message}`))));
+  const stop = () => stopHelper(child, fuseDir);
+  let registered = false;
+  try {
+    const lines = createInterface({ input: child.stdout! });
+    const readyLine = new Promise<string>((resolve, reject) => {
+      lines.once("line", resolve);
+      child.once("close", (code, signal) => reject(new AgentError("tool_failed", `snapflow-lazy mount exited ${code ?? signal} before it was ready: ${stderr.trim()}`)));
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new AgentError("tool_failed", `snapflow-lazy mount was not ready after ${READY_TIMEOUT_MS} ms: ${stderr.trim()}`)), READY_TIMEOUT_MS)));
+    const ready = JSON.parse(await Promise.race([readyLine, spawnFailed, timeout]).finally(() => clearTimeout(timer))) as { ready: boolean; readyMs: number; chunks: number; local: number };
+    const fuseMs = Math.round(performance.now() - started);
+    const info = (await readMountinfo()).findLast((m) => m.mountPoint === fuseDir);
+    const lazyEntry: MountEntry = { path: `${r.workPath}/fuse`, kind: "lazy", source: r.indexPath, how: "fuse", tool: "snapflow-lazy", fstype: info?.fstype ?? "fuse.snapflow-lazy", since: new Date().toISOString() };
+    registry.add(sandboxId, { entry: lazyEntry, hostPath: fuseDir, hostSources: [await realpath(r.cache)], fuse: true, stop });
+    registered = true;
+
+    const mountStarted = performance.now();
+    const how = await imageMountHow();
+    let imageEntry: MountEntry;
+    try {
+      imageEntry = await mountImage(registry, sandboxId, { file: files.image, source: `${r.workPath}/fuse/image`, dir: r.dir, path: r.path, format: r.format, how });
+    } catch (e) {
+      // The image's first reads (the superblock, the tables at its end) go through the helper: a chunk it could not
+      // have is the reason the mount failed, and what the caller must hear about.
+      const failed = describeFailed(await statusWithFailures(files.status));
+      // verify_failed (422): the chunk was already retried; the snapshot, not the moment, is at fault.
+      throw failed ? new AgentError("verify_failed", `the image could not be mounted because its chunks could not be had: ${failed}`) : e;
+    }
+    return {
+      ms: Math.round(performance.now() - started), readyMs: ready.readyMs, fuseMs, mountMs: Math.round(performance.now() - mountStarted), how,
+      mounted: [lazyEntry, imageEntry], status: `${r.workPath}/status.json`, chunks: ready.chunks, local: ready.local,
+    };
+  } catch (e) {
+    await stop().catch(() => {});
+    if (registered) registry.forget(sandboxId, fuseDir);
+    throw e;
+  }
+}
+
+export interface LazyWaitResult extends LazyStatus {
+  waitedMs: number;
+  /** the helper is still serving (false: it stopped, so nothing will change any more) */
+  running: boolean;
+}
+
+const settled = (s: LazyStatus | null) => !!s && (s.state === "complete" || s.state === "stopped" || s.prefetch === "done" || s.prefetch === "off");
+
+/**
+ * Waits until the image is complete (every chunk local and verified), the prefetcher has ended without completing
+ * it (a chunk that cannot be had: `failed` names it), or `timeoutMs` passed; answers the status then.
+ */
+export async function waitLazy(statusFile: string, timeoutMs: number): Promise<LazyWaitResult> {
+  const started = performance.now();
+  let status = await readLazyStatus(statusFile);
+  if (!status) throw new AgentError("not_found", "work: no lazy mount's status there", "work");
+  while (!settled(status) && performance.now() - started < timeoutMs) {
+    await new Promise((r) => setTimeout(r, 50));
+    status = (await readLazyStatus(statusFile)) ?? status;
+  }
+  return { ...status!, waitedMs: Math.round(performance.now() - started), running: status!.state !== "stopped" };
+}

@@ -1,0 +1,50 @@
+// Routes for content-addressed chunks (chunks.ts) and lazy mounts (lazy-mount.ts): index a staged image, upload the
+// chunks the store lacks, mount an image before it is downloaded, and wait for it to become complete. Every URL a
+// request names must be on the store's origin, checked field by field, as for the other presigned routes.
+import { stat } from "node:fs/promises";
+import { AgentError } from "../agent-error.ts";
+import { indexImage, uploadChunks } from "../chunks.ts";
+import { lazyFiles, mountLazy, waitLazy } from "../lazy-mount.ts";
+import * as P from "../protocol.ts";
+import { checkSandboxPath } from "../sandbox-paths.ts";
+import type { Ctx, Routes } from "./route.ts";
+
+async function existingFile(c: Ctx, value: string, field: string): Promise<string> {
+  const file = await c.path(value, field);
+  if (!(await stat(file).catch(() => null))?.isFile()) throw new AgentError("not_found", `${field}: no file there`, field);
+  return file;
+}
+
+function checkUrls(c: Ctx, urls: Record<string, string>): void {
+  for (const [digest, url] of Object.entries(urls)) c.storeUrl(url, `urls.${digest}`);
+}
+
+export const chunkRoutes: Routes = {
+  "POST /v1/chunks/index": async (c) => {
+    const body = await c.json(P.ChunkIndexBody);
+    return indexImage(await existingFile(c, body.image, "image"), await c.path(body.output, "output"), body.avg);
+  },
+
+  "POST /v1/chunks/upload": async (c) => {
+    const body = await c.json(P.ChunkUploadBody);
+    checkUrls(c, body.urls);
+    return uploadChunks(await existingFile(c, body.image, "image"), await existingFile(c, body.index, "index"), body.urls, body);
+  },
+
+  "POST /v1/lazy/mount": async (c) => {
+    const body = await c.json(P.LazyMountBody);
+    checkUrls(c, body.urls);
+    return mountLazy(c.agent.mounts, c.sandboxId, {
+      index: await existingFile(c, body.index, "index"), indexPath: checkSandboxPath(body.index, "index"),
+      work: await c.path(body.work, "work"), workPath: checkSandboxPath(body.work, "work"),
+      cache: await c.path(body.cache, "cache"),
+      dir: await c.path(body.path, "path"), path: checkSandboxPath(body.path, "path"),
+      urls: body.urls, format: body.format, prefetch: body.prefetch,
+    });
+  },
+
+  "POST /v1/lazy/wait": async (c) => {
+    const body = await c.json(P.LazyWaitBody);
+    return waitLazy(lazyFiles(await c.path(body.work, "work")).status, body.timeoutMs);
+  },
+};

@@ -1,0 +1,125 @@
+// The chunk collector: mark and sweep with a grace period. Chunks are shared (a snapshot owns only its index), so
+// deleting a snapshot deletes its index and nothing else; this removes the chunks no index references any more.
+//
+//   mark   every index in the store: a recorded snapshot's, and a running backup's (a chunked backup writes its
+//          index before it looks for the chunks it can reuse: chunked.ts). An index without a record older than
+//          the grace period is a backup that died without its cleanup: it marks nothing.
+//   sweep  every chunk that no index marked and that was written longer ago than the grace period. A chunk a
+//          running backup just uploaded (its index may not name it yet: the upload and the index are not one
+//          write) is younger than that, and so is safe; the grace period must exceed the longest backup.
+//   recheck before deleting, the indexes written since the mark began are read too, and their chunks spared: a
+//          backup that started meanwhile may have found a marked-dead chunk present and be about to reuse it.
+//
+// Why not reference counts with a lease: a count per chunk is a read-modify-write on every backup and delete, which
+// the store cannot make atomic (no conditional writes across objects), and a count lost to a crash leaks or, worse,
+// frees a chunk in use. Mark and sweep needs no write on the backup path and is always correct for what it marks;
+// the remaining window — a backup that found a chunk present after the recheck listed the indexes, while the sweep
+// deletes it — is closed by the backup's verify step, which HEADs every chunk again before the record is written
+// (a chunk gone then fails the step, and its retry uploads it again).
+import { ChunkIndex } from "../../container/protocol.ts";
+import type { Deps } from "../deps.ts";
+import type { ListedObject, ObjectStore } from "../store/object-store.ts";
+import { mapBounded } from "./bounded.ts";
+import { CHUNK_PREFIX, digestOfKey } from "./chunk-keys.ts";
+
+/** A day: far longer than any backup (its steps time out in at most an hour each) and short enough to reclaim space daily. */
+export const DEFAULT_GRACE_SECONDS = 24 * 3600;
+
+const INDEX = /^snapshots\/([^/]+)\/archive\.[a-z.]*index\.json$/;
+const RECORD = /^snapshots\/([^/]+)\/snapshot\.json$/;
+const READS_IN_FLIGHT = 8;
+/** Keys per delete call (the S3 store sends one DELETE per key, in parallel): a bounded burst. */
+const DELETE_BATCH = 100;
+
+export interface ChunkGcOptions {
+  /** chunks written less than this long ago are never deleted */
+  graceSeconds?: number;
+  /** the collector's idea of now (the cron trigger's scheduled time) */
+  now?: Date;
+  /** report what would be deleted, delete nothing */
+  dryRun?: boolean;
+}
+
+export interface ChunkGcReport {
+  at: string;
+  graceSeconds: number;
+  dryRun: boolean;
+  /** indexes that marked: with a record, and of backups still running (no record yet, younger than the grace) */
+  indexes: { recorded: number; pending: number; abandoned: number; readLate: number };
+  chunks: { listed: number; referenced: number; young: number; deleted: number; spared: number };
+  bytesDeleted: number;
+  ms: number;
+}
+
+async function listAll(store: ObjectStore, prefix: string): Promise<ListedObject[]> {
+  const out: ListedObject[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.list(prefix, { cursor, limit: 1000 });
+    out.push(...page.objects);
+    cursor = page.cursor;
+  } while (cursor);
+  return out;
+}
+
+/** The digests an index names; an index that vanished meanwhile (its snapshot deleted) names none. */
+async function digestsOf(store: ObjectStore, key: string): Promise<string[]> {
+  const o = await store.get(key);
+  if (!o) return [];
+  const parsed = ChunkIndex.safeParse(await new Response(o.body).json().catch(() => null));
+  // An index that does not parse cannot say what it needs: refuse to sweep rather than guess.
+  if (!parsed.success) throw new Error(`chunk index ${key} does not parse; the collector will not sweep while it cannot read every index`);
+  return parsed.data.chunks.map((c) => c.sha256);
+}
+
+/** The indexes under snapshots/ that mark: recorded ones, and recent ones of backups still running. */
+async function liveIndexes(store: ObjectStore, cutoff: number) {
+  const objects = await listAll(store, "snapshots/");
+  const recorded = new Set(objects.flatMap((o) => RECORD.exec(o.key)?.[1] ?? []));
+  const indexes = objects.filter((o) => INDEX.test(o.key));
+  const live = indexes.filter((o) => recorded.has(INDEX.exec(o.key)![1]!) || o.uploaded > cutoff);
+  return { all: new Set(indexes.map((o) => o.key)), live, recorded: live.filter((o) => recorded.has(INDEX.exec(o.key)![1]!)).length, abandoned: indexes.length - live.length };
+}
+
+export async function collectChunks(d: Deps, options: ChunkGcOptions = {}): Promise<ChunkGcReport> {
+  const started = performance.now();
+  const now = (options.now ?? new Date()).getTime();
+  const graceSeconds = options.graceSeconds ?? DEFAULT_GRACE_SECONDS;
+  const cutoff = now - graceSeconds * 1000;
+
+  // Mark.
+  const first = await liveIndexes(d.store, cutoff);
+  const marked = new Set((await mapBounded(first.live, READS_IN_FLIGHT, (o) => digestsOf(d.store, o.key))).flat());
+
+  // Sweep candidates: unmarked and older than the grace period.
+  const chunks = (await listAll(d.store, CHUNK_PREFIX)).filter((o) => digestOfKey(o.key));
+  let young = 0;
+  const candidates = new Map<string, ListedObject>();
+  for (const o of chunks) {
+    const digest = digestOfKey(o.key)!;
+    if (marked.has(digest)) continue;
+    if (o.uploaded > cutoff) young++;
+    else candidates.set(digest, o);
+  }
+
+  // Recheck: indexes written since the mark listed them (backups that started meanwhile) spare what they name.
+  const again = await liveIndexes(d.store, cutoff);
+  const late = again.live.filter((o) => !first.all.has(o.key));
+  let spared = 0;
+  for (const digest of (await mapBounded(late, READS_IN_FLIGHT, (o) => digestsOf(d.store, o.key))).flat()) {
+    if (candidates.delete(digest)) spared++;
+  }
+
+  const doomed = [...candidates.values()];
+  if (!options.dryRun) {
+    for (let i = 0; i < doomed.length; i += DELETE_BATCH) await d.store.delete(doomed.slice(i, i + DELETE_BATCH).map((o) => o.key));
+  }
+  return {
+    at: new Date(now).toISOString(), graceSeconds, dryRun: options.dryRun ?? false,
+    indexes: { recorded: first.recorded, pending: first.live.length - first.recorded, abandoned: first.abandoned, readLate: late.length },
+    chunks: { listed: chunks.length, referenced: marked.size, young, deleted: doomed.length, spared },
+    bytesDeleted: doomed.reduce((n, o) => n + o.size, 0),
+    ms: Math.round(performance.now() - started),
+  };
+}
+

@@ -1,0 +1,42 @@
+// A chunked snapshot's index (container/protocol.ts ChunkIndex: the ordered chunks of the image with offsets and
+// sizes, and the image's SHA-256) as the Worker stores and reads it. The stored bytes are this module's
+// serialisation, and their SHA-256 is the snapshot record's archive.sha256: the index is checked like an archive
+// wherever it travels, and the index in turn names the hash of every chunk.
+import { ChunkIndex } from "../../container/protocol.ts";
+import { SnapflowError } from "../errors.ts";
+import { toHex } from "../store/hash-stream.ts";
+import type { ObjectStore } from "../store/object-store.ts";
+
+export interface IndexBytes {
+  text: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** The index's stored form: compact JSON, hashed. */
+export async function serializeIndex(index: ChunkIndex): Promise<IndexBytes> {
+  const text = JSON.stringify(index);
+  const data = new TextEncoder().encode(text);
+  return { text, bytes: data.byteLength, sha256: toHex(await crypto.subtle.digest("SHA-256", data)) };
+}
+
+/** Each distinct chunk once (an image may repeat one: zeros, identical files), with its size, in first-use order. */
+export function distinctChunks(index: ChunkIndex): { sha256: string; size: number }[] {
+  const seen = new Map<string, number>();
+  for (const c of index.chunks) if (!seen.has(c.sha256)) seen.set(c.sha256, c.size);
+  return [...seen].map(([sha256, size]) => ({ sha256, size }));
+}
+
+/** Reads a stored index and checks it is the one the record names (its SHA-256) and that it parses. */
+export async function readIndex(store: ObjectStore, key: string, expectedSha256?: string): Promise<ChunkIndex> {
+  const o = await store.get(key);
+  if (!o) throw new SnapflowError("snapshot_unusable", `chunk index ${key} is missing from the store`);
+  const data = new Uint8Array(await new Response(o.body).arrayBuffer());
+  if (expectedSha256) {
+    const got = toHex(await crypto.subtle.digest("SHA-256", data));
+    if (got !== expectedSha256) throw new SnapflowError("snapshot_unusable", `chunk index ${key} has sha256 ${got}, the snapshot record says ${expectedSha256}`);
+  }
+  const parsed = ChunkIndex.safeParse(JSON.parse(new TextDecoder().decode(data)));
+  if (!parsed.success) throw new SnapflowError("snapshot_unusable", `chunk index ${key} does not parse: ${parsed.error.issues[0]!.path.join(".")}: ${parsed.error.issues[0]!.message}`);
+  return parsed.data;
+}

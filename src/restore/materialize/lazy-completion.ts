@@ -1,0 +1,45 @@
+// The second moment of a lazy restore: every chunk local and verified. The agent waits on the helper's status (one
+// long request at a time, not a poll per 100 ms from the Worker); the image is complete, or the prefetcher ended
+// without completing it — a chunk it could not have (missing from the store, or never matching its SHA-256 after the
+// retries), which fails the restore with the chunk named: reads of it fail with EIO, no wrong byte is ever served.
+import type { LazyStatus } from "../../../container/protocol.ts";
+import { SnapflowError } from "../../errors.ts";
+import type { AgentClient } from "../../sandbox/agent-client.ts";
+
+/** One wait request's bound; the verify step's own timeout bounds the whole wait. */
+const WAIT_MS = 60_000;
+/** The restore record lists at most this many on-demand chunks (the step result stays small). */
+const LISTED = 200;
+
+/** "chunk <sha> (#i): reason; …", or "" when nothing failed. */
+export function failedChunks(status: Pick<LazyStatus, "failed"> | null): string {
+  const failed = status?.failed ?? [];
+  return failed.slice(0, 5).map((f) => `${f.reason.includes(f.sha256) ? f.reason : `chunk ${f.sha256}: ${f.reason}`} (#${f.index} in the index)`).join("; ") + (failed.length > 5 ? `; and ${failed.length - 5} more` : "");
+}
+
+export async function waitComplete(agent: AgentClient, work: string): Promise<LazyStatus> {
+  for (;;) {
+    const status = await agent.lazyWait({ work, timeoutMs: WAIT_MS });
+    if (status.state === "complete") return status;
+    if (status.prefetch === "done" || status.prefetch === "off" || !status.running) {
+      throw new SnapflowError("snapshot_unusable", `the image did not complete: ${status.chunks.local} of ${status.chunks.total} chunks are local; ${failedChunks(status) || `the helper ${status.running ? "stopped prefetching" : "stopped"}`}`);
+    }
+  }
+}
+
+/** What the restore records of a completed lazy image: when, and which chunks came on demand or ahead. */
+export function completionOf(s: LazyStatus, requestedAt: string | undefined) {
+  const completeAt = Date.parse(s.startedAt) + s.completeMs;
+  return {
+    // From the restore request (the Worker's clock) to the helper's last chunk (the sandbox's clock).
+    ...(requestedAt ? { completeMs: completeAt - Date.parse(requestedAt) } : {}),
+    mountCompleteMs: s.completeMs,
+    lazy: {
+      chunks: s.chunks,
+      bytes: s.bytes,
+      fetchAttempts: s.fetchAttempts,
+      firstReadMs: s.firstReadMs,
+      onDemandChunks: s.onDemandChunks.slice(0, LISTED).map((c) => ({ index: c.index, sha256: c.sha256, atMs: c.atMs })),
+    },
+  };
+}
