@@ -49,7 +49,8 @@ afterAll(async () => {
   await new Promise((r) => server?.close(r));
   await s3?.stop();
   rmSync(base, { recursive: true, force: true });
-});
+  // Unmounting stops the FUSE helper, which can take seconds on a loaded machine.
+}, 60_000);
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const r = await fetch(`${agentUrl}${path}`, {
