@@ -369,6 +369,8 @@ export interface MountEntry {
   fstype: string;
   /** ISO time of mounting */
   since: string;
+  /** listing only: the mount's per-mount options as /proc/self/mountinfo shows them now (every mount has nosuid, nodev) */
+  options?: string[];
   /** overlays: the writable layer and overlayfs's work directory */
   upper?: string;
   work?: string;
