@@ -51,6 +51,27 @@ async function json(r: Response | Promise<Response>): Promise<{ status: number; 
   return { status: res.status, body: await res.json() };
 }
 
+describe("start-up", () => {
+  // The real entry point (container/agent.ts) as the stack and the image start it; it exits before listening.
+  const start = (env: Record<string, string>) =>
+    spawnSync(process.execPath, [join(import.meta.dirname, "../../container/agent.ts")], {
+      env: { PATH: process.env.PATH!, SNAPFLOW_AGENT_STORE_ORIGIN: STORE_ORIGIN, SNAPFLOW_AGENT_PORT: "0", SNAPFLOW_AGENT_HOST: "127.0.0.1", ...env },
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+
+  it.each([
+    ["a short secret (host mode)", { SNAPFLOW_AGENT_SANDBOXES_DIR: "/nonexistent", SNAPFLOW_AGENT_SECRET: "change-me" }, /SNAPFLOW_AGENT_SECRET secret to at least 32 random characters.*it has 9/],
+    ["a repeated placeholder (host mode)", { SNAPFLOW_AGENT_SANDBOXES_DIR: "/nonexistent", SNAPFLOW_AGENT_SECRET: "change-me-".repeat(4) }, /SNAPFLOW_AGENT_SECRET is not random \(it repeats a shorter pattern\)/],
+    ["a hand-made token (in a sandbox)", { SNAPFLOW_AGENT_TOKEN: "0".repeat(64) }, /SNAPFLOW_AGENT_TOKEN is not random \(only 1 distinct characters\)/],
+  ])("refuses %s: exit 2, naming the variable", (_what, env, message) => {
+    const r = start(env);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stdout).not.toMatch(/listening/);
+  });
+});
+
 describe("authentication and the sandbox header", () => {
   it("health needs this sandbox's token too: a squatter on the port cannot be told apart otherwise", async () => {
     expect((await fetch(`${url}/v1/health`, { headers: { "x-snapflow-sandbox": "s1" } })).status).toBe(401);

@@ -8,6 +8,7 @@ import { agentTokenFor } from "../../container/agent-token.ts";
 import { signResultsLink } from "../../src/api/results-link.ts";
 import { readConfig } from "../../src/config.ts";
 import { writeProgress } from "../../src/matrix/matrix-records.ts";
+import worker from "../../worker.ts";
 import { api } from "./helpers.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
@@ -67,10 +68,23 @@ describe("results page: a signed link, not the API token", () => {
   });
 });
 
-describe("secrets shorter than 32 characters are refused at config read, naming the variable", () => {
+describe("weak secrets are refused when the config is read, naming the variable", () => {
+  const random32 = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24))));
   it.each(["API_TOKEN", "AGENT_SECRET"])("%s", (name) => {
-    expect(() => readConfig({ ...env, [name]: "change-me" } as Env)).toThrow(new RegExp(`^configuration: ${name}: .*at least 32`));
-    expect(() => readConfig({ ...env, [name]: "x".repeat(32) } as Env)).not.toThrow();
+    const refused = (value: string | undefined) => () => readConfig({ ...env, [name]: value } as Env);
+    expect(refused(undefined)).toThrow(new RegExp(`^configuration: ${name}: set the ${name} secret to at least 32 random characters`));
+    expect(refused("change-me")).toThrow(new RegExp(`^configuration: ${name}: set the ${name} secret to at least 32 random characters .*it has 9`));
+    expect(refused("x".repeat(40))).toThrow(new RegExp(`^configuration: ${name}: ${name} is not random \\(only 1 distinct`));
+    expect(refused("change-me".repeat(4))).toThrow(new RegExp(`^configuration: ${name}: ${name} is not random \\(it repeats a shorter pattern`));
+    // What the stack generates, and what the message suggests, pass.
+    const good = random32();
+    expect(good).toHaveLength(32);
+    expect(refused(good)).not.toThrow();
+  });
+  it("the API answers a weak API_TOKEN with config_error, before any route runs", async () => {
+    const r = await worker.fetch(new Request("http://snapflow.test/api/snapshots", { headers: { authorization: "Bearer change-me" } }), { ...env, API_TOKEN: "change-me" } as Env, {} as ExecutionContext);
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as any).error).toMatchObject({ code: "config_error", message: expect.stringMatching(/API_TOKEN/) });
   });
 });
 
