@@ -8,6 +8,8 @@ import { agentTokenFor } from "../../container/agent-token.ts";
 import { signResultsLink } from "../../src/api/results-link.ts";
 import { readConfig } from "../../src/config.ts";
 import { writeProgress } from "../../src/matrix/matrix-records.ts";
+import { StoreError } from "../../src/store/object-store.ts";
+import { phase } from "../../workflows/step-config.ts";
 import worker from "../../worker.ts";
 import { api } from "./helpers.ts";
 
@@ -124,5 +126,24 @@ describe("per-sandbox agent credentials (container/agent-token.ts)", () => {
     expect(await ask(sb, undefined, "/v1/health")).toBe(401);
     expect(await ask(sb, "x".repeat(64), "/v1/health")).toBe(401);
     expect(await ask(sb, await agentTokenFor(env.AGENT_SECRET, sb), "/v1/health")).toBe(200);
+  });
+});
+
+describe("a presigned URL never reaches a persisted error", () => {
+  const signed = "https://acct.r2.cloudflarestorage.com/b/snapshots/x/archive.tar.zst?X-Amz-Credential=AKIA&X-Amz-Signature=deadbeef";
+  // What a step throws is what Workflows keeps in the step's attempts: retried (transient) errors as well as the
+  // permanent ones that stop the run.
+  it.each([
+    ["a transient error of any class (retried)", () => new TypeError(`fetch ${signed} failed: ECONNRESET`), "TypeError"],
+    ["a transient store error (retried)", () => new StoreError("k", `GET ${signed}: 503`, 503), "Error"],
+    ["a permanent store error (stops the run)", () => new StoreError("k", `PUT ${signed}: 403`, 403), "NonRetryableError"],
+  ])("%s", async (_what, make, name) => {
+    const thrown = await phase(async () => {
+      throw make();
+    }).catch((e: Error) => e);
+    expect(thrown).toBeInstanceOf(Error);
+    expect((thrown as Error).name).toBe(name);
+    expect((thrown as Error).message).toContain("archive.tar.zst?<redacted>");
+    expect((thrown as Error).message).not.toMatch(/Signature|Credential|deadbeef/);
   });
 });
