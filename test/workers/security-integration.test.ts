@@ -11,7 +11,9 @@ import { writeProgress } from "../../src/matrix/matrix-records.ts";
 import { StoreError } from "../../src/store/object-store.ts";
 import { phase } from "../../workflows/step-config.ts";
 import worker from "../../worker.ts";
-import { api } from "./helpers.ts";
+import { depsFrom } from "../../src/deps.ts";
+import { archiveKey } from "../../src/snapshots/records.ts";
+import { api, freshSandbox, putFile } from "./helpers.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
 
@@ -145,5 +147,50 @@ describe("a presigned URL never reaches a persisted error", () => {
     expect((thrown as Error).name).toBe(name);
     expect((thrown as Error).message).toContain("archive.tar.zst?<redacted>");
     expect((thrown as Error).message).not.toMatch(/Signature|Credential|deadbeef/);
+  });
+});
+
+describe("a lying agent's backup is refused by the store's checksum (through the BackupWorkflow)", () => {
+  // The attack: the agent hashes its staged archive in the archive step, and then the sandbox (whose code nobody
+  // reviewed) swaps the staged file for other bytes before the transfer sends it. The Worker passes the hash the
+  // archive step reported to the store, which checks the body against it: presigned-put signs
+  // x-amz-checksum-sha256 into the URL the agent PUTs to; stream puts it on the Worker's own put.
+  // The first transfer attempt is made to fail before it runs (mockStepError), and retry delays stay on: the
+  // 5 s before the real attempt is when the sandbox swaps its file. Everything else is real.
+  it.each([
+    ["tar-zst-presigned", "presigned PUT"],
+    ["tar-zst-direct", "the Worker's stream put"],
+  ])("%s (%s): the run errs with the store's BadDigest and nothing is stored or listed", async (strategy) => {
+    const src = freshSandbox("liar");
+    await putFile(src, "/workspace/app/a.txt", "honest\n");
+    await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
+    await wf.modifyAll(async (m) => {
+      await m.mockStepError({ name: "transfer" }, new Error("the first attempt fails before it runs: a window for the swap"), 1);
+    });
+    const t0 = Date.now();
+    const started = await api("POST", "/api/backups", { sandboxId: src, path: "/workspace/app", strategy });
+    expect(started.status).toBe(202);
+    const id: string = started.json.id;
+    const status = async () => (await api("GET", `/api/backups/${id}`)).json;
+    const until = async (done: (s: any) => boolean) => {
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        const s = await status();
+        if (done(s)) return s;
+      }
+      throw new Error(`backup ${id}: ${JSON.stringify(await status())}`);
+    };
+    const archived = (await until((s) => s.steps?.archive !== undefined)).steps.archive;
+    // Other bytes of the same size: nothing but their hash gives them away.
+    await putFile(src, `/snapflow/staging/${id}.tar.zst`, "x".repeat(archived.bytes));
+    const ended = await until((s) => s.status === "errored" || s.status === "complete");
+    expect(ended.status).toBe("errored");
+    expect(ended.error).toMatch(/BadDigest/);
+    // Refused for good: the real attempt was the only one (retries would wait 10 s, then 20 s, to be refused again).
+    expect(Date.now() - t0).toBeLessThan(14_000);
+    expect(ended.error).not.toMatch(/X-Amz-Signature/);
+    // Nothing under the snapshot's key, and no snapshot.
+    expect(await depsFrom(env).store.head(archiveKey(id, { kind: "tar", compression: "zstd", level: 3 } as any))).toBeNull();
+    expect((await api("GET", `/api/snapshots/${id}`)).status).toBe(404);
+    expect((await api("GET", `/api/snapshots?sandboxId=${src}`)).json.snapshots).toEqual([]);
   });
 });
