@@ -13,7 +13,7 @@ import { phase } from "../../workflows/step-config.ts";
 import worker from "../../worker.ts";
 import { depsFrom } from "../../src/deps.ts";
 import { archiveKey } from "../../src/snapshots/records.ts";
-import { api, freshSandbox, putFile } from "./helpers.ts";
+import { agent, api, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
 
@@ -192,5 +192,37 @@ describe("a lying agent's backup is refused by the store's checksum (through the
     expect(await depsFrom(env).store.head(archiveKey(id, { kind: "tar", compression: "zstd", level: 3 } as any))).toBeNull();
     expect((await api("GET", `/api/snapshots/${id}`)).status).toBe(404);
     expect((await api("GET", `/api/snapshots?sandboxId=${src}`)).json.snapshots).toEqual([]);
+  });
+});
+
+describe("destructive defaults are off", () => {
+  const read = async (sandbox: string, path: string) =>
+    (await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, { headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandbox)}`, "x-snapflow-sandbox": sandbox } })).text();
+
+  it("a restore into a target that holds files, without replace, errs naming replace and leaves the files", async () => {
+    const src = freshSandbox("defaults-src");
+    await putFile(src, "/workspace/app/a.txt", "from the snapshot\n");
+    const { snapshotId } = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" });
+    const dst = freshSandbox("defaults-dst");
+    await putFile(dst, "/workspace/app/mine.txt", "the sandbox's own work\n");
+    const refused = await runWorkflow("restore", { snapshotId, sandboxId: dst, path: "/workspace/app" }, "errored");
+    expect(refused.error).toMatch(/restore target \/workspace\/app .* is not empty; pass replace: true/);
+    expect(await read(dst, "/workspace/app/mine.txt")).toBe("the sandbox's own work\n");
+    expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app")).entries).toBe(1);
+    // Asked for, it replaces.
+    await runWorkflow("restore", { snapshotId, sandboxId: dst, path: "/workspace/app", replace: true });
+    expect(await read(dst, "/workspace/app/a.txt")).toBe("from the snapshot\n");
+    expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app/mine.txt")).exists).toBe(false);
+  });
+
+  it("the dataset endpoint removes nothing already at its path unless replace: true", async () => {
+    const sb = freshSandbox("defaults-dataset");
+    await putFile(sb, "/workspace/data/mine.txt", "keep me\n");
+    const made = await api("POST", `/api/sandboxes/${sb}/datasets`, { path: "/workspace/data", kind: "tricky" });
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+    expect(made.json.replace).toBe(false);
+    expect(await read(sb, "/workspace/data/mine.txt")).toBe("keep me\n");
+    expect((await api("POST", `/api/sandboxes/${sb}/datasets`, { path: "/workspace/data", kind: "tricky", replace: true })).status).toBe(201);
+    expect((await agent(sb, "GET", "/v1/stat?path=/workspace/data/mine.txt")).exists).toBe(false);
   });
 });
