@@ -5,7 +5,7 @@
 // fault, and dropping a sandbox.
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Compression } from "../../container/protocol.ts";
 import { agentTokenFor } from "../../container/agent-token.ts";
 import { createAgentServer } from "../../container/server.ts";
+import { startAgent } from "../../scripts/lib/stack.ts";
 
 const SECRET = randomBytes(32).toString("hex");
 /** No store runs here: the origin only has to be one the tests' URLs are not on. */
@@ -59,6 +60,28 @@ describe("start-up", () => {
       encoding: "utf8",
       timeout: 20_000,
     });
+
+  it("the local stack starts it with the least it needs: none of the developer's credentials, only its own secret", async () => {
+    // What a developer's shell may hold; the stack's agent must not inherit it (a sandbox's code runs beside it).
+    const planted = { S3_SECRET_ACCESS_KEY: "planted-s3-secret", API_TOKEN: "planted-api-token", AWS_SECRET_ACCESS_KEY: "planted-aws", GITHUB_TOKEN: "planted-gh" };
+    Object.assign(process.env, planted);
+    const dir = mkdtempSync(join(tmpdir(), "snapflow-least-"));
+    const secret = randomBytes(32).toString("base64url");
+    const started = await startAgent({ secret, storeEndpoint: STORE_ORIGIN, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log") });
+    try {
+      const environ = readFileSync(`/proc/${started.process.child.pid}/environ`, "utf8").split("\0");
+      const names = environ.map((kv) => kv.slice(0, kv.indexOf("=")));
+      for (const name of Object.keys(planted)) expect(names).not.toContain(name);
+      expect(environ.join("\n")).not.toMatch(/planted-/);
+      // Bound to loopback, not every interface.
+      expect(started.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(names.filter((n) => n.startsWith("SNAPFLOW_")).sort()).toEqual(["SNAPFLOW_AGENT_FAULTS", "SNAPFLOW_AGENT_HOST", "SNAPFLOW_AGENT_PORT", "SNAPFLOW_AGENT_SANDBOXES_DIR", "SNAPFLOW_AGENT_SECRET", "SNAPFLOW_AGENT_STORE_ORIGIN"]);
+    } finally {
+      for (const name of Object.keys(planted)) delete process.env[name];
+      await started.process.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it.each([
     ["a short secret (host mode)", { SNAPFLOW_AGENT_SANDBOXES_DIR: "/nonexistent", SNAPFLOW_AGENT_SECRET: "change-me" }, /SNAPFLOW_AGENT_SECRET secret to at least 32 random characters.*it has 9/],
