@@ -26,6 +26,7 @@ RUN apt-get update \
 COPY --from=agent-build /build/agent.js /opt/snapflow/agent.js
 COPY --from=lazy-build /build/snapflow-lazy /usr/local/bin/snapflow-lazy
 RUN mkdir -p /workspace /snapflow/staging /snapflow/mnt
-# The agent's port. The Worker starts the agent with sandbox.startProcess (so it receives AGENT_TOKEN from the
-# Worker's secrets) and reaches it with containerFetch(request, 8080). EXPOSE also serves local Docker dev.
+# The agent's port. The Worker starts the agent with sandbox.startProcess, handing it this sandbox's own token
+# (HMAC of the Worker's AGENT_SECRET and the sandbox id; the secret never enters a sandbox), and reaches it with
+# containerFetch(request, 8080). EXPOSE also serves local Docker dev.
 EXPOSE 8080

@@ -11,6 +11,7 @@ export type AgentErrorCode =
   | "internal_error" // an exception nobody classified: a bug in the agent
   | "unavailable" // a tool or kernel feature this request needs is missing here
   | "verify_failed" // restored bytes or tree differ from the snapshot's manifest (the message names the first differences)
+  | "store_refused" // the object store refused the bytes for good: not the SHA-256 the URL was signed for, or an overwrite
   | "injected_fault"; // a test-only fault (see faults.ts)
 
 const STATUS: Record<AgentErrorCode, number> = {
@@ -22,6 +23,7 @@ const STATUS: Record<AgentErrorCode, number> = {
   internal_error: 500,
   unavailable: 501,
   verify_failed: 422,
+  store_refused: 422,
   injected_fault: 503,
 };
 

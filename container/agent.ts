@@ -11,6 +11,7 @@
 //   SNAPFLOW_AGENT_FAULTS=1      enable test-only fault injection
 import { createAgentServer } from "./server.ts";
 import { parseRoots, useSandboxRoots } from "./sandbox-roots.ts";
+import { weakSecretReason } from "./secret-strength.ts";
 import { storeOriginOf } from "./store-origin.ts";
 
 const token = process.env.SNAPFLOW_AGENT_TOKEN;
@@ -18,6 +19,13 @@ const secret = process.env.SNAPFLOW_AGENT_SECRET;
 const hostMode = Boolean(process.env.SNAPFLOW_AGENT_SANDBOXES_DIR);
 if (hostMode ? !secret : !token) {
   console.error(`snapflow agent: ${hostMode ? "SNAPFLOW_AGENT_SECRET (host mode)" : "SNAPFLOW_AGENT_TOKEN"} is required`);
+  process.exit(2);
+}
+// A guessable secret (host mode) or token would open every sandbox, or this one, to anyone who guesses it. A
+// token is the Worker's HMAC: 64 hex characters, always strong, so this refuses only one made by hand.
+const weak = weakSecretReason(hostMode ? "SNAPFLOW_AGENT_SECRET" : "SNAPFLOW_AGENT_TOKEN", (hostMode ? secret : token)!);
+if (weak) {
+  console.error(`snapflow agent: ${weak}`);
   process.exit(2);
 }
 // Read once, then out of our environment: child processes (tar, curl, ...) do not inherit it.

@@ -97,13 +97,15 @@ export function makeImageArgv(dir: string, out: string, f: ImageFormat, processo
 
 /**
  * Extract an image into `dir` (which may exist). unsquashfs: -f writes into an existing directory and
- * overwrites; as root it restores owners, and always modes, mtimes, symlinks and hard links. fsck.erofs:
- * --overwrite for an existing directory, --preserve-perms for modes whoever runs it (owners are kept when root);
- * it sets mtimes, but before erofs-utils 1.7 it writes each hard link as a separate copy (see erofs-links.ts).
+ * overwrites; it restores modes, mtimes, symlinks and hard links, and as root the image's owners (it has no switch
+ * against that: sanitize-extracted.ts hands them back to the agent's user). fsck.erofs: --overwrite for an
+ * existing directory, --preserve-perms for modes whoever runs it, --no-preserve-owner because as root it would
+ * otherwise give files to the owners another sandbox chose; it sets mtimes, but before erofs-utils 1.7 it writes
+ * each hard link as a separate copy (see erofs-links.ts).
  */
 export function extractImageArgv(file: string, dir: string, kind: ImageFormat["kind"]): string[] {
   if (kind === "squashfs") return ["unsquashfs", "-d", dir, "-f", "-n", "-q", "-no-xattrs", file];
-  return ["fsck.erofs", `--extract=${dir}`, "--overwrite", "--preserve-perms", file];
+  return ["fsck.erofs", `--extract=${dir}`, "--overwrite", "--preserve-perms", "--no-preserve-owner", file];
 }
 
 /**

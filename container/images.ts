@@ -10,6 +10,7 @@ import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { AgentError } from "./agent-error.ts";
 import { relinkErofsHardLinks } from "./erofs-links.ts";
+import { checkErofsNames } from "./erofs-names.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { extractImageArgv, makeImageArgv } from "./image-argv.ts";
 import type { ImageFormat, WrittenBytes } from "./protocol.ts";
@@ -83,9 +84,15 @@ export async function checkImage(file: string, format: ImageFormat): Promise<{ b
   return { bytes: st.size };
 }
 
-/** Extracts an image into `dir` (created if missing, merged into if not). */
+/**
+ * Extracts an image into `dir` (created if missing, merged into if not). An erofs image's names are checked first:
+ * fsck.erofs writes a name holding '/' outside `dir` (erofs-names.ts). unsquashfs (4.5.1, and distributions'
+ * patched 4.5) refuses such names and duplicate entries itself (CVE-2021-40153, CVE-2021-41072); the hostile
+ * corpus tests both tools as installed.
+ */
 export async function extractImage(file: string, format: ImageFormat, dir: string): Promise<{ ms: number; relinked?: number }> {
   const started = performance.now();
+  if (format.kind === "erofs") await checkErofsNames(file, "archive");
   await mkdir(dir, { recursive: true });
   await runQuiet(extractImageArgv(file, dir, format.kind));
   const relinked = format.kind === "erofs" ? await relinkErofsHardLinks(file, dir) : undefined;

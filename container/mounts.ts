@@ -53,6 +53,8 @@ export interface MountInfo {
   mountPoint: string;
   fstype: string;
   source: string;
+  /** the per-mount options (ro, nosuid, nodev, …) */
+  options: string[];
 }
 
 /** mountinfo escapes space, tab, newline and backslash in paths as \ooo. */
@@ -69,7 +71,7 @@ export function parseMountinfo(text: string): MountInfo[] {
     const left = line.slice(0, sep).split(" ");
     const right = line.slice(sep + 3).split(" ");
     if (left.length < 5 || right.length < 2) continue;
-    out.push({ mountPoint: unescapeMountPath(left[4]!), fstype: right[0]!, source: unescapeMountPath(right[1]!) });
+    out.push({ mountPoint: unescapeMountPath(left[4]!), fstype: right[0]!, source: unescapeMountPath(right[1]!), options: (left[5] ?? "").split(",").filter(Boolean) });
   }
   return out;
 }
@@ -210,10 +212,12 @@ export function unmountOrder(records: MountRecord[]): MountRecord[] {
 
 /** The sandbox's mounts that are still mounted; ones that vanished (unmounted behind the agent's back) are forgotten. */
 export async function listMounts(registry: MountRegistry, sandboxId: string): Promise<MountEntry[]> {
-  const mounted = new Set((await readMountinfo()).map((m) => m.mountPoint));
+  const mounted = new Map((await readMountinfo()).map((m) => [m.mountPoint, m]));
   const out: MountEntry[] = [];
   for (const r of registry.records(sandboxId)) {
-    if (mounted.has(r.hostPath)) out.push(r.entry);
+    const info = mounted.get(r.hostPath);
+    // The options as the kernel has them now (nosuid, nodev, ro), not as they were asked for.
+    if (info) out.push({ ...r.entry, options: info.options });
     else registry.forget(sandboxId, r.hostPath);
   }
   return out;

@@ -22,14 +22,21 @@ export const IDLE_TIMEOUT_MS = 60_000;
 export class TransferError extends AgentError {
   readonly retryable: boolean;
   readonly httpStatus: number | undefined;
-  constructor(message: string, retryable: boolean, httpStatus?: number) {
-    super("tool_failed", message);
+  constructor(message: string, retryable: boolean, httpStatus?: number, code: "tool_failed" | "store_refused" = "tool_failed") {
+    super(code, message);
     this.retryable = retryable;
     this.httpStatus = httpStatus;
   }
 }
 
 const retryableStatus = (s: number) => s >= 500 || s === 429;
+
+/**
+ * The store refusing these bytes for good: their SHA-256 is not the one the URL was signed for (BadDigest), or the
+ * URL may only create the object and it exists (412 PreconditionFailed). Sending them again, here or from a
+ * retried step, gets the same answer: store_refused (a 4xx), which the Worker does not retry.
+ */
+const refusedForGood = (status: number, body: string) => status === 412 || /<Code>(BadDigest|InvalidDigest|PreconditionFailed|XAmzContentChecksumMismatch)<\/Code>/.test(body);
 
 function send(u: URL) {
   return u.protocol === "https:" ? { request: httpsRequest, agent: httpsAgent } : { request: httpRequest, agent: httpAgent };
@@ -68,7 +75,10 @@ export function putBody(u: URL, body: Uint8Array | Readable, length: number, wha
       res.on("error", (e) => fail(new TransferError(`${what}: response broke: ${e.message}`, true)));
       res.on("end", () => {
         const status = res.statusCode ?? 0;
-        if (status < 200 || status >= 300) return fail(new TransferError(`${what} answered ${describeS3Error(status, text)}`, retryableStatus(status), status));
+        if (status < 200 || status >= 300) {
+          const refused = refusedForGood(status, text);
+          return fail(new TransferError(`${what} answered ${describeS3Error(status, text)}`, !refused && retryableStatus(status), status, refused ? "store_refused" : "tool_failed"));
+        }
         // A 2xx means the store read the whole body (an ETag is over all of it), so every byte has left this
         // process and the caller may reuse the buffer. (Not req's 'finish': Bun's ClientRequest does not promise it.)
         if (settled) return;

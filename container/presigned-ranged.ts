@@ -15,11 +15,12 @@
 // partial output file, and answers the error.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, open, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, open, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { AgentError, toolFailure } from "./agent-error.ts";
+import { aria2cArgv, aria2cInput } from "./aria2c-argv.ts";
 import { extractFromStream, type ExtractVerification, type VerifiedExtract } from "./extract.ts";
 import { checkUrl } from "./presigned.ts";
 import { getRange, redact, TransferError, withRetries } from "./presigned-http.ts";
@@ -212,26 +213,19 @@ export async function downloadWithAria2c(o: RangedOptions, output: string): Prom
   const dir = dirname(output);
   const name = basename(output);
   await mkdir(dir, { recursive: true });
-  const n = String(o.concurrency);
-  // The presigned URL is a credential: it goes in an input file only we can read (-i), never on the command line,
-  // where any process in the sandbox sees it in /proc/*/cmdline.
-  const input = join(dir, `.${name}.aria2-input`);
-  await writeFile(input, `${o.url}\n  dir=${dir}\n  out=${name}\n`, { mode: 0o600 });
-  const argv = [
-    "aria2c", "-x", n, "-s", n, "-k", "1M", "--allow-overwrite=true", "--auto-file-renaming=false",
-    `--max-tries=${o.retries + 1}`, "--retry-wait=1", "--console-log-level=error", "--summary-interval=0", "--download-result=hide", "--enable-color=false",
-    "-i", input,
-  ];
-  const tool = startTool(argv, { stdout: "pipe" });
+  // The presigned URL goes to aria2c on its stdin, never on its command line (aria2c-argv.ts).
+  const tool = startTool(aria2cArgv(o.concurrency, o.retries), { stdin: "pipe", stdout: "pipe" });
+  tool.child.stdin!.on("error", () => {}); // an aria2c that exits at once fails through `done`, with its message
+  tool.child.stdin!.end(aria2cInput(o.url, dir, name));
   let out = "";
   tool.child.stdout!.on("data", (d: Buffer) => (out = (out + d.toString()).slice(-4000)));
   try {
-    await tool.done.finally(() => rm(input, { force: true }));
+    await tool.done;
   } catch (e) {
     await rm(output, { force: true });
     await rm(join(dir, `${name}.aria2`), { force: true });
     const err = e as AgentError;
-    // argv carries the presigned URL (a credential): say which tool failed without it.
+    // Say which tool failed in a few words (its full argv is noise); a URL aria2c echoes is cut out too.
     const said = err.message.replace(/^.*? exited /s, "aria2c exited ").replace(/: $/, "");
     throw new AgentError(err.code, `${said.replaceAll(o.url, "<url>")}${out.trim() ? `; aria2c said: ${out.trim().replaceAll(o.url, "<url>")}` : ""}`);
   }

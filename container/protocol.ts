@@ -33,13 +33,14 @@
 //   POST   /v1/faults       FaultBody      test-only, when the agent runs with SNAPFLOW_AGENT_FAULTS=1
 //   DELETE /v1/sandbox                     host agent only: drop this sandbox's root directory
 //
-// Every request but health carries `authorization: Bearer <token>`; a host agent serving many sandboxes also
-// needs `x-snapflow-sandbox: <id>`.
+// Every request, health included (readiness is authenticated), carries `authorization: Bearer <token>`: this
+// sandbox's own token (agent-token.ts); a host agent serving many sandboxes also needs `x-snapflow-sandbox: <id>`.
 //
 // Errors answer {error: {code, message, field?}} (agent-error.ts): bad_request and path_outside_root 400,
-// unauthorized 401, not_found 404, tool_failed 500 (a tool exited non-zero, or the store or pipe around it
-// failed), internal_error 500 (an exception nothing classified: a bug in the agent), unavailable 501 (a tool or
-// kernel feature is missing here), injected_fault 503 (test-only).
+// unauthorized 401, not_found 404, verify_failed 422 (a restore differs from its manifest), store_refused 422 (the
+// store refused the bytes for good: BadDigest, PreconditionFailed), tool_failed 500 (a tool exited non-zero, or
+// the store or pipe around it failed), internal_error 500 (an exception nothing classified: a bug in the agent),
+// unavailable 501 (a tool or kernel feature is missing here), injected_fault 503 (test-only).
 import { z } from "zod";
 import { R2_MULTIPART } from "./r2-limits.ts";
 import { sandboxRoots } from "./sandbox-roots.ts";
@@ -378,6 +379,8 @@ export interface MountEntry {
   fstype: string;
   /** ISO time of mounting */
   since: string;
+  /** listing only: the mount's per-mount options as /proc/self/mountinfo shows them now (every mount has nosuid, nodev) */
+  options?: string[];
   /** overlays: the writable layer and overlayfs's work directory */
   upper?: string;
   work?: string;

@@ -1,17 +1,24 @@
 // What a restore must not plant, whoever made the archive: device nodes (a char or block device in a sandbox's
-// tree is a door to the host's hardware) and setuid/setgid bits (a root-owned setuid binary is a privilege
-// escalation waiting for its first exec). Run on a freshly extracted layer before it joins the target; owners are
-// not restored in the first place (tar --no-same-owner). Directories keep setgid (group inheritance, harmless);
-// overlay whiteouts (char 0/0) stay, they are an overlay delta's deletions.
-import { chmod, lstat, readdir, rm } from "node:fs/promises";
+// tree is a door to the host's hardware), setuid/setgid bits (a root-owned setuid binary is a privilege
+// escalation waiting for its first exec) and owners the archive chose (a file handed to another user of the
+// sandbox). Run on a freshly extracted layer before it joins the target. tar does not restore owners in the first
+// place (--no-same-owner) nor does fsck.erofs (--no-preserve-owner), but unsquashfs run as root always does, so
+// every entry not owned by the agent's own user is given back to it here (lchown: a symlink itself, never its
+// target). Directories keep setgid (group inheritance, harmless); overlay whiteouts (char 0/0) stay, they are an
+// overlay delta's deletions.
+import { chmod, lchown, lstat, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 
 export interface Sanitized {
   devicesRemoved: string[];
   setidCleared: string[];
+  /** entries whose owner or group was not the agent's, given back to it */
+  ownersReset: number;
 }
 
-export async function sanitizeExtracted(dir: string, rel = "", out: Sanitized = { devicesRemoved: [], setidCleared: [] }): Promise<Sanitized> {
+const self = { uid: process.getuid?.() ?? -1, gid: process.getgid?.() ?? -1 };
+
+export async function sanitizeExtracted(dir: string, rel = "", out: Sanitized = { devicesRemoved: [], setidCleared: [], ownersReset: 0 }): Promise<Sanitized> {
   for (const name of await readdir(dir)) {
     const path = join(dir, name);
     const shown = rel ? `${rel}/${name}` : name;
@@ -21,9 +28,16 @@ export async function sanitizeExtracted(dir: string, rel = "", out: Sanitized = 
     if ((st.isCharacterDevice() || st.isBlockDevice()) && !whiteout) {
       await rm(path, { force: true });
       out.devicesRemoved.push(shown);
-    } else if (st.isDirectory()) {
+      continue;
+    }
+    if (self.uid >= 0 && (st.uid !== self.uid || st.gid !== self.gid)) {
+      await lchown(path, self.uid, self.gid);
+      out.ownersReset++;
+    }
+    if (st.isDirectory()) {
       await sanitizeExtracted(path, shown, out);
     } else if (st.isFile() && st.mode & 0o6000) {
+      // chown above may already have cleared them (the kernel does for non-directories); say so either way.
       await chmod(path, st.mode & 0o1777);
       out.setidCleared.push(shown);
     }

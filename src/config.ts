@@ -2,17 +2,25 @@
 // message naming the variable instead of a TypeError deep in a step.
 import { z } from "zod";
 import { parseRoots, useSandboxRoots } from "../container/sandbox-roots.ts";
+import { weakSecretReason } from "../container/secret-strength.ts";
 import { SnapflowError } from "./errors.ts";
+
+const strongSecret = (name: string) =>
+  z.string({ error: `set the ${name} secret to at least 32 random characters (openssl rand -base64 32)` }).superRefine((value, ctx) => {
+    const reason = weakSecretReason(name, value);
+    if (reason) ctx.addIssue({ code: "custom", message: reason });
+  });
 
 const Config = z.object({
   SANDBOX_TRANSPORT: z.enum(["sandbox", "local"]),
   OBJECT_STORE: z.enum(["r2", "s3"]),
   AGENT_PORT: z.coerce.number().int().positive(),
   AGENT_URL: z.string(),
-  // Both are bearer secrets that guard everything: a short or guessable one ("change-me") is refused at start.
-  // Each sandbox's agent gets only HMAC(AGENT_SECRET, its id) (container/agent-token.ts), never the secret.
-  AGENT_SECRET: z.string().min(32, "set the AGENT_SECRET secret to at least 32 random characters (openssl rand -base64 32)"),
-  API_TOKEN: z.string().min(32, "set the API_TOKEN secret to at least 32 random characters (openssl rand -base64 32)"),
+  // Both are bearer secrets that guard everything: a short or guessable one ("change-me") is refused when the
+  // config is first read (container/secret-strength.ts). Each sandbox's agent gets only HMAC(AGENT_SECRET, its
+  // id) (container/agent-token.ts), never the secret.
+  AGENT_SECRET: strongSecret("AGENT_SECRET"),
+  API_TOKEN: strongSecret("API_TOKEN"),
   S3_ENDPOINT: z.string().url(),
   S3_BUCKET: z.string().min(1),
   S3_REGION: z.string().min(1),

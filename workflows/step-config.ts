@@ -23,12 +23,22 @@ export const STEP_CONFIG: Record<PhaseName, WorkflowStepConfig> = {
   cleanup: retry(3, "2 seconds", "5 minutes"),
 };
 
-/** Runs a step's work; failures a retry cannot fix (isPermanent) become NonRetryableError so the Workflow stops at once. */
+/**
+ * Runs a step's work; failures a retry cannot fix (isPermanent) become NonRetryableError so the Workflow stops at
+ * once. Whatever is thrown from here is kept by Workflows in the step's attempt records (wrangler workflows
+ * instances describe shows it), so its message loses any presigned URL's signature first, retried errors too.
+ */
 export async function phase<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
     if (isPermanent(e)) throw new NonRetryableError(errorMessage(e));
+    const message = errorMessage(e);
+    if (e instanceof Error && e.message !== message) {
+      const redacted = new Error(message);
+      redacted.name = e.name;
+      throw redacted;
+    }
     throw e;
   }
 }

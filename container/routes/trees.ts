@@ -64,7 +64,11 @@ export const treeRoutes: Routes = {
 
   "POST /v1/remove": async (c) => {
     const body = await c.json(P.RemoveBody);
+    const dir = await existingDir(await c.path(body.path, "path"), "path");
+    // A restore target holds no mount (it was emptied first); one appearing there means a listed entry could
+    // reach into it (rm -r empties a writable overlay) or pull the floor from under it: refused, as DELETE /v1/files.
+    await refuseIfMounted(dir, "path", c.root.hostRoot, c.agent.mounts, c.sandboxId);
     // Component by component with lstat: never a delete through a symlink (safe-remove.ts).
-    return removeEntriesSafely(await existingDir(await c.path(body.path, "path"), "path"), body.entries);
+    return removeEntriesSafely(dir, body.entries);
   },
 };

@@ -5,7 +5,7 @@
 // fault, and dropping a sandbox.
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Compression } from "../../container/protocol.ts";
 import { agentTokenFor } from "../../container/agent-token.ts";
 import { createAgentServer } from "../../container/server.ts";
+import { startAgent } from "../../scripts/lib/stack.ts";
 
 const SECRET = randomBytes(32).toString("hex");
 /** No store runs here: the origin only has to be one the tests' URLs are not on. */
@@ -50,6 +51,49 @@ async function json(r: Response | Promise<Response>): Promise<{ status: number; 
   const res = await r;
   return { status: res.status, body: await res.json() };
 }
+
+describe("start-up", () => {
+  // The real entry point (container/agent.ts) as the stack and the image start it; it exits before listening.
+  const start = (env: Record<string, string>) =>
+    spawnSync(process.execPath, [join(import.meta.dirname, "../../container/agent.ts")], {
+      env: { PATH: process.env.PATH!, SNAPFLOW_AGENT_STORE_ORIGIN: STORE_ORIGIN, SNAPFLOW_AGENT_PORT: "0", SNAPFLOW_AGENT_HOST: "127.0.0.1", ...env },
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+
+  it("the local stack starts it with the least it needs: none of the developer's credentials, only its own secret", async () => {
+    // What a developer's shell may hold; the stack's agent must not inherit it (a sandbox's code runs beside it).
+    const planted = { S3_SECRET_ACCESS_KEY: "planted-s3-secret", API_TOKEN: "planted-api-token", AWS_SECRET_ACCESS_KEY: "planted-aws", GITHUB_TOKEN: "planted-gh" };
+    Object.assign(process.env, planted);
+    const dir = mkdtempSync(join(tmpdir(), "snapflow-least-"));
+    const secret = randomBytes(32).toString("base64url");
+    const started = await startAgent({ secret, storeEndpoint: STORE_ORIGIN, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log") });
+    try {
+      const environ = readFileSync(`/proc/${started.process.child.pid}/environ`, "utf8").split("\0");
+      const names = environ.map((kv) => kv.slice(0, kv.indexOf("=")));
+      for (const name of Object.keys(planted)) expect(names).not.toContain(name);
+      expect(environ.join("\n")).not.toMatch(/planted-/);
+      // Bound to loopback, not every interface.
+      expect(started.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(names.filter((n) => n.startsWith("SNAPFLOW_")).sort()).toEqual(["SNAPFLOW_AGENT_FAULTS", "SNAPFLOW_AGENT_HOST", "SNAPFLOW_AGENT_PORT", "SNAPFLOW_AGENT_SANDBOXES_DIR", "SNAPFLOW_AGENT_SECRET", "SNAPFLOW_AGENT_STORE_ORIGIN"]);
+    } finally {
+      for (const name of Object.keys(planted)) delete process.env[name];
+      await started.process.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    ["a short secret (host mode)", { SNAPFLOW_AGENT_SANDBOXES_DIR: "/nonexistent", SNAPFLOW_AGENT_SECRET: "change-me" }, /SNAPFLOW_AGENT_SECRET secret to at least 32 random characters.*it has 9/],
+    ["a repeated placeholder (host mode)", { SNAPFLOW_AGENT_SANDBOXES_DIR: "/nonexistent", SNAPFLOW_AGENT_SECRET: "change-me-".repeat(4) }, /SNAPFLOW_AGENT_SECRET is not random \(it repeats a shorter pattern\)/],
+    ["a hand-made token (in a sandbox)", { SNAPFLOW_AGENT_TOKEN: "0".repeat(64) }, /SNAPFLOW_AGENT_TOKEN is not random \(only 1 distinct characters\)/],
+  ])("refuses %s: exit 2, naming the variable", (_what, env, message) => {
+    const r = start(env);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stdout).not.toMatch(/listening/);
+  });
+});
 
 describe("authentication and the sandbox header", () => {
   it("health needs this sandbox's token too: a squatter on the port cannot be told apart otherwise", async () => {

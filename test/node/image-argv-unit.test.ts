@@ -74,9 +74,9 @@ describe("mkfsErofsArgv", () => {
 });
 
 describe("extract, mount and unmount argv", () => {
-  it("extractors write into an existing directory and keep permissions", () => {
+  it("extractors write into an existing directory and keep permissions; fsck.erofs does not hand files to the image's owners", () => {
     expect(extractImageArgv("/i.sqfs", "/d", "squashfs")).toEqual(["unsquashfs", "-d", "/d", "-f", "-n", "-q", "-no-xattrs", "/i.sqfs"]);
-    expect(extractImageArgv("/i.erofs", "/d", "erofs")).toEqual(["fsck.erofs", "--extract=/d", "--overwrite", "--preserve-perms", "/i.erofs"]);
+    expect(extractImageArgv("/i.erofs", "/d", "erofs")).toEqual(["fsck.erofs", "--extract=/d", "--overwrite", "--preserve-perms", "--no-preserve-owner", "/i.erofs"]);
   });
 
   it("kernel mounts are read-only loop mounts; overlays refuse paths their option syntax cannot carry", () => {
@@ -112,7 +112,7 @@ describe("the installed builders accept every line", () => {
 });
 
 describe("parseMountinfo", () => {
-  it("reads mount point, type and source, unescaping \\040 and friends", () => {
+  it("reads mount point, type, source and per-mount options, unescaping \\040 and friends", () => {
     const text = [
       "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw",
       "42 27 0:39 / /w/with\\040space rw,nosuid shared:5 - fuse.squashfuse_ll squashfuse_ll rw,user_id=0",
@@ -120,9 +120,9 @@ describe("parseMountinfo", () => {
       "",
     ].join("\n");
     expect(parseMountinfo(text)).toEqual([
-      { mountPoint: "/", fstype: "ext4", source: "/dev/vda" },
-      { mountPoint: "/w/with space", fstype: "fuse.squashfuse_ll", source: "squashfuse_ll" },
-      { mountPoint: "/w/tab\tand\\slash", fstype: "overlay", source: "overlay" },
+      { mountPoint: "/", fstype: "ext4", source: "/dev/vda", options: ["rw", "relatime"] },
+      { mountPoint: "/w/with space", fstype: "fuse.squashfuse_ll", source: "squashfuse_ll", options: ["rw", "nosuid"] },
+      { mountPoint: "/w/tab\tand\\slash", fstype: "overlay", source: "overlay", options: ["rw"] },
     ]);
   });
 });

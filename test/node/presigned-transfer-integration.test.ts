@@ -4,7 +4,7 @@
 // per part, complete (or abort) with what the agent answered.
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes, randomFillSync } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, rmSync, statSync, writeSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -387,10 +387,33 @@ describe("POST /v1/download-ranged", () => {
   it.skipIf(!onPath("aria2c"))(`aria2c${onPath("aria2c") ? "" : " — SKIPPED: aria2c is not on PATH"}: -x 4 into a file, the SHA-256 is the object's`, async () => {
     const sb = fresh("ranged-aria2c");
     const url = await presign(settings, RANDOM_KEY, "GET", 900);
+    const signature = new URL(url).searchParams.get("X-Amz-Signature")!;
+    // Every process's command line while aria2c runs: the URL (its signature) must be on none of them.
+    const seen: string[] = [];
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+          try {
+            const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+            if (cmdline.startsWith("aria2c") || cmdline.includes(signature)) seen.push(cmdline);
+          } catch {
+            // gone meanwhile
+          }
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
     const r = await json(call(sb, "POST", "/v1/download-ranged", { url, size: randomSize, output: "/snapflow/staging/aria.bin", concurrency: 4, tool: "aria2c" }));
+    watching = false;
+    await watch;
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     console.log(`download-ranged aria2c: ${JSON.stringify(r.body)}`);
     expect(r.body).toMatchObject({ bytes: randomSize, sha256: random.sha256, tool: "aria2c" });
+    expect(seen.length, "aria2c was never seen running: the watch proves nothing").toBeGreaterThan(0);
+    expect(seen.filter((c) => c.includes(signature))).toEqual([]);
+    // Nothing holding the URL is left on disk either.
+    expect(readdirSync(join(sandboxesDir, sb, "snapflow/staging"))).toEqual(["aria.bin"]);
     expect(existsSync(join(sandboxesDir, sb, "snapflow/staging/aria.bin.aria2"))).toBe(false);
   });
 

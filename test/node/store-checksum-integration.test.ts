@@ -68,8 +68,9 @@ it("a lying agent: bytes other than the archive whose SHA-256 it reported are re
   const path = stage("lie.tar", randomBytes(300_000));
   const url = await presigner.url("snapshots/lie/archive.tar", "PUT", { sha256: claimed, createOnly: true });
   const r = await upload(path, url);
-  expect(r.status).toBe(500);
-  expect(r.body.error.message).toMatch(/BadDigest/);
+  // Refused for good (store_refused, a 4xx the Worker does not retry): the same bytes would be refused again.
+  expect(r.status).toBe(422);
+  expect(r.body.error).toMatchObject({ code: "store_refused", message: expect.stringMatching(/BadDigest/) });
   expect(r.body.error.message).not.toMatch(/X-Amz-Signature/);
   expect(await store.head("snapshots/lie/archive.tar")).toBeNull();
 });
@@ -80,9 +81,11 @@ it("an honest upload is stored, and the same URL cannot overwrite it afterwards 
   expect((await upload(stage("once.tar", archive), url)).status).toBe(200);
   // After the snapshot is recorded, the sandbox tries again with the URL it still holds: other bytes, then the same.
   const again = await upload(stage("evil.tar", randomBytes(200_000)), url);
-  expect(again.status).toBe(500);
-  expect(again.body.error.message).toMatch(/412|PreconditionFailed|BadDigest/);
-  expect((await upload(stage("once-again.tar", archive), url)).body.error.message).toMatch(/412|PreconditionFailed/);
+  expect(again.status).toBe(422);
+  expect(again.body.error).toMatchObject({ code: "store_refused", message: expect.stringMatching(/412|PreconditionFailed|BadDigest/) });
+  // The same bytes again: the checksum matches, so only If-None-Match stands in the way.
+  const same = await upload(stage("once-again.tar", archive), url);
+  expect(same.body.error).toMatchObject({ code: "store_refused", message: expect.stringMatching(/412|PreconditionFailed/) });
   // Dropping the If-None-Match header breaks the signature instead of turning the URL into an overwrite.
   const raw = await fetch(url, { method: "PUT", body: archive });
   expect(raw.status).toBe(403);

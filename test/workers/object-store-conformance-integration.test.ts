@@ -132,6 +132,22 @@ function conformance(name: string, makeStore: () => ObjectStore) {
       expect(await store.head(key)).toBeNull();
     });
 
+    it("a body that does not match the sha256 the put names is refused by the store itself, and nothing is stored", async () => {
+      // What binds a lying agent's bytes on the stream path: the Worker passes the SHA-256 the agent reported for
+      // its staged archive, and the store (R2's put sha256; S3's x-amz-checksum-sha256) checks the body against it.
+      const key = `${prefix("checksum")}e.bin`;
+      const claimed = randomBytes(70_000);
+      const sent = randomBytes(70_000);
+      for (const body of [sent, chunkedStream(sent, [1000, 69_000])]) {
+        const err = await store.put(key, body, { length: sent.byteLength, sha256: await sha256Hex(claimed) }).catch((e) => e);
+        expect(err, "the store accepted bytes that do not match the named sha256").toBeInstanceOf(StoreError);
+        expect(err.message).toMatch(/BadDigest|sha-?256|checksum|digest/i);
+        expect(await store.head(key)).toBeNull();
+      }
+      // The honest put passes, with the same option.
+      expect((await store.put(key, claimed, { sha256: await sha256Hex(claimed) })).size).toBe(claimed.byteLength);
+    });
+
     it("get and head of a missing key are null", async () => {
       const key = `${prefix("missing")}nothing`;
       expect(await store.get(key)).toBeNull();

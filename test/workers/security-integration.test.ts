@@ -8,7 +8,12 @@ import { agentTokenFor } from "../../container/agent-token.ts";
 import { signResultsLink } from "../../src/api/results-link.ts";
 import { readConfig } from "../../src/config.ts";
 import { writeProgress } from "../../src/matrix/matrix-records.ts";
-import { api } from "./helpers.ts";
+import { StoreError } from "../../src/store/object-store.ts";
+import { phase } from "../../workflows/step-config.ts";
+import worker from "../../worker.ts";
+import { depsFrom } from "../../src/deps.ts";
+import { archiveKey } from "../../src/snapshots/records.ts";
+import { agent, api, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
 
@@ -67,10 +72,23 @@ describe("results page: a signed link, not the API token", () => {
   });
 });
 
-describe("secrets shorter than 32 characters are refused at config read, naming the variable", () => {
+describe("weak secrets are refused when the config is read, naming the variable", () => {
+  const random32 = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24))));
   it.each(["API_TOKEN", "AGENT_SECRET"])("%s", (name) => {
-    expect(() => readConfig({ ...env, [name]: "change-me" } as Env)).toThrow(new RegExp(`^configuration: ${name}: .*at least 32`));
-    expect(() => readConfig({ ...env, [name]: "x".repeat(32) } as Env)).not.toThrow();
+    const refused = (value: string | undefined) => () => readConfig({ ...env, [name]: value } as Env);
+    expect(refused(undefined)).toThrow(new RegExp(`^configuration: ${name}: set the ${name} secret to at least 32 random characters`));
+    expect(refused("change-me")).toThrow(new RegExp(`^configuration: ${name}: set the ${name} secret to at least 32 random characters .*it has 9`));
+    expect(refused("x".repeat(40))).toThrow(new RegExp(`^configuration: ${name}: ${name} is not random \\(only 1 distinct`));
+    expect(refused("change-me".repeat(4))).toThrow(new RegExp(`^configuration: ${name}: ${name} is not random \\(it repeats a shorter pattern`));
+    // What the stack generates, and what the message suggests, pass.
+    const good = random32();
+    expect(good).toHaveLength(32);
+    expect(refused(good)).not.toThrow();
+  });
+  it("the API answers a weak API_TOKEN with config_error, before any route runs", async () => {
+    const r = await worker.fetch(new Request("http://snapflow.test/api/snapshots", { headers: { authorization: "Bearer change-me" } }), { ...env, API_TOKEN: "change-me" } as Env, {} as ExecutionContext);
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as any).error).toMatchObject({ code: "config_error", message: expect.stringMatching(/API_TOKEN/) });
   });
 });
 
@@ -110,5 +128,101 @@ describe("per-sandbox agent credentials (container/agent-token.ts)", () => {
     expect(await ask(sb, undefined, "/v1/health")).toBe(401);
     expect(await ask(sb, "x".repeat(64), "/v1/health")).toBe(401);
     expect(await ask(sb, await agentTokenFor(env.AGENT_SECRET, sb), "/v1/health")).toBe(200);
+  });
+});
+
+describe("a presigned URL never reaches a persisted error", () => {
+  const signed = "https://acct.r2.cloudflarestorage.com/b/snapshots/x/archive.tar.zst?X-Amz-Credential=AKIA&X-Amz-Signature=deadbeef";
+  // What a step throws is what Workflows keeps in the step's attempts: retried (transient) errors as well as the
+  // permanent ones that stop the run.
+  it.each([
+    ["a transient error of any class (retried)", () => new TypeError(`fetch ${signed} failed: ECONNRESET`), "TypeError"],
+    ["a transient store error (retried)", () => new StoreError("k", `GET ${signed}: 503`, 503), "Error"],
+    ["a permanent store error (stops the run)", () => new StoreError("k", `PUT ${signed}: 403`, 403), "NonRetryableError"],
+  ])("%s", async (_what, make, name) => {
+    const thrown = await phase(async () => {
+      throw make();
+    }).catch((e: Error) => e);
+    expect(thrown).toBeInstanceOf(Error);
+    expect((thrown as Error).name).toBe(name);
+    expect((thrown as Error).message).toContain("archive.tar.zst?<redacted>");
+    expect((thrown as Error).message).not.toMatch(/Signature|Credential|deadbeef/);
+  });
+});
+
+describe("a lying agent's backup is refused by the store's checksum (through the BackupWorkflow)", () => {
+  // The attack: the agent hashes its staged archive in the archive step, and then the sandbox (whose code nobody
+  // reviewed) swaps the staged file for other bytes before the transfer sends it. The Worker passes the hash the
+  // archive step reported to the store, which checks the body against it: presigned-put signs
+  // x-amz-checksum-sha256 into the URL the agent PUTs to; stream puts it on the Worker's own put.
+  // The first transfer attempt is made to fail before it runs (mockStepError), and retry delays stay on: the
+  // 5 s before the real attempt is when the sandbox swaps its file. Everything else is real.
+  it.each([
+    ["tar-zst-presigned", "presigned PUT"],
+    ["tar-zst-direct", "the Worker's stream put"],
+  ])("%s (%s): the run errs with the store's BadDigest and nothing is stored or listed", async (strategy) => {
+    const src = freshSandbox("liar");
+    await putFile(src, "/workspace/app/a.txt", "honest\n");
+    await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
+    await wf.modifyAll(async (m) => {
+      await m.mockStepError({ name: "transfer" }, new Error("the first attempt fails before it runs: a window for the swap"), 1);
+    });
+    const t0 = Date.now();
+    const started = await api("POST", "/api/backups", { sandboxId: src, path: "/workspace/app", strategy });
+    expect(started.status).toBe(202);
+    const id: string = started.json.id;
+    const status = async () => (await api("GET", `/api/backups/${id}`)).json;
+    const until = async (done: (s: any) => boolean) => {
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        const s = await status();
+        if (done(s)) return s;
+      }
+      throw new Error(`backup ${id}: ${JSON.stringify(await status())}`);
+    };
+    const archived = (await until((s) => s.steps?.archive !== undefined)).steps.archive;
+    // Other bytes of the same size: nothing but their hash gives them away.
+    await putFile(src, `/snapflow/staging/${id}.tar.zst`, "x".repeat(archived.bytes));
+    const ended = await until((s) => s.status === "errored" || s.status === "complete");
+    expect(ended.status).toBe("errored");
+    expect(ended.error).toMatch(/BadDigest/);
+    // Refused for good: the real attempt was the only one (retries would wait 10 s, then 20 s, to be refused again).
+    expect(Date.now() - t0).toBeLessThan(14_000);
+    expect(ended.error).not.toMatch(/X-Amz-Signature/);
+    // Nothing under the snapshot's key, and no snapshot.
+    expect(await depsFrom(env).store.head(archiveKey(id, { kind: "tar", compression: "zstd", level: 3 } as any))).toBeNull();
+    expect((await api("GET", `/api/snapshots/${id}`)).status).toBe(404);
+    expect((await api("GET", `/api/snapshots?sandboxId=${src}`)).json.snapshots).toEqual([]);
+  });
+});
+
+describe("destructive defaults are off", () => {
+  const read = async (sandbox: string, path: string) =>
+    (await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, { headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandbox)}`, "x-snapflow-sandbox": sandbox } })).text();
+
+  it("a restore into a target that holds files, without replace, errs naming replace and leaves the files", async () => {
+    const src = freshSandbox("defaults-src");
+    await putFile(src, "/workspace/app/a.txt", "from the snapshot\n");
+    const { snapshotId } = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" });
+    const dst = freshSandbox("defaults-dst");
+    await putFile(dst, "/workspace/app/mine.txt", "the sandbox's own work\n");
+    const refused = await runWorkflow("restore", { snapshotId, sandboxId: dst, path: "/workspace/app" }, "errored");
+    expect(refused.error).toMatch(/restore target \/workspace\/app .* is not empty; pass replace: true/);
+    expect(await read(dst, "/workspace/app/mine.txt")).toBe("the sandbox's own work\n");
+    expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app")).entries).toBe(1);
+    // Asked for, it replaces.
+    await runWorkflow("restore", { snapshotId, sandboxId: dst, path: "/workspace/app", replace: true });
+    expect(await read(dst, "/workspace/app/a.txt")).toBe("from the snapshot\n");
+    expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app/mine.txt")).exists).toBe(false);
+  });
+
+  it("the dataset endpoint removes nothing already at its path unless replace: true", async () => {
+    const sb = freshSandbox("defaults-dataset");
+    await putFile(sb, "/workspace/data/mine.txt", "keep me\n");
+    const made = await api("POST", `/api/sandboxes/${sb}/datasets`, { path: "/workspace/data", kind: "tricky" });
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+    expect(made.json.replace).toBe(false);
+    expect(await read(sb, "/workspace/data/mine.txt")).toBe("keep me\n");
+    expect((await api("POST", `/api/sandboxes/${sb}/datasets`, { path: "/workspace/data", kind: "tricky", replace: true })).status).toBe(201);
+    expect((await agent(sb, "GET", "/v1/stat?path=/workspace/data/mine.txt")).exists).toBe(false);
   });
 });
