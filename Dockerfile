@@ -21,7 +21,7 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /build/snapflow-lazy ./
 FROM docker.io/cloudflare/sandbox:0.12.10
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      tar gzip zstd lz4 pigz squashfs-tools squashfuse fuse3 fuse-overlayfs erofs-utils curl aria2 \
+      tar gzip zstd lz4 pigz squashfs-tools squashfs-tools-ng squashfuse fuse3 fuse-overlayfs erofs-utils curl aria2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=agent-build /build/agent.js /opt/snapflow/agent.js
 COPY --from=lazy-build /build/snapflow-lazy /usr/local/bin/snapflow-lazy

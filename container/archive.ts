@@ -18,7 +18,7 @@ import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
 import { AgentError } from "./agent-error.ts";
 import { startCompressor } from "./compressor.ts";
@@ -120,7 +120,45 @@ export async function archiveWithManifest(dir: string, format: TarFormat, out: W
   }
 }
 
+/**
+ * Where the parsed tar stream goes: a compressor and the caller's writable (an archive), or an image builder
+ * reading tar (images.ts). `flows` are the sink's own pipelines, `written` the size and SHA-256 of what it made,
+ * `finish` runs once the manifest is on disk (a streamed reader finds it there when the stream ends).
+ */
+export interface TarSink {
+  flows(tarBytes: Readable): Promise<unknown>[];
+  abort(): void;
+  written(): Promise<{ bytes: number; sha256: string }>;
+  finish(): Promise<void>;
+}
+
+function archiveSink(format: TarFormat, out: Writable): TarSink {
+  const compressor = startCompressor(format);
+  const hashing = new HashingStream();
+  return {
+    flows(tarBytes) {
+      if (!compressor) return [pipeline(tarBytes, hashing, out, { end: false })];
+      compressor.child.stdin!.on("error", () => {});
+      // `out` is ended by finish(), once the manifest is on disk.
+      return [pipeline(tarBytes, compressor.child.stdin!), toolAndFlow(compressor, pipeline(compressor.child.stdout!, hashing, out, { end: false }))];
+    },
+    abort() {
+      if (compressor && compressor.child.exitCode === null) compressor.child.kill("SIGTERM");
+    },
+    written: async () => ({ bytes: hashing.bytes, sha256: hashing.digest() }),
+    async finish() {
+      out.end();
+      await finished(out);
+    },
+  };
+}
+
 async function singlePass(dir: string, format: TarFormat, out: Writable, options: SinglePassOptions): Promise<SinglePassResult> {
+  return singlePassInto(dir, archiveSink(format, out), options);
+}
+
+/** One read of `dir`: the walk names entries to tar, the tar stream is parsed and hashed, then goes to `sink`. */
+export async function singlePassInto(dir: string, sink: TarSink, options: SinglePassOptions): Promise<SinglePassResult> {
   const started = performance.now();
   const walked: WalkEntry[] = [];
   let names: AsyncIterable<string> | Iterable<string>;
@@ -145,20 +183,11 @@ async function singlePass(dir: string, format: TarFormat, out: Writable, options
   const tar = startTool(tarCreateFromStdinArgv(dir), { stdin: "pipe" });
   tar.child.stdin!.on("error", () => {}); // tar died early: its own exit says why
   const parsing = new TarManifestStream();
-  const compressor = startCompressor(format);
-  const hashing = new HashingStream();
-  const flows: Promise<unknown>[] = [feedNames(tar, names)];
-  if (compressor) {
-    compressor.child.stdin!.on("error", () => {});
-    // `out` is ended below, once the manifest is on disk: whoever reads the stream to its end finds it there.
-    flows.push(pipeline(tar.child.stdout!, parsing, compressor.child.stdin!), toolAndFlow(compressor, pipeline(compressor.child.stdout!, hashing, out, { end: false })));
-  } else {
-    flows.push(pipeline(tar.child.stdout!, parsing, hashing, out, { end: false }));
-  }
+  const flows: Promise<unknown>[] = [feedNames(tar, names), pipeline(tar.child.stdout!, parsing), ...sink.flows(parsing)];
   try {
     await toolAndFlow(tar, Promise.all(flows));
   } catch (e) {
-    if (compressor && compressor.child.exitCode === null) compressor.child.kill("SIGTERM");
+    sink.abort();
     throw sourceChanged(e);
   }
 
@@ -178,16 +207,14 @@ async function singlePass(dir: string, format: TarFormat, out: Writable, options
   const manifest: Manifest = { version: 1, entries, totals: totalsOf(entries), ...(options.selection ? { selection: options.selection.record() } : {}) };
   const jsonBytes = await writeManifest(options.manifestOut, manifest);
   const result: SinglePassResult = {
-    bytes: hashing.bytes,
-    sha256: hashing.digest(),
+    ...(await sink.written()),
     ms: Math.round(performance.now() - started),
     manifest: { totals: manifest.totals, entries: entries.length, jsonBytes, walkMs },
     archived: { entries: parsing.entries.length, tarBytes: parsing.tarBytes },
     ...(delta ? { delta } : {}),
   };
   if (options.resultOut) await writeFile(options.resultOut, JSON.stringify(result));
-  out.end();
-  await finished(out);
+  await sink.finish();
   return result;
 }
 

@@ -65,6 +65,27 @@ export function mksquashfsArgv(dir: string, out: string, f: SquashfsFormat, proc
   ];
 }
 
+/**
+ * tar2sqfs (squashfs-tools-ng) OUT: a squashfs image from the tar stream on stdin, so a backup builds its image in
+ * the same read of the tree that hashes it (archive.ts). Same compressor, level and block size as mksquashfs
+ * (levels checked by squashfsLevelArgs); -s: a tar record it cannot read fails the build; -x: no xattrs, as tar;
+ * -q: nothing on stdout. Times are kept (the default). The root directory is not in the stream: `root` gives it the
+ * tree's own owner, mode and mtime, as mksquashfs would.
+ */
+export function tar2sqfsArgv(out: string, f: SquashfsFormat, processors: number, root: { uid: number; gid: number; mode: number; mtime: number }): string[] {
+  const mks = squashfsLevelArgs(f);
+  const level = f.level === undefined ? [] : f.compression === "lz4" ? (mks.length ? ["hc"] : []) : f.compression === "lzo" ? ["algorithm=lzo1x_999", `level=${f.level}`] : [`level=${f.level}`];
+  return [
+    ...WITHOUT_SOURCE_DATE_EPOCH,
+    "tar2sqfs", "-q", "-s", "-x", "-f",
+    "-c", f.compression, ...(level.length ? ["-X", level.join(",")] : []),
+    ...(f.blockSize ? ["-b", String(f.blockSize)] : []),
+    "-j", String(Math.max(1, processors)),
+    "-d", `uid=${root.uid},gid=${root.gid},mode=${(root.mode & 0o7777).toString(8)},mtime=${root.mtime}`,
+    out,
+  ];
+}
+
 /** -z for mkfs.erofs: none stores plainly; only lz4hc has levels (0–12); mkfs.erofs refuses a level for lz4. */
 export function erofsCompressionArgs(f: ErofsFormat): string[] {
   if (f.level !== undefined && f.compression !== "lz4hc") throw levelError(`erofs ${f.compression} has no compression level (only lz4hc does)`);

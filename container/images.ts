@@ -21,7 +21,8 @@ export function runQuiet(argv: string[]): Promise<void> {
   return startTool(argv, { stdout: "ignore" }).done;
 }
 
-async function hashFile(file: string): Promise<{ bytes: number; sha256: string }> {
+/** The size and SHA-256 of a finished image file. */
+export async function hashImageFile(file: string): Promise<{ bytes: number; sha256: string }> {
   const hashing = new HashingStream();
   await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), hashing, new Writable({ write: (_c, _e, done) => done() }));
   return { bytes: hashing.bytes, sha256: hashing.digest() };
@@ -43,7 +44,7 @@ export async function makeImage(dir: string, format: ImageFormat, output: string
     await rm(output, { force: true });
     throw e;
   }
-  return { ...(await hashFile(output)), ms: Math.round(performance.now() - started) };
+  return { ...(await hashImageFile(output)), ms: Math.round(performance.now() - started) };
 }
 
 const SQUASHFS_COMPRESSION: Record<number, string> = { 1: "gzip", 2: "lzma", 3: "lzo", 4: "xz", 5: "lz4", 6: "zstd" };

@@ -345,7 +345,8 @@ export type DownloadRangedBody = z.infer<typeof DownloadRangedBody>;
 // ---- end of parallel presigned transfers ----
 
 // ---- Filesystem images, mounts and overlays (images.ts, mounts.ts, image-argv.ts) ----
-//   POST   /v1/image        ImageBody        an image of the tree at `path` written to `output` → WrittenBytes
+//   POST   /v1/image        ImageBody        an image of the tree at `path` written to `output` → WrittenBytes;
+//                                             with manifestOut → SinglePassResult & {onePass} (image-with-manifest.ts)
 //   POST   /v1/materialize  MaterializeBody  an image file → a directory: extracted, or mounted read-only
 //                                            (kernel, or FUSE) → {ms, bytes, mounted?}
 //   POST   /v1/overlay      OverlayBody      a writable overlay over `lower` mounted at `path` → {upper, work, ms, mounted}
@@ -353,7 +354,13 @@ export type DownloadRangedBody = z.infer<typeof DownloadRangedBody>;
 //   DELETE /v1/mounts?path=                  unmount (overlays on top of it first) → {unmounted: paths}
 // A mount needs an empty or missing `path`. DELETE /v1/sandbox unmounts the sandbox's mounts before deleting.
 
-export const ImageBody = z.object({ path: z.string(), output: z.string(), format: ImageFormat });
+export const ImageBody = z.object({
+  path: z.string(),
+  output: z.string(),
+  format: ImageFormat,
+  /** the manifest goes here, made in the same read as the image where the format allows (answers SinglePassResult & {onePass}) */
+  manifestOut: z.string().optional(),
+});
 export const MaterializeHow = z.enum(["extract", "mount-kernel", "mount-fuse"]);
 export const MaterializeBody = z.object({ archive: z.string(), path: z.string(), format: ImageFormat, how: MaterializeHow });
 export const OverlayBody = z.object({
@@ -529,6 +536,8 @@ export const TOOLS = {
   pigz: { pkg: "pigz", version: ["--version"] },
   lz4: { pkg: "lz4", version: ["--version"] },
   mksquashfs: { pkg: "squashfs-tools", version: ["-version"] },
+  // squashfs from a tar stream, so an image backup reads the tree once (image-with-manifest.ts); optional
+  tar2sqfs: { pkg: "squashfs-tools-ng", version: ["--version"] },
   unsquashfs: { pkg: "squashfs-tools", version: ["-version"] },
   squashfuse: { pkg: "squashfuse", version: ["--version"] },
   squashfuse_ll: { pkg: "squashfuse", version: ["--version"] },

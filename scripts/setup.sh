@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 # tool → Debian package (the same list as TOOLS in container/protocol.ts, less snapflow-lazy, built below; test/node/dockerfile-unit.test.ts
 # checks the Dockerfile against it)
-declare -A PKG=([tar]=tar [zstd]=zstd [gzip]=gzip [pigz]=pigz [lz4]=lz4 [mksquashfs]=squashfs-tools [unsquashfs]=squashfs-tools
+declare -A PKG=([tar]=tar [zstd]=zstd [gzip]=gzip [pigz]=pigz [lz4]=lz4 [mksquashfs]=squashfs-tools [unsquashfs]=squashfs-tools [tar2sqfs]=squashfs-tools-ng
   [squashfuse]=squashfuse [squashfuse_ll]=squashfuse [fusermount3]=fuse3 [fuse-overlayfs]=fuse-overlayfs [mkfs.erofs]=erofs-utils [fsck.erofs]=erofs-utils [curl]=curl [aria2c]=aria2)
 # the peers race's tools (scripts/lib/peers): kept apart from PKG, which must match the image's tool list
 declare -A PEERS=([restic]=restic [rclone]=rclone)

@@ -4,6 +4,7 @@
 // agent's registry so a sandbox's mounts can be listed and undone in order.
 import { createHash } from "node:crypto";
 import { checkImage, extractImage, makeImage } from "../images.ts";
+import { makeImageWithManifest } from "../image-with-manifest.ts";
 import { extractSafely } from "../safe-extract.ts";
 import { listMounts, mountImage, mountOverlay, unmountPath } from "../mounts.ts";
 import * as P from "../protocol.ts";
@@ -18,7 +19,10 @@ export const imageRoutes: Routes = {
     const body = await c.json(P.ImageBody);
     const dir = await existingDir(await c.path(body.path, "path"), "path");
     const selection = await requestedSelection(c, dir);
-    const made = await makeImage(dir, body.format, await c.path(body.output, "output"), selection ? await excludedTopLevel(dir, selection) : []);
+    const output = await c.path(body.output, "output");
+    // With manifestOut: the image and its manifest from one read where the format allows (image-with-manifest.ts).
+    if (body.manifestOut !== undefined) return makeImageWithManifest(dir, body.format, output, { manifestOut: await c.path(body.manifestOut, "manifestOut"), ...(selection ? { selection } : {}) });
+    const made = await makeImage(dir, body.format, output, selection ? await excludedTopLevel(dir, selection) : []);
     return selection ? { ...made, selection: selection.record() } : made;
   },
 

@@ -16,7 +16,7 @@ import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
 import { archiveKey, chunkRecordOf, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
-import type { TarFormat } from "../../container/protocol.ts";
+import type { ImageFormat, TarFormat } from "../../container/protocol.ts";
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
 import { baseManifestSource, isSinglePass, storeSinglePassManifest } from "./single-pass.ts";
 import { backupAgent, checkSelection, selectionOf } from "./selection.ts";
@@ -40,6 +40,7 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const t = performance.now();
   const agent = backupAgent(d, p);
   if (isSinglePass(s)) return singlePassArchivePhase(d, p, s, agent, t);
+  if (isImage(s.format) && !s.delta) return imageArchivePhase(d, p, s, agent, t);
   // Images and overlay uppers: the manifest is a walk of its own (a second read of the source). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
   let text: string;
   let delta: ArchiveResult["delta"];
@@ -82,6 +83,17 @@ async function singlePassArchivePhase(d: Deps, p: BackupParams, s: BackupStrateg
   const made = await agent.archiveToFile({ path: p.path, output: staged, format: s.format as TarFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId), ...(base ? { base } : {}) });
   const stored = await storeSinglePassManifest(d, p, agent, made);
   return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, singlePass: true, ...stored };
+}
+
+/**
+ * An image and its manifest, made by the agent (from one read of the tree where the builder reads tar: squashfs
+ * through tar2sqfs; image-with-manifest.ts), the manifest then moved to the store.
+ */
+async function imageArchivePhase(d: Deps, p: BackupParams, s: BackupStrategy, agent: AgentClient, t: number): Promise<ArchiveResult> {
+  const staged = stagedArchive(p, s);
+  const made = await agent.makeImage({ path: p.path, output: staged, format: s.format as ImageFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId) });
+  const stored = await storeSinglePassManifest(d, p, agent, made);
+  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, singlePass: made.onePass, ...stored };
 }
 
 /** What changed since the base snapshot: the agent compares the tree with the base's manifest. */

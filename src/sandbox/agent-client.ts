@@ -168,8 +168,11 @@ export class AgentClient {
   downloadRanged(body: z.input<typeof P.DownloadRangedBody>) {
     return this.json<P.WrittenBytes & { tool: string; ranges?: number; peakBufferedBytes?: number }>("ranged download", "/v1/download-ranged", body);
   }
+  makeImage(body: z.input<typeof P.ImageBody> & { manifestOut: string }): Promise<SinglePassResult & { onePass: boolean }>;
+  makeImage(body: z.input<typeof P.ImageBody>): Promise<P.WrittenBytes>;
   makeImage(body: z.input<typeof P.ImageBody>) {
-    return this.json<P.WrittenBytes>("make image", "/v1/image", body);
+    // With manifestOut, the image and its manifest (from one read where the format allows it).
+    return this.json<P.WrittenBytes | (SinglePassResult & { onePass: boolean })>("make image", "/v1/image", body);
   }
   materialize(body: z.input<typeof P.MaterializeBody>) {
     return this.json<P.MaterializeResult>("materialize", "/v1/materialize", body);
