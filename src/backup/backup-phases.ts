@@ -41,7 +41,7 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const agent = backupAgent(d, p);
   if (isSinglePass(s)) return singlePassArchivePhase(d, p, s, agent, t);
   if (isImage(s.format) && !s.delta) return imageArchivePhase(d, p, s, agent, t);
-  // Images and overlay uppers: the manifest is a walk of its own (a second read of the source). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
+  // Overlay uppers and tar deltas on paths without single pass: the manifest is a walk of its own (a second read). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
   let text: string;
   let delta: ArchiveResult["delta"];
   let archiveRoot: string | undefined;
