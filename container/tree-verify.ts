@@ -11,10 +11,18 @@ import { walkAll } from "./tree-walk.ts";
 export interface TreeCheck extends Comparison {
   totals: Manifest["totals"];
   ms: number;
-  verified: { content: "walk-hash" | "not-read"; metadata: "walk"; entries: number };
+  verified: { content: "walk-hash" | "not-read"; metadata: "walk"; entries: number; setidCleared?: number };
 }
 
-export async function checkTree(dir: string, expected: Manifest, options: { deep?: boolean; limit?: number } = {}): Promise<TreeCheck> {
+const SETID = 0o6000;
+const withoutSetid = (entries: ManifestEntry[]) => entries.map((e) => (e.mode & SETID ? { ...e, mode: e.mode & ~SETID } : e));
+
+/**
+ * `ignoreSetid`: a restore never hands setuid/setgid bits to another sandbox (sanitize-extracted.ts clears them;
+ * mounts are nosuid), so those two bits are left out of the mode comparison, and the answer counts the entries
+ * that had them.
+ */
+export async function checkTree(dir: string, expected: Manifest, options: { deep?: boolean; limit?: number; ignoreSetid?: boolean } = {}): Promise<TreeCheck> {
   const started = performance.now();
   let actual: Manifest;
   if (options.deep) actual = await takeManifest(dir);
@@ -22,12 +30,17 @@ export async function checkTree(dir: string, expected: Manifest, options: { deep
     const entries: ManifestEntry[] = (await walkAll(dir)).map(({ stat: _stat, socket: _socket, ...e }) => e);
     actual = { version: 1, entries, totals: totalsOf(entries) };
   }
+  const setidCleared = options.ignoreSetid ? expected.entries.filter((e) => e.type === "file" && e.mode & SETID).length : 0;
+  if (setidCleared) {
+    expected = { ...expected, entries: withoutSetid(expected.entries) };
+    actual = { ...actual, entries: withoutSetid(actual.entries) };
+  }
   const comparison = compareManifests(expected, actual, options.limit ?? 20, options.deep ? undefined : METADATA_FIELDS);
   return {
     ...comparison,
     totals: actual.totals,
     ms: Math.round(performance.now() - started),
-    verified: { content: options.deep ? "walk-hash" : "not-read", metadata: "walk", entries: actual.entries.length },
+    verified: { content: options.deep ? "walk-hash" : "not-read", metadata: "walk", entries: actual.entries.length, ...(setidCleared ? { setidCleared } : {}) },
   };
 }
 

@@ -59,7 +59,8 @@ export const treeRoutes: Routes = {
     const body = await c.json(P.VerifyTreeBody);
     const dir = await existingDir(await c.path(body.path, "path"), "path");
     const expected = (await requestedManifest(c, body.expected, "expected"))!;
-    return checkTree(dir, expected, { deep: body.deep, limit: body.limit });
+    // Restores never carry setuid/setgid bits over (checkTree's ignoreSetid).
+    return checkTree(dir, expected, { deep: body.deep, limit: body.limit, ignoreSetid: true });
   },
 
   "POST /v1/remove": async (c) => {

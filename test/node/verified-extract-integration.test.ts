@@ -2,7 +2,7 @@
 // zstd: a good archive passes with content checked in the stream and metadata by a walk; a flipped byte, a
 // truncated archive, and an archive that disagrees with its manifest each fail naming what is wrong. Then the
 // metadata-only tree check (container/tree-verify.ts) and its deep variant.
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, createReadStream } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, createReadStream } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,7 @@ import { generateDataset } from "../../container/dataset.ts";
 import { extractFromFile, extractFromStream } from "../../container/extract.ts";
 import { ManifestSchema, type Manifest, type TarFormat } from "../../container/protocol.ts";
 import { checkTree } from "../../container/tree-verify.ts";
+import { extractSafely } from "../../container/safe-extract.ts";
 
 const work = mkdtempSync(join(tmpdir(), "snapflow-verified-extract-"));
 const zstd: TarFormat = { kind: "tar", compression: "zstd" };
@@ -86,6 +87,25 @@ describe("extract with an expected manifest", () => {
     const lying: Manifest = structuredClone(manifest);
     lying.entries.find((e) => e.path === "sparse.img")!.sha256 = "0".repeat(64);
     await expect(extractFromFile(sparseTar, plain, fresh(), { expected: lying })).rejects.toMatchObject({ code: "verify_failed", message: expect.stringContaining("sparse.img: sha256 expected") });
+  });
+
+  it("a setuid file restores without its setuid bit, and the restore still verifies (the bit is never carried over)", async () => {
+    const tree = join(work, "suid-src");
+    mkdirSync(tree);
+    writeFileSync(join(tree, "tool"), "#!/bin/sh\n");
+    chmodSync(join(tree, "tool"), 0o4755);
+    const suidTar = join(work, "suid.tar");
+    const made = await archiveWithManifestToFile(tree, plain, suidTar, { manifestOut: join(work, "suid.json") });
+    const expected = ManifestSchema.parse(JSON.parse(readFileSync(join(work, "suid.json"), "utf8")));
+    expect(expected.entries.find((e) => e.path === "tool")!.mode).toBe(0o4755);
+    const out = fresh();
+    const r = await extractSafely(out, { expected }, (into, v) => extractFromFile(suidTar, plain, into, v));
+    expect(statSync(join(out, "tool")).mode & 0o7777).toBe(0o755);
+    expect((r as any).verified).toMatchObject({ metadata: "walk", walked: made.manifest.entries });
+    // Without the setuid exception the walk would have reported the mode.
+    const strict = await checkTree(out, expected);
+    expect(strict.differences[0]).toMatchObject({ path: "tool", fields: [{ name: "mode", expected: 0o4755, actual: 0o755 }] });
+    expect((await checkTree(out, expected, { ignoreSetid: true })).verified.setidCleared).toBe(1);
   });
 
   it("a delta layer (complete: false) checks the entries it holds and leaves the walk for later", async () => {
