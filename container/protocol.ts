@@ -30,6 +30,11 @@
 //   POST   /v1/hash-url     HashUrlBody    GET a presigned URL to the end and hash it (verifies a stored archive)
 //   POST   /v1/upload       UploadBody     PUT a file in the sandbox to a presigned URL
 //   POST   /v1/download     DownloadBody   GET a presigned URL into a file, or piped into the extractor
+//   POST   /v1/swap/plan    SwapBody       a restore's swap: where its new tree is built beside the target (journal)
+//   POST   /v1/swap/in      SwapBody       the verified new tree to the target, the old one kept beside it
+//   POST   /v1/swap/commit  SwapBody       the restore is recorded: remove the old tree
+//   POST   /v1/swap/rollback SwapBody      put the target back exactly as it was, remove the new tree
+//   GET    /v1/swap?        SwapBody       a swap's journal ({state: "none"} when there is none)
 //   POST   /v1/faults       FaultBody      test-only, when the agent runs with SNAPFLOW_AGENT_FAULTS=1
 //   DELETE /v1/sandbox                     host agent only: drop this sandbox's root directory
 //
@@ -383,6 +388,30 @@ export interface MaterializeResult {
   relinked?: number;
 }
 // ---- end of filesystem images, mounts and overlays ----
+
+/** A restore's swap (tree-swap.ts): the target it restores into and the restore's id, which names its journal and trees. */
+export const SwapBody = z.object({
+  target: z.string(),
+  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a restore id is 1–128 of A-Z, a-z, 0-9, '.', '_' and '-'"),
+});
+
+/** A swap's journal (tree-swap.ts): how far the swap of a restore's new tree into its target got. */
+export type SwapState = "staging" | "swapping" | "swapped" | "committed";
+
+export interface SwapJournal {
+  id: string;
+  /** sandbox paths */
+  target: string;
+  staged: string;
+  old: string;
+  state: SwapState;
+  /** recorded before the first rename: whether there was a tree at the target to keep */
+  hadTarget?: boolean;
+  /** sandbox paths of snapflow mounts taken down at the target when the new tree went in */
+  unmounted?: string[];
+  startedAt: string;
+  updatedAt: string;
+}
 
 export const FaultBody = z.object({
   /** the route the fault applies to, e.g. "POST /v1/archive" */

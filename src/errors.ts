@@ -14,7 +14,8 @@ export const ERROR_CODES = {
   strategy_unavailable: { status: 422, permanent: true }, // the sandbox lacks a tool or capability the strategy needs
   snapshot_unusable: { status: 422, permanent: true }, // a snapshot's parts are missing, of the wrong kind, or do not match
   target_not_empty: { status: 409, permanent: true }, // a restore target holds files and `replace` was not asked for
-  snapshot_in_use: { status: 409, permanent: true }, // deltas build on the snapshot, or a restore is reading it (named)
+  snapshot_in_use: { status: 409, permanent: true },
+  target_busy: { status: 409, permanent: true }, // another backup or restore of the same sandbox path is running (named) // deltas build on the snapshot, or a restore is reading it (named)
   part_rule: { status: 500, permanent: true }, // an upload would break R2's multipart rules (our bug, not the store's)
   transfer_damaged: { status: 502, permanent: false }, // bytes arrived with the wrong size or SHA-256: fetch again
   config_error: { status: 500, permanent: true }, // the deployment is misconfigured (the variable is named)

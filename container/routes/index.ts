@@ -5,10 +5,11 @@ import { archiveRoutes } from "./archive.ts";
 import { fileRoutes } from "./files.ts";
 import { imageRoutes } from "./images.ts";
 import type { Handler, Routes } from "./route.ts";
+import { swapRoutes } from "./swaps.ts";
 import { transferRoutes } from "./transfer.ts";
 import { treeRoutes } from "./trees.ts";
 
-const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes];
+const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, swapRoutes];
 
 export function allRoutes(): Map<string, Handler> {
   const table = new Map<string, Handler>();

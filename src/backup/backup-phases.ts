@@ -14,7 +14,8 @@ import { since } from "../phases/phase-runner.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
-import { archiveKey, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { archiveKey, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
 import type { TarFormat } from "../../container/protocol.ts";
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
@@ -100,7 +101,8 @@ async function planDelta(d: Deps, p: BackupParams, agent: AgentClient) {
 export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult): Promise<TransferResult> {
   const started = performance.now();
   const agent = backupAgent(d, p);
-  return BACKUP_TRANSFERS[s.path].transfer({ d, p, s, agent, archived, key: archiveKey(p.snapshotId, s.format), started });
+  // Every multipart upload the path opens is recorded, so a cleanup can abort what a killed attempt left open.
+  return BACKUP_TRANSFERS[s.path].transfer({ d: withUploadRecords(d, p.snapshotId), p, s, agent, archived, key: archiveKey(p.snapshotId, s.format), started });
 }
 
 export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, sent: TransferResult): Promise<StepResult> {
@@ -147,11 +149,30 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
   return { ms: since(t), bytes: 0 };
 }
 
-/** After a failed backup: remove every object and staging file it may have written. Idempotent. */
-export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy): Promise<void> {
+/**
+ * After a failed backup: remove every object and staging file it may have written. Idempotent. A backup whose
+ * record was written is good whatever failed after (its KV index entry, say): nothing of it is removed, only its
+ * staging files, and the answer says so (success is final; the cron's reconcile brings KV into line).
+ */
+export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy): Promise<{ recorded: boolean }> {
+  const record = await readSnapshot(d.store, d.kv, p.snapshotId);
+  if (record) {
+    await indexSnapshot(d.kv, record).catch((e) => console.warn(`index entry of ${p.snapshotId} not written: ${e instanceof Error ? e.message : String(e)}`));
+    await removeStaging(d, p, s);
+    return { recorded: true };
+  }
+  await abortRecordedUploads(d.store, p.snapshotId);
   await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId), deletedKey(p.snapshotId)]);
   if (p.baseSnapshotId) await removeDependant(d.store, p.baseSnapshotId, p.snapshotId);
+  await removeStaging(d, p, s);
+  return { recorded: false };
+}
+
+/** The backup's files in the sandbox's staging area. */
+async function removeStaging(d: Deps, p: BackupParams, s: BackupStrategy): Promise<void> {
   const agent = new AgentClient(d.transport, p.sandboxId);
-  await agent.deleteFile(stagedArchive(p, s)).catch(() => {});
-  for (const file of [sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId)]) await agent.deleteFile(file).catch(() => {});
+  for (const file of [stagedArchive(p, s), sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId)]) {
+    // An agent that cannot be reached now leaves them to its own sweeper (container/sweep.ts): they are bounded.
+    await agent.deleteFile(file).catch((e) => console.warn(`staging file ${file} of ${p.snapshotId} not removed: ${e instanceof Error ? e.message : String(e)}`));
+  }
 }

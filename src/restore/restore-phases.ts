@@ -4,11 +4,16 @@
 //
 //   probe       → the snapshot is good (indexed), the strategy fits its format, the sandbox has the tools,
 //                 and the target is empty (or `replace` was asked for)
+//                 (or `replace` was asked for); plans the swap: the new tree is built beside the target
 //   transfer    → archive bytes from the store into the sandbox: to a staging file, or piped into the
 //                 extractor (then materialize is overlapped); the SHA-256 of what arrived is checked
-//   materialize → extract or mount the staged archive
-//   verify      → the agent compares the restored tree with the snapshot's manifest (streamed to it)
-//   record      → restore record in the store
+//   materialize → extract or mount the staged archive, beside the target
+//   verify      → the agent compares the new tree with the snapshot's manifest, then swaps it in by rename
+//                 (the old tree is kept beside the target)
+//   record      → restore record in the store; then the old tree is removed (commit)
+//
+// Until verify swaps, the target is untouched; until record, the old tree can be put back. A failure runs
+// cleanupRestore, which puts the target back exactly as it was (container/tree-swap.ts).
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";
@@ -27,11 +32,14 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const c = contextOf(d, p, s);
   // The lease first, then the record: a delete either sees the lease or this probe sees no record (restore-leases.ts).
   await takeLease(d.store, p.snapshotId, p.restoreId);
-  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>>;
+  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"] };
   try {
     const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
     planned = await planOf(s).probe(c, snapshot);
+    // Last: a journal that says where the new tree goes, so a cleanup after any later failure finds it.
+    const journal = await c.agent.planSwap(p.path, p.restoreId);
+    planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };
   } catch (e) {
     // The restore never started: it holds nothing.
     await releaseLease(d.store, p.snapshotId, p.restoreId);
@@ -40,7 +48,7 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const ms = since(t);
   // Dropping caches (sync first) is preparation, not probing: its time is reported apart from the step's.
   const caches = p.dropCaches ? await c.agent.dropCaches() : undefined;
-  return { ms, bytes: 0, ...planned, ...(caches ? { cachesDropped: caches.dropped, cacheDropMs: caches.ms, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
+  return { ms, bytes: 0, ...planned, swap: planned.swap!, ...(caches ? { cachesDropped: caches.dropped, cacheDropMs: caches.ms, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
 }
 
 export function transferPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<StepResult> {
@@ -55,9 +63,23 @@ export function materializePhase(d: Deps, p: RestoreParams, s: RestoreStrategy, 
  * Verify, without reading the restored bytes again when they were checked on arrival: an extraction that compared
  * every entry as it streamed into tar and then walked the tree's metadata is done (`verified` in its step); a
  * mounted or extracted image, whose content its SHA-256 vouched for on arrival, gets the metadata walk here; with
- * deepVerify, every file is hashed again.
+ * deepVerify, every file is hashed again. The new tree is checked where it was built, beside the target; only then
+ * is it swapped in (the old tree kept beside it until record). A retried step that finds the swap begun finishes
+ * it: only a verified tree is ever swapped in. `commit`: no record step follows (a benchmark cell), so the old
+ * tree goes at once.
  */
-export async function verifyPhase(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult> = {}): Promise<StepResult> {
+export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult, steps: Record<string, StepResult> = {}, options: { commit?: boolean } = {}): Promise<StepResult> {
+  const t = performance.now();
+  const c = contextOf(d, p, s);
+  const journal = await c.agent.swapState(p.path, p.restoreId);
+  if (journal.state === "none") throw new SnapflowError("snapshot_unusable", `restore ${p.restoreId}: the swap its probe planned for ${p.path} is gone (the agent's sweeper rolled it back?)`);
+  const checked = journal.state === "staging" ? await verifyStaged(d, p, probed, steps) : { ms: 0, bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { by: "verified by an earlier attempt, before its swap" } };
+  const swapped = await planOf(s).swapIn(c, probed);
+  if (options.commit) await c.agent.commitSwap(p.path, p.restoreId);
+  return { ...checked, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget };
+}
+
+async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>): Promise<StepResult> {
   const t = performance.now();
   const inStream = [steps.transfer?.verified, steps.materialize?.verified].find((v) => (v as { metadata?: string } | undefined)?.metadata === "walk");
   if (inStream && !p.deepVerify) {
@@ -65,7 +87,7 @@ export async function verifyPhase(d: Deps, p: RestoreParams, probed: RestoreProb
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   const expected = { url: await d.presigner.url(probed.snapshot.manifest.key, "GET") };
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path: p.path, expected, deep: p.deepVerify ?? false });
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path: probed.swap.staged, expected, deep: p.deepVerify ?? false });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);
@@ -74,17 +96,37 @@ export async function verifyPhase(d: Deps, p: RestoreParams, probed: RestoreProb
   return { ms: since(t), bytes: v.totals.bytes, files: v.totals.files, dirs: v.totals.dirs, symlinks: v.totals.symlinks, agentMs: v.ms, verified: { ...v.verified, by } };
 }
 
+/**
+ * The restore record, then the old tree goes (commit). A failure after the record is written retries the step
+ * (both are repeatable); cleanupRestore, seeing the record, finishes the commit rather than undo a recorded restore.
+ */
 export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, steps: Record<string, StepResult>): Promise<StepResult> {
   const t = performance.now();
   await putJson(d.store, restoreRecordKey(p.restoreId), { ...p, strategy: s.name, completedAt: new Date().toISOString(), verified: true, steps });
-  return { ms: since(t), bytes: 0 };
+  const committed = await contextOf(d, p, s).agent.commitSwap(p.path, p.restoreId);
+  return { ms: since(t), bytes: 0, removedOld: committed.removedOld };
+}
+
+/** Has the restore been recorded? Then it succeeded, whatever failed after (success is final). */
+export async function restoreRecorded(d: Deps, p: RestoreParams): Promise<boolean> {
+  return (await d.store.head(restoreRecordKey(p.restoreId))) !== null;
 }
 
 /**
- * After a failed restore whose probe passed: remove staging files, mounts and whatever was extracted, so the
- * target is left empty rather than half-restored. (If the probe failed, the target was never touched.)
+ * After a failed restore whose probe passed: take down its mounts, remove its staging files and put the target
+ * back exactly as it was (tree-swap.ts rollback: the old tree returns, the new one goes). A restore that was
+ * recorded is not undone: its commit is finished instead, and the answer says so (the run succeeded). (If the probe
+ * failed, nothing was touched.)
  */
-export async function cleanupRestore(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<void> {
-  await planOf(s).cleanup(contextOf(d, p, s), probed);
+export async function cleanupRestore(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<{ recorded: boolean }> {
+  const c = contextOf(d, p, s);
+  const recorded = await restoreRecorded(d, p);
+  if (recorded) {
+    await c.agent.commitSwap(p.path, p.restoreId);
+  } else {
+    await planOf(s).cleanup(c, probed);
+    await c.agent.rollbackSwap(p.path, p.restoreId);
+  }
   await releaseLease(d.store, p.snapshotId, p.restoreId);
+  return { recorded };
 }

@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import type { Manifest, ProbeResult } from "../../container/protocol.ts";
 import type * as P from "../../container/protocol.ts";
+import type { SwapJournal } from "../../container/protocol.ts";
 import { SELECTION_HEADER } from "../../container/protocol.ts";
 import type { SandboxTransport } from "./transport.ts";
 
@@ -182,6 +183,22 @@ export class AgentClient {
   }
   unmount(path: string) {
     return this.json<{ unmounted: string[] }>("unmount", `/v1/mounts?${qs({ path })}`, undefined, "DELETE");
+  }
+  /** A restore's swap (container/tree-swap.ts): plan, swap in, commit, roll back, or read its journal. */
+  planSwap(target: string, id: string) {
+    return this.json<SwapJournal>("plan the swap", "/v1/swap/plan", { target, id });
+  }
+  swapIn(target: string, id: string) {
+    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }>("swap the new tree in", "/v1/swap/in", { target, id });
+  }
+  commitSwap(target: string, id: string) {
+    return this.json<{ committed: boolean; removedOld: boolean }>("commit the swap", "/v1/swap/commit", { target, id });
+  }
+  rollbackSwap(target: string, id: string) {
+    return this.json<{ rolledBack: string; restoredOld: boolean }>("roll the swap back", "/v1/swap/rollback", { target, id });
+  }
+  swapState(target: string, id: string) {
+    return this.json<SwapJournal | { id: string; state: "none" }>("read the swap", `/v1/swap?${qs({ target, id })}`, undefined, "GET");
   }
   armFault(route: string, times: number) {
     return this.json<unknown>("arm fault", "/v1/faults", { route, times });

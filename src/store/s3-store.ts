@@ -108,6 +108,20 @@ export function s3Store(s: S3Settings): ObjectStore {
       if (!head) throw new StoreError(key, "object not found right after put");
       return head;
     },
+    async putIf(key, body, condition, options = {}) {
+      const headers = metadataHeaders(options.metadata, options.contentType);
+      if ("absent" in condition) headers["if-none-match"] = "*";
+      else headers["if-match"] = `"${condition.etag}"`;
+      const r = await aws.fetch(objectUrl(s, key), { method: "PUT", body, headers });
+      // 412: the condition did not hold; 409: another conditional write to the key was in flight (it won).
+      if (r.status === 412 || r.status === 409) {
+        await r.body?.cancel();
+        return null;
+      }
+      if (!r.ok) throw await failure(key, "conditional put", r);
+      await r.body?.cancel();
+      return { key, size: new TextEncoder().encode(body).byteLength, etag: (r.headers.get("etag") ?? "").replaceAll('"', ""), metadata: options.metadata ?? {} };
+    },
     async get(key, range) {
       const headers: Record<string, string> = range ? { range: `bytes=${range.offset}-${range.offset + range.length - 1}` } : {};
       const r = await aws.fetch(objectUrl(s, key), { headers });
