@@ -66,3 +66,45 @@ export function firstDifference(a: Uint8Array, b: Uint8Array): number {
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
   return a.byteLength === b.byteLength ? -1 : n;
 }
+
+/** The real local S3 server the Worker's store points at, through our own S3 store (to damage or inspect objects). */
+export async function testStore() {
+  const { s3Store } = await import("../../src/store/s3-store.ts");
+  return s3Store(s3Settings());
+}
+
+const s3Settings = () => ({ endpoint: env.S3_ENDPOINT, bucket: env.S3_BUCKET, region: "auto", accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY });
+
+/** The store's open multipart uploads under `prefix` (S3 ListMultipartUploads): what a failed run must not leave. */
+export async function openUploads(prefix: string): Promise<{ key: string; uploadId: string }[]> {
+  const { s3Client } = await import("../../src/store/s3-store.ts");
+  const u = new URL(`${env.S3_ENDPOINT.replace(/\/+$/, "")}/${env.S3_BUCKET}`);
+  u.searchParams.set("uploads", "");
+  u.searchParams.set("prefix", prefix);
+  const r = await s3Client(s3Settings()).fetch(u);
+  const text = await r.text();
+  if (!r.ok) throw new Error(`list multipart uploads: ${r.status} ${text}`);
+  return [...text.matchAll(/<Upload>.*?<Key>(.*?)<\/Key>.*?<UploadId>(.*?)<\/UploadId>.*?<\/Upload>/gs)].map((m) => ({ key: m[1]!, uploadId: m[2]! }));
+}
+
+/** Names in a sandbox directory (its manifest's top level); [] when the directory does not exist. */
+export async function namesIn(sandbox: string, dir: string): Promise<string[]> {
+  const m = await agent(sandbox, "POST", "/v1/manifest", { path: dir }).catch((e: Error) => {
+    if (/ 404 /.test(e.message)) return { entries: [] };
+    throw e;
+  });
+  return m.entries.map((e: { path: string }) => e.path).filter((p: string) => !p.includes("/"));
+}
+
+/**
+ * What a finished run may not leave in a sandbox: a new or old tree beside `target`, a swap journal, a staging
+ * file, a downloaded image or a mount. Empty when clean.
+ */
+export async function sandboxLeftovers(sandbox: string, target: string): Promise<string[]> {
+  const parent = target.slice(0, target.lastIndexOf("/")) || "/";
+  const beside = (await namesIn(sandbox, parent)).filter((n) => n.startsWith(".snapflow-")).map((n) => `${parent}/${n}`);
+  const ours = [];
+  for (const dir of ["/snapflow/staging", "/snapflow/swaps", "/snapflow/images"]) ours.push(...(await namesIn(sandbox, dir)).map((n) => `${dir}/${n}`));
+  const mounts = (await agent(sandbox, "GET", "/v1/mounts")).mounts.map((m: { path: string }) => `mount ${m.path}`);
+  return [...beside, ...ours, ...mounts];
+}
