@@ -35,6 +35,7 @@
 //   POST   /v1/swap/commit  SwapBody       the restore is recorded: remove the old tree
 //   POST   /v1/swap/rollback SwapBody      put the target back exactly as it was, remove the new tree
 //   GET    /v1/swap?        SwapBody       a swap's journal ({state: "none"} when there is none)
+//   POST   /v1/sweep        SweepBody      roll back swaps and remove staging files and images older than a bound
 //   POST   /v1/faults       FaultBody      test-only, when the agent runs with SNAPFLOW_AGENT_FAULTS=1
 //   DELETE /v1/sandbox                     host agent only: drop this sandbox's root directory
 //
@@ -412,6 +413,9 @@ export interface SwapJournal {
   startedAt: string;
   updatedAt: string;
 }
+
+/** POST /v1/sweep: remove what runs older than this left (default: sweep.ts SWEEP_OLDER_THAN_MS). */
+export const SweepBody = z.object({ olderThanSeconds: z.number().int().min(0).optional() });
 
 export const FaultBody = z.object({
   /** the route the fault applies to, e.g. "POST /v1/archive" */

@@ -16,6 +16,7 @@ import * as P from "./protocol.ts";
 import { allRoutes } from "./routes/index.ts";
 import { STREAMED, type AgentOptions, type AgentState, type Ctx } from "./routes/route.ts";
 import { sandboxRoots } from "./sandbox-roots.ts";
+import { startSweeper } from "./sweep.ts";
 import { checkStoreUrl, storeOriginOf } from "./store-origin.ts";
 import { agentTokenFor } from "./agent-token.ts";
 import { resolveSandboxPath, type SandboxRoot } from "./sandbox-paths.ts";
@@ -50,6 +51,7 @@ export function createAgentServer(options: AgentOptions): Server {
   if ("secret" in options.auth && !options.sandboxesDir) throw new Error("an agent inside one sandbox gets its own token, never the secret");
   if ("token" in options.auth && options.sandboxesDir) throw new Error("a host agent serving many sandboxes needs the secret to check each one's token");
   const storeOrigins = options.storeOrigins.map((o) => storeOriginOf(o, "storeOrigins"));
+  if (options.sweep) startSweeper(agent, options.sweep);
 
   return createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://agent");

@@ -4,20 +4,14 @@
 // here by its Workflow's status and its lease taken over.
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
+import { runState } from "./run-liveness.ts";
 import { releaseTargetLease, takeTargetLease, type LeaseKind, type TargetLease } from "../snapshots/target-leases.ts";
-
-const ENDED = new Set(["complete", "errored", "terminated"]);
 
 const workflowOf = (env: Env, kind: LeaseKind): Workflow => (kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
 
 /** Is the holder's Workflow still going? One that cannot be found (never created, or gone) is not. */
 export async function runIsLive(env: Env, holder: TargetLease): Promise<boolean> {
-  try {
-    const status = await (await workflowOf(env, holder.kind).get(holder.runId)).status();
-    return !ENDED.has(status.status);
-  } catch {
-    return false;
-  }
+  return (await runState(env, holder.kind, holder.runId)) === "live";
 }
 
 export async function startRunUnderLease<P>(env: Env, d: Deps, kind: LeaseKind, id: string, target: { sandboxId: string; path: string }, params: P): Promise<void> {

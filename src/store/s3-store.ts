@@ -14,7 +14,7 @@ export interface S3Settings {
   secretAccessKey: string;
 }
 
-const xml = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === "Contents" });
+const xml = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === "Contents" || name === "Upload" });
 
 export function s3Client(s: S3Settings): AwsClient {
   return new AwsClient({ accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey, service: "s3", region: s.region, retries: 0 });
@@ -183,4 +183,15 @@ export async function presign(s: S3Settings, key: string, method: "GET" | "PUT",
   u.searchParams.set("X-Amz-Expires", String(expiresSeconds));
   const signed = await s3Client(s).sign(u.toString(), { method, headers, aws: { signQuery: true } });
   return signed.url;
+}
+
+/** The bucket's open multipart uploads under a prefix (the first 1000), oldest information the store keeps: when each began. */
+export async function listMultipartUploads(s: S3Settings, prefix: string): Promise<{ key: string; uploadId: string; initiated: string }[]> {
+  const u = new URL(`${s.endpoint.replace(/\/+$/, "")}/${s.bucket}`);
+  u.searchParams.set("uploads", "");
+  u.searchParams.set("prefix", prefix);
+  const r = await s3Client(s).fetch(u);
+  if (!r.ok) throw await failure(prefix, "list multipart uploads", r);
+  const parsed = xml.parse(await r.text()).ListMultipartUploadsResult ?? {};
+  return ((parsed.Upload ?? []) as { Key: string; UploadId: string; Initiated: string }[]).map((x) => ({ key: x.Key, uploadId: x.UploadId, initiated: x.Initiated }));
 }

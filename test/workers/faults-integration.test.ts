@@ -9,10 +9,11 @@ import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { cleanupBackup } from "../../src/backup/backup-phases.ts";
 import { depsFrom } from "../../src/deps.ts";
+import { runLifecycle } from "../../src/snapshots/lifecycle-cron.ts";
 import { targetLeaseKey } from "../../src/snapshots/target-leases.ts";
 import { findBackup } from "../../src/strategies/registry.ts";
 import { withUploadRecords } from "../../src/store/upload-records.ts";
-import { agent, api, freshSandbox, namesIn, openUploads, runWorkflow, sandboxLeftovers, testStore } from "./helpers.ts";
+import { agent, api, freshSandbox, namesIn, openUploads, putFile, runWorkflow, sandboxLeftovers, testStore } from "./helpers.ts";
 
 const manifest = (sandbox: string, path: string) => agent(sandbox, "POST", "/v1/manifest", { path });
 
@@ -162,6 +163,35 @@ describe("one writer per target", () => {
   });
 });
 
+describe("no orphans in the sandbox: the agent's sweeper", () => {
+  it("a restore that died after swapping in (no commit, no cleanup) is rolled back by the sweep: the old tree returns", async () => {
+    const { dst, snapshotId, before } = await snapshotAndOccupiedTarget(44);
+    // Run the restore's steps by hand up to the swap, then stop, as a killed Worker would: the new tree is at the
+    // target, the old one beside it, the journal says "swapped", and nothing will ever commit or roll back.
+    const id = "rs-20260101000000-0000dead";
+    const swap = { target: "/workspace/app", id };
+    const planned = await agent(dst, "POST", "/v1/swap/plan", swap);
+    await agent(dst, "POST", "/v1/datasets", { path: planned.staged, kind: "tricky", seed: 45 });
+    await agent(dst, "POST", "/v1/swap/in", swap);
+    expect((await manifest(dst, "/workspace/app")).entries).not.toEqual(before.entries);
+    // Younger than the bound: kept (a run might still own it).
+    expect((await agent(dst, "POST", "/v1/sweep", {})).swaps).toEqual([]);
+    const swept = await agent(dst, "POST", "/v1/sweep", { olderThanSeconds: 0 });
+    expect(swept.swaps).toEqual([id]);
+    expect((await manifest(dst, "/workspace/app")).entries).toEqual(before.entries);
+    expect(await sandboxLeftovers(dst, "/workspace/app")).toEqual([]);
+    void snapshotId;
+  });
+
+  it("staging files a dead backup left are removed by the sweep, and only once older than the bound", async () => {
+    const src = freshSandbox("src");
+    await putFile(src, "/snapflow/staging/bk-20260101000000-0000dead.tar.zst", "half an archive");
+    expect((await agent(src, "POST", "/v1/sweep", {})).removed).toEqual([]);
+    expect((await agent(src, "POST", "/v1/sweep", { olderThanSeconds: 0 })).removed).toEqual(["/snapflow/staging/bk-20260101000000-0000dead.tar.zst"]);
+    expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
+  });
+});
+
 describe("no orphans in the store", () => {
   it("a multipart upload left open by a killed attempt is aborted by the backup's cleanup", async () => {
     const d = depsFrom(env);
@@ -179,6 +209,27 @@ describe("no orphans in the store", () => {
     await cleanupBackup(d, p as never, findBackup("tar-zst-pipe")!);
     expect(await openUploads(`snapshots/${snapshotId}/`)).toEqual([]);
     expect((await d.store.list(`uploads/${snapshotId}/`)).objects).toEqual([]);
+  });
+
+  it("the lifecycle sweep aborts a recorded upload whose backup has ended (a run killed before its cleanup)", async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 39 });
+    // The introspector stays open so the finished instance can still be asked for its status (the test pool drops
+    // instances when it closes; Cloudflare keeps them for days).
+    await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
+    await wf.modifyAll(async (m) => m.disableRetryDelays());
+    const b = (await api("POST", "/api/backups", { sandboxId: src, path: "/workspace/app" })).json;
+    await (await wf.get())[0]!.waitForStatus("complete");
+    // An upload the (now ended) backup opened and never settled: the isolate died between create and abort.
+    const d = depsFrom(env);
+    const left = await withUploadRecords(d, b.snapshotId).presigner.createMultipartUpload(`snapshots/${b.snapshotId}/archive.tar.zst.part`);
+    expect(await openUploads(`snapshots/${b.snapshotId}/`)).toEqual([{ key: left.key, uploadId: left.uploadId }]);
+    const report = await runLifecycle(env, new Date());
+    expect(report.uploads.aborted).toContainEqual({ key: left.key, uploadId: left.uploadId, why: `backup ${b.snapshotId} has ended` });
+    expect(await openUploads(`snapshots/${b.snapshotId}/`)).toEqual([]);
+    expect((await d.store.list(`uploads/${b.snapshotId}/`)).objects).toEqual([]);
+    // The good snapshot kept its objects.
+    expect((await api("GET", `/api/snapshots/${b.snapshotId}`)).status).toBe(200);
   });
 
   it("a backup whose transfer keeps failing leaves no snapshot object, upload record or open upload", async () => {
