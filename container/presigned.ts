@@ -5,7 +5,7 @@
 //   downloadTo:     one GET → a file, or piped straight into the extractor
 // The SHA-256 of the bytes that crossed is computed on the way, so the caller can check them.
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -53,7 +53,11 @@ export async function downloadToFile(url: string, output: string): Promise<Writt
   const body = await get(url);
   await mkdir(dirname(output), { recursive: true });
   const hashing = new HashingStream();
-  await pipeline(body, hashing, createWriteStream(output)).catch((e) => Promise.reject(toolFailure("presigned GET", e)));
+  await pipeline(body, hashing, createWriteStream(output)).catch(async (e) => {
+    // A partial download is nobody's: a retry starts the file again.
+    await rm(output, { force: true });
+    throw toolFailure("presigned GET", e);
+  });
   return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
 }
 

@@ -18,6 +18,7 @@
 //          written to manifestOut; with base, only what changed by metadata is archived (a delta). POST answers
 //          SinglePassResult; GET writes it to resultOut (if given) before the stream ends.
 //   GET    /v1/stat?path=                  {exists, type, size, entries}
+//   GET    /v1/space?path=                 free and total bytes of the filesystem holding path (or its deepest ancestor), its device
 //   GET    /v1/files?path=                 a file's raw bytes (Content-Length set); &encoding=base64 (JSON) or
 //                                          base64-sse (events) reproduce the SDK file API for the baselines
 //   POST   /v1/split        SplitBody      cut a file into chunk files (the chunked baseline)
@@ -45,7 +46,7 @@
 // Errors answer {error: {code, message, field?}} (agent-error.ts): bad_request and path_outside_root 400,
 // unauthorized 401, not_found 404, tool_failed 500 (a tool exited non-zero, or the store or pipe around it
 // failed), internal_error 500 (an exception nothing classified: a bug in the agent), unavailable 501 (a tool or
-// kernel feature is missing here), injected_fault 503 (test-only).
+// kernel feature is missing here), injected_fault 503 (test-only), no_space 507 (the disk filled: permanent).
 import { z } from "zod";
 import { R2_MULTIPART } from "./r2-limits.ts";
 import { sandboxRoots } from "./sandbox-roots.ts";

@@ -2,6 +2,7 @@
 // process with test-only fault injection on. Their addresses and the tokens reach the Workers pool through
 // vitest's provide/inject, and from there the Worker's bindings (vitest.config.ts).
 import { randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -9,6 +10,11 @@ import { startObjectStore } from "../scripts/lib/object-store-server.ts";
 import { startAgent, STATE } from "../scripts/lib/stack.ts";
 
 export interface TestStack {
+  /**
+   * A sandbox whose whole root is a small tmpfs (root only): its disk fills during staging and extraction. The
+   * reason when it could not be made (the tests that need it say so and skip).
+   */
+  smallDisk: { sandboxId: string; bytes: number } | { skipped: string };
   agentUrl: string;
   agentSecret: string;
   apiToken: string;
@@ -26,8 +32,10 @@ export default async function setup(project: TestProject) {
   mkdirSync(dir, { recursive: true });
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
   const agentSecret = randomBytes(32).toString("hex");
+  const smallDisk = mountSmallDisk(join(dir, "sandboxes"));
   const agent = await startAgent({ secret: agentSecret, storeEndpoint: store.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true });
   project.provide("stack", {
+    smallDisk,
     agentUrl: agent.url,
     agentSecret,
     apiToken: randomBytes(32).toString("hex"),
@@ -35,7 +43,19 @@ export default async function setup(project: TestProject) {
   });
   return async () => {
     await agent.process.stop();
+    if ("sandboxId" in smallDisk) spawnSync("umount", ["-l", join(dir, "sandboxes", smallDisk.sandboxId)]);
     await store.stop();
     rmSync(dir, { recursive: true, force: true });
   };
+}
+
+/** A 24 MiB tmpfs as one sandbox's root directory (the agent maps every path of that sandbox below it). */
+function mountSmallDisk(sandboxesDir: string): TestStack["smallDisk"] {
+  const sandboxId = `small-disk-${process.pid}`;
+  const bytes = 24 * 2 ** 20;
+  if (process.getuid?.() !== 0) return { skipped: "mounting a tmpfs needs root" };
+  const root = join(sandboxesDir, sandboxId);
+  mkdirSync(root, { recursive: true });
+  const r = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${bytes},mode=0755`, "tmpfs", root], { encoding: "utf8" });
+  return r.status === 0 ? { sandboxId, bytes } : { skipped: `mount -t tmpfs failed: ${(r.stderr || r.error?.message || "").trim()}` };
 }

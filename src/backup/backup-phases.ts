@@ -11,7 +11,7 @@ import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
-import { AgentClient } from "../sandbox/agent-client.ts";
+import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
 import { archiveKey, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
@@ -66,9 +66,9 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
     return { ms: since(t), bytes: 0, overlapped: true, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
   }
   const staged = stagedArchive(p, s);
-  const made = isImage(s.format)
-    ? await agent.makeImage({ path: p.path, output: staged, format: s.format })
-    : await agent.archiveToFile({ path: p.path, output: staged, format: s.format, filesFrom: delta?.list });
+  const made = await stagingFits(p, s, totals.bytes, () => isImage(s.format)
+    ? agent.makeImage({ path: p.path, output: staged, format: s.format })
+    : agent.archiveToFile({ path: p.path, output: staged, format: s.format, filesFrom: delta?.list }));
   return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest, delta };
 }
 
@@ -80,9 +80,23 @@ async function singlePassArchivePhase(d: Deps, p: BackupParams, s: BackupStrateg
   if (BACKUP_TRANSFERS[s.path].streamsArchive) return { ms: since(t), bytes: 0, overlapped: true, singlePass: true };
   const staged = stagedArchive(p, s);
   const base = await baseManifestSource(d, p);
-  const made = await agent.archiveToFile({ path: p.path, output: staged, format: s.format as TarFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId), ...(base ? { base } : {}) });
+  const made = await stagingFits(p, s, undefined, () => agent.archiveToFile({ path: p.path, output: staged, format: s.format as TarFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId), ...(base ? { base } : {}) }));
   const stored = await storeSinglePassManifest(d, p, agent, made);
   return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, singlePass: true, ...stored };
+}
+
+/**
+ * A staged archive that filled the sandbox's disk (the agent's 507: it removed the partial file) is a permanent
+ * failure saying what did not fit and that a streaming strategy stages nothing; any other failure passes through.
+ */
+async function stagingFits<T>(p: BackupParams, s: BackupStrategy, treeBytes: number | undefined, make: () => Promise<T>): Promise<T> {
+  try {
+    return await make();
+  } catch (e) {
+    if (!(e instanceof AgentCallError) || e.status !== 507) throw e;
+    const tree = treeBytes === undefined ? "" : ` (the tree is ${treeBytes} bytes; the archive needs up to that much)`;
+    throw new SnapflowError("insufficient_space", `staging ${stagedArchive(p, s)} in sandbox ${p.sandboxId} for ${s.name} ran out of disk${tree}; free space there, or use a streaming strategy (e.g. tar-zst-pipe), which stages nothing. ${e.message}`, { cause: e });
+  }
 }
 
 /** What changed since the base snapshot: the agent compares the tree with the base's manifest. */

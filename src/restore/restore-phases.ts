@@ -24,6 +24,7 @@ import type { RestoreStrategy } from "../strategies/registry.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { planOf } from "./restore-plan.ts";
+import { checkRestoreSpace } from "./space-check.ts";
 
 const contextOf = (d: Deps, p: RestoreParams, s: RestoreStrategy): RestoreContext => ({ d, p, s, agent: new AgentClient(d.transport, p.sandboxId) });
 
@@ -32,11 +33,14 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const c = contextOf(d, p, s);
   // The lease first, then the record: a delete either sees the lease or this probe sees no record (restore-leases.ts).
   await takeLease(d.store, p.snapshotId, p.restoreId);
-  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"] };
+  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown };
   try {
     const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
     planned = await planOf(s).probe(c, snapshot);
+    // Before anything is written: can the sandbox hold the new tree beside the old one (and a staged archive)?
+    const space = await checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned);
+    planned = { ...planned, space };
     // Last: a journal that says where the new tree goes, so a cleanup after any later failure finds it.
     const journal = await c.agent.planSwap(p.path, p.restoreId);
     planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };

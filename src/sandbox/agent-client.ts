@@ -18,7 +18,8 @@ export class AgentCallError extends Error {
     this.field = field;
   }
   get permanent(): boolean {
-    return this.status >= 400 && this.status < 500;
+    // 507: the sandbox's disk is full (container/agent-error.ts no_space); retrying the same write fills it again.
+    return (this.status >= 400 && this.status < 500) || this.status === 507;
   }
 }
 
@@ -199,6 +200,10 @@ export class AgentClient {
   }
   swapState(target: string, id: string) {
     return this.json<SwapJournal | { id: string; state: "none" }>("read the swap", `/v1/swap?${qs({ target, id })}`, undefined, "GET");
+  }
+  /** Free space on the filesystem that holds `path` (or would), and its device (two paths on one share it). */
+  space(path: string) {
+    return this.json<{ path: string; freeBytes: number; totalBytes: number; device: string }>("disk space", `/v1/space?${qs({ path })}`, undefined, "GET");
   }
   armFault(route: string, times: number) {
     return this.json<unknown>("arm fault", "/v1/faults", { route, times });
