@@ -1,5 +1,5 @@
-// Starts the real parts the Worker tests talk to: a local S3 server (SeaweedFS) and the snapflow agent as a host
-// process with test-only fault injection on. Their addresses and the tokens reach the Workers pool through
+// Starts the real parts the Worker tests talk to: a local S3 server (SeaweedFS) behind our fault proxy, and the
+// snapflow agent as a host process with test-only fault injection on. Their addresses and the tokens reach the Workers pool through
 // vitest's provide/inject, and from there the Worker's bindings (vitest.config.ts).
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { startObjectStore } from "../scripts/lib/object-store-server.ts";
 import { startAgent, STATE } from "../scripts/lib/stack.ts";
+import { startFaultProxy } from "./fault-proxy.ts";
 
 export interface TestStack {
   /**
@@ -17,6 +18,8 @@ export interface TestStack {
   smallDisk: { sandboxId: string; bytes: number } | { skipped: string };
   agentUrl: string;
   agentSecret: string;
+  /** the fault proxy in front of the store (test/fault-proxy.ts): POST /__faults arms a fault, GET lists what fired */
+  faultProxyUrl: string;
   apiToken: string;
   s3: { endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string };
 }
@@ -33,16 +36,32 @@ export default async function setup(project: TestProject) {
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
   const agentSecret = randomBytes(32).toString("hex");
   const smallDisk = mountSmallDisk(join(dir, "sandboxes"));
-  const agent = await startAgent({ secret: agentSecret, storeEndpoint: store.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true });
+  const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true };
+  let agent: Awaited<ReturnType<typeof startAgent>>;
+  // Everything reaches the store through the fault proxy (test/fault-proxy.ts): the Worker's store, the URLs it
+  // presigns and so the agent. The proxy also kills and restarts the agent for tests, on the same port.
+  const proxy = await startFaultProxy(store.endpoint, {
+    "POST /__agent/kill": async (_req, res) => {
+      // The whole process group, as a sandbox that dies takes its tar and zstd with it.
+      const pid = agent.process.child.pid!;
+      process.kill(-pid, "SIGKILL");
+      await agent.process.exited;
+      agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url, port: Number(new URL(agent.url).port) });
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ killed: pid, restarted: agent.process.child.pid }));
+    },
+  });
+  agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url });
   project.provide("stack", {
     smallDisk,
     agentUrl: agent.url,
     agentSecret,
     apiToken: randomBytes(32).toString("hex"),
-    s3: { endpoint: store.endpoint, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+    faultProxyUrl: proxy.url,
+    s3: { endpoint: proxy.url, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
   });
   return async () => {
     await agent.process.stop();
+    await proxy.stop();
     if ("sandboxId" in smallDisk) spawnSync("umount", ["-l", join(dir, "sandboxes", smallDisk.sandboxId)]);
     await store.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -160,7 +160,7 @@ export function toolEnv(): NodeJS.ProcessEnv {
   };
 }
 
-export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean }): Promise<{ url: string; process: Managed }> {
+export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean; port?: number }): Promise<{ url: string; process: Managed }> {
   mkdirSync(options.sandboxesDir, { recursive: true });
   let announced: (port: number) => void;
   const portKnown = new Promise<number>((r) => (announced = r));
@@ -171,7 +171,7 @@ export async function startAgent(options: { secret: string; storeEndpoint: strin
       ...pick(process.env, ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SNAPFLOW_SANDBOX_ROOTS"]),
       SNAPFLOW_AGENT_SECRET: options.secret,
       SNAPFLOW_AGENT_STORE_ORIGIN: options.storeEndpoint,
-      SNAPFLOW_AGENT_PORT: "0",
+      SNAPFLOW_AGENT_PORT: String(options.port ?? 0),
       SNAPFLOW_AGENT_HOST: "127.0.0.1",
       SNAPFLOW_AGENT_SANDBOXES_DIR: options.sandboxesDir,
       SNAPFLOW_AGENT_FAULTS: options.faults ? "1" : "0",

@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { agentTokenFor } from "../../container/agent-token.ts";
 import { describe, expect, it } from "vitest";
-import { agent, api, freshSandbox, openUploads, runWorkflow, sandboxLeftovers, testStore } from "./helpers.ts";
+import { agent, api, faultRow, freshSandbox, leftovers, openUploads, runWorkflow, sandboxLeftovers, testStore } from "./helpers.ts";
 
 const small = JSON.parse((env as unknown as { TEST_SMALL_DISK: string }).TEST_SMALL_DISK) as { sandboxId: string; bytes: number } | { skipped: string };
 const skipped = "skipped" in small ? small.skipped : undefined;
@@ -32,12 +32,15 @@ describe.skipIf(skipped)(`a small sandbox disk (24 MiB tmpfs)${skipped ? ` — S
 
   it("a staged backup that fills the disk fails at once, naming what did not fit; the partial archive is gone; streaming fits", async () => {
     await bigTree(sb, "/workspace/app", 14);
+    const t = Date.now();
     const b = await runWorkflow("backup", { sandboxId: sb, path: "/workspace/app", strategy: "tar-zst-direct" }, "errored");
+    const ms = Date.now() - t;
     expect(b.error).toMatch(/staging \/snapflow\/staging\/.* ran out of disk.*tar-zst-pipe.*no space left/is);
     expect(b.error).toMatch(/\d+ bytes free of \d+/);
     expect(await sandboxLeftovers(sb, "/workspace/app")).toEqual([]);
     expect((await (await testStore()).list(`snapshots/${b.snapshotId}/`)).objects).toEqual([]);
     expect(await openUploads(`snapshots/${b.snapshotId}/`)).toEqual([]);
+    faultRow({ fault: "sandbox disk fills while staging (24 MiB tmpfs)", phase: "backup archive (tar-zst-direct)", outcome: "failed at once (507), naming the staging file and free space; suggests -pipe", retries: 0, ms, leftovers: await leftovers(sb, "/workspace/app", b.snapshotId) });
 
     const streamed = await runWorkflow("backup", { sandboxId: sb, path: "/workspace/app", strategy: "tar-zst-pipe" });
     snapshotId = streamed.snapshotId;
@@ -45,11 +48,14 @@ describe.skipIf(skipped)(`a small sandbox disk (24 MiB tmpfs)${skipped ? ` — S
 
   it("a restore that cannot fit beside the tree it replaces fails before writing, naming the path, the free space and the shortfall", async () => {
     const before = await manifest(sb, "/workspace/app");
+    const t = Date.now();
     const r = await runWorkflow("restore", { snapshotId, sandboxId: sb, path: "/workspace/app", replace: true }, "errored");
+    const ms = Date.now() - t;
     expect(r.error).toMatch(new RegExp(`sandbox ${sb} has \\d+ bytes free on the filesystem of /workspace/app; this restore needs about \\d+ \\(the restored tree \\d+ bytes at /workspace/app\\): short by \\d+ bytes`));
     expect(r.steps.transfer).toBeUndefined();
     expect((await manifest(sb, "/workspace/app")).entries).toEqual(before.entries);
     expect(await sandboxLeftovers(sb, "/workspace/app")).toEqual([]);
+    faultRow({ fault: "new tree cannot fit beside the old one (24 MiB tmpfs)", phase: "restore probe", outcome: "failed before writing, naming path, free space, shortfall; old tree intact", retries: 0, ms, leftovers: await leftovers(sb, "/workspace/app") });
   });
 
   it("the disk filling during extraction (after the check passed) is a permanent failure, and the target is as it was", async () => {
@@ -60,6 +66,7 @@ describe.skipIf(skipped)(`a small sandbox disk (24 MiB tmpfs)${skipped ? ` — S
     // gap the disk fills with something else's 12 MB, so the 14 MB extraction meets a full disk.
     await agent(sb, "POST", "/v1/faults", { route: "POST /v1/download", times: 1 });
     await using wf = await introspectWorkflow(env.RESTORE_WORKFLOW);
+    const t0 = Date.now();
     const started = await api("POST", "/api/restores", { snapshotId, sandboxId: sb, path: "/workspace/app", replace: true });
     expect(started.status).toBe(202);
     for (let i = 0; i < 100 && !(await api("GET", `/api/restores/${started.json.id}`)).json.steps?.probe; i++) await new Promise((r) => setTimeout(r, 50));
@@ -70,6 +77,7 @@ describe.skipIf(skipped)(`a small sandbox disk (24 MiB tmpfs)${skipped ? ` — S
     expect(r.error).toMatch(/no space left on the sandbox's disk during POST \/v1\/download; \d+ bytes free of \d+ now: .*No space left on device/);
     expect((await manifest(sb, "/workspace/app")).entries).toEqual(before.entries);
     expect(await sandboxLeftovers(sb, "/workspace/app")).toEqual([]);
+    faultRow({ fault: "sandbox disk fills during extraction (after the check passed)", phase: "restore transfer (pipe)", outcome: "failed (507, permanent), naming the disk's free space; old tree intact", retries: "1 (the injected 503 before it; none for ENOSPC)", ms: Date.now() - t0, leftovers: await leftovers(sb, "/workspace/app") });
     await remove(sb, "/workspace/filler.bin");
   });
 });

@@ -13,7 +13,7 @@ import { runLifecycle } from "../../src/snapshots/lifecycle-cron.ts";
 import { targetLeaseKey } from "../../src/snapshots/target-leases.ts";
 import { findBackup } from "../../src/strategies/registry.ts";
 import { withUploadRecords } from "../../src/store/upload-records.ts";
-import { agent, api, freshSandbox, namesIn, openUploads, putFile, runWorkflow, sandboxLeftovers, testStore } from "./helpers.ts";
+import { agent, api, faultRow, freshSandbox, leftovers, namesIn, openUploads, putFile, runWorkflow, sandboxLeftovers, storeRequests, testStore } from "./helpers.ts";
 
 const manifest = (sandbox: string, path: string) => agent(sandbox, "POST", "/v1/manifest", { path });
 
@@ -43,13 +43,18 @@ describe("replace is atomic: the old tree stays until the new one is verified an
     it(`${restore}: a damaged stored archive fails the restore, and the tree that was there is byte for byte as it was`, async () => {
       const { dst, snapshotId, before } = await snapshotAndOccupiedTarget(31);
       await damageArchive(snapshotId);
+      const t = Date.now();
       const r = await runWorkflow("restore", { snapshotId, sandboxId: dst, path: "/workspace/app", strategy: restore, replace: true }, "errored");
+      const ms = Date.now() - t;
       // The cause is named, not a consequence of it (tar's "Unexpected EOF").
       expect(r.error).toMatch(cause);
       // Content hashes, modes, times, links: the whole tree as it was.
       expect((await manifest(dst, "/workspace/app")).entries).toEqual(before.entries);
       expect(await sandboxLeftovers(dst, "/workspace/app")).toEqual([]);
       expect((await (await testStore()).list(`restoring/${snapshotId}/`)).objects).toEqual([]);
+      // Reads of the archive: the backup's verify, the test's own read to damage it, then each restore attempt.
+      const attempts = (await storeRequests(`snapshots/${snapshotId}/archive`)).filter((x) => x.startsWith("GET")).length - 2;
+      faultRow({ fault: "stored archive damaged (replace: true over a tree)", phase: `restore transfer (${restore})`, outcome: `failed, naming it; old tree intact`, retries: attempts - 1, ms, leftovers: await leftovers(dst, "/workspace/app") });
     });
   }
 
@@ -96,12 +101,17 @@ describe("mount restores keep what was there until the new mount is ready", () =
 
     // A damaged image over that mount: the failure leaves the first mount serving, untouched.
     await damageArchive(second.snapshotId);
+    const t = Date.now();
     const failed = await restore(second.snapshotId, "errored");
+    const ms = Date.now() - t;
     expect(failed.error).toMatch(/arrived damaged/);
     expect((await manifest(dst, "/workspace/app")).entries).toEqual(firstTree.entries);
     expect((await agent(dst, "GET", "/v1/mounts")).mounts.map((m: any) => m.path)).toEqual(["/workspace/app"]);
     expect((await namesIn(dst, "/workspace")).filter((n) => n.startsWith(".snapflow-"))).toEqual([]);
     expect(await namesIn(dst, "/snapflow/swaps")).toEqual([]);
+    // Reads of the image: the backup's verify, the test's read to damage it, then each restore attempt.
+    const gets = (await storeRequests(`snapshots/${second.snapshotId}/archive`)).filter((x) => x.startsWith("GET")).length - 2;
+    faultRow({ fault: "stored image damaged (replace over a mounted image)", phase: "restore transfer (presigned-squashfs-mount)", outcome: "failed, naming it; old mount serving", retries: gets - 1, ms, leftovers: (await sandboxLeftovers(dst, "/workspace/app")).filter((x) => x !== "mount /workspace/app" && !x.startsWith("/snapflow/images/")) });
 
     // A good image over the mount: the old mount comes down only once the new image is verified beside it.
     const again = await restore(first.snapshotId);
@@ -120,10 +130,12 @@ describe("success is final: nothing after the record can undo a run", () => {
     // the step's 6 attempts. The cleanup that follows finds the record and finishes the commit instead of rolling
     // back a recorded restore.
     await agent(dst, "POST", "/v1/faults", { route: "POST /v1/swap/commit", times: 6 });
+    const t = Date.now();
     const r = await runWorkflow("restore", { snapshotId, sandboxId: dst, path: "/workspace/app", replace: true });
     expect(r.status).toBe("complete");
     expect((await manifest(dst, "/workspace/app")).entries).toEqual((await manifest(src, "/workspace/app")).entries);
     expect(await sandboxLeftovers(dst, "/workspace/app")).toEqual([]);
+    faultRow({ fault: "agent refuses the commit 6 times after the record was written", phase: "restore record → cleanup", outcome: "complete (the cleanup finishes the commit)", retries: "5 (record step), then cleanup", ms: Date.now() - t, leftovers: await leftovers(dst, "/workspace/app") });
   });
 });
 
@@ -151,6 +163,7 @@ describe("one writer per target", () => {
     // Released at the end: the next run of the path is accepted.
     const next = await api("POST", "/api/backups", { sandboxId: dst, path: "/workspace/app" });
     expect(next.status).toBe(202);
+    faultRow({ fault: "two restores (and a backup) racing for one target", phase: "API, before any Workflow", outcome: "one runs and completes; the others 409 target_busy naming it", retries: 0, ms: 0, leftovers: await leftovers(dst, "/workspace/app") });
   });
 
   it("a lease whose run is gone (killed before it could release) is taken over", async () => {

@@ -2,6 +2,7 @@
 // directly (to prepare trees and read manifests independently of the code under test).
 import { env, exports } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
+import { expect } from "vitest";
 import { agentTokenFor } from "../../container/agent-token.ts";
 
 export async function api(method: string, path: string, body?: unknown, token: string = env.API_TOKEN): Promise<{ status: number; json: any }> {
@@ -107,4 +108,48 @@ export async function sandboxLeftovers(sandbox: string, target: string): Promise
   for (const dir of ["/snapflow/staging", "/snapflow/swaps", "/snapflow/images"]) ours.push(...(await namesIn(sandbox, dir)).map((n) => `${dir}/${n}`));
   const mounts = (await agent(sandbox, "GET", "/v1/mounts")).mounts.map((m: { path: string }) => `mount ${m.path}`);
   return [...beside, ...ours, ...mounts];
+}
+
+/** Arms a fault in the proxy in front of the store (test/fault-proxy.ts): aim `match` at this test's own keys. */
+export async function armStoreFault(fault: { match: string | string[]; method?: string; action: "status" | "cut" | "stall"; status?: number; afterBytes?: number; ms?: number; times?: number }): Promise<void> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__faults`, { method: "POST", body: JSON.stringify(fault) });
+  if (!r.ok) throw new Error(`arming a store fault: ${r.status} ${await r.text()}`);
+}
+
+/** The store faults that fired on requests whose path holds `match`. */
+export async function firedStoreFaults(match: string): Promise<{ fault: { action: string }; method: string; path: string }[]> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__faults`);
+  return ((await r.json()) as { fired: { fault: { action: string }; method: string; path: string }[] }).fired.filter((f) => f.path.includes(match));
+}
+
+/** SIGKILLs the agent's whole process group (tar and zstd with it) and starts it again on the same port. */
+export async function killAgent(): Promise<void> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__agent/kill`, { method: "POST" });
+  if (!r.ok) throw new Error(`killing the agent: ${r.status} ${await r.text()}`);
+}
+
+/** Requests the store saw (through the fault proxy) whose path holds `match`, by method and `?uploads` / `?partNumber=n`. */
+export async function storeRequests(match: string): Promise<string[]> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__requests`);
+  return ((await r.json()) as { seen: { method: string; path: string }[] }).seen.filter((x) => x.path.includes(match)).map((x) => `${x.method} ${x.path}`);
+}
+
+/** Everything a run may not leave: in the sandbox (sandboxLeftovers) and, for a snapshot, in the store. */
+export async function leftovers(sandbox: string, target: string, snapshotId?: string): Promise<string[]> {
+  const out = await sandboxLeftovers(sandbox, target);
+  if (snapshotId) {
+    out.push(...(await openUploads(`snapshots/${snapshotId}/`)).map((u) => `open upload ${u.key}`));
+    out.push(...(await (await testStore()).list(`uploads/${snapshotId}/`)).objects.map((o) => `upload record ${o.key}`));
+  }
+  return out;
+}
+
+/**
+ * One row of the fault table in the README (fault × phase → outcome, retries, time, leftovers), printed so that
+ * `npm run test:faults` can gather them: lines starting with "| fault |".
+ */
+export function faultRow(row: { fault: string; phase: string; outcome: string; retries: number | string; ms: number; leftovers: string[] }): void {
+  // The table's "leftovers: 0" is asserted, not just printed.
+  expect(row.leftovers, `left behind after: ${row.fault}`).toEqual([]);
+  console.log(`| fault | ${row.fault} | ${row.phase} | ${row.outcome} | ${row.retries} | ${(row.ms / 1000).toFixed(1)} s | ${row.leftovers.length} |`);
 }
