@@ -146,10 +146,10 @@ export async function leftovers(sandbox: string, target: string, snapshotId?: st
 
 /**
  * One row of the fault table in the README (fault × phase → outcome, retries, time, leftovers), printed so that
- * `npm run test:faults` can gather them: lines starting with "| fault |".
+ * `npm run test:faults` can gather them: the lines marked FAULT-ROW.
  */
 export function faultRow(row: { fault: string; phase: string; outcome: string; retries: number | string; ms: number; leftovers: string[] }): void {
   // The table's "leftovers: 0" is asserted, not just printed.
   expect(row.leftovers, `left behind after: ${row.fault}`).toEqual([]);
-  console.log(`| fault | ${row.fault} | ${row.phase} | ${row.outcome} | ${row.retries} | ${(row.ms / 1000).toFixed(1)} s | ${row.leftovers.length} |`);
+  console.log(`FAULT-ROW | ${row.fault} | ${row.phase} | ${row.outcome} | ${row.retries} | ${(row.ms / 1000).toFixed(1)} s | ${row.leftovers.length} |`);
 }
