@@ -3,8 +3,8 @@
 // transfer, the materialization and the cleanup; verify and record are the same for every plan.
 //
 //   probe       → the snapshot is good (indexed), the strategy fits its format, the sandbox has the tools,
-//                 and the target is empty (or `replace` was asked for)
-//                 (or `replace` was asked for); plans the swap: the new tree is built beside the target
+//                 the target is empty (or `replace` was asked for) and the disk can hold the new tree beside
+//                 the old one (space-check.ts); plans the swap: the new tree is built beside the target
 //   transfer    → archive bytes from the store into the sandbox: to a staging file, or piped into the
 //                 extractor (then materialize is overlapped); the SHA-256 of what arrived is checked
 //   materialize → extract or mount the staged archive, beside the target

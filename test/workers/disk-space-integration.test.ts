@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { agentTokenFor } from "../../container/agent-token.ts";
 import { describe, expect, it } from "vitest";
-import { agent, api, faultRow, freshSandbox, leftovers, openUploads, runWorkflow, sandboxLeftovers, testStore } from "./helpers.ts";
+import { agent, api, faultRow, leftovers, openUploads, runWorkflow, sandboxLeftovers, testStore } from "./helpers.ts";
 
 const small = JSON.parse((env as unknown as { TEST_SMALL_DISK: string }).TEST_SMALL_DISK) as { sandboxId: string; bytes: number } | { skipped: string };
 const skipped = "skipped" in small ? small.skipped : undefined;
@@ -91,5 +91,4 @@ it("the space check counts a staged archive and the tree together when they shar
     { path: "/snapflow/staging", bytes: 300, what: "the staged archive" },
   ]);
   expect(restoreNeeds(findRestore("presigned-tar-zst-pipe")!, "/workspace/app", probed)).toHaveLength(1);
-  void freshSandbox;
 });

@@ -178,7 +178,7 @@ describe("one writer per target", () => {
 
 describe("no orphans in the sandbox: the agent's sweeper", () => {
   it("a restore that died after swapping in (no commit, no cleanup) is rolled back by the sweep: the old tree returns", async () => {
-    const { dst, snapshotId, before } = await snapshotAndOccupiedTarget(44);
+    const { dst, before } = await snapshotAndOccupiedTarget(44);
     // Run the restore's steps by hand up to the swap, then stop, as a killed Worker would: the new tree is at the
     // target, the old one beside it, the journal says "swapped", and nothing will ever commit or roll back.
     const id = "rs-20260101000000-0000dead";
@@ -193,7 +193,6 @@ describe("no orphans in the sandbox: the agent's sweeper", () => {
     expect(swept.swaps).toEqual([id]);
     expect((await manifest(dst, "/workspace/app")).entries).toEqual(before.entries);
     expect(await sandboxLeftovers(dst, "/workspace/app")).toEqual([]);
-    void snapshotId;
   });
 
   it("staging files a dead backup left are removed by the sweep, and only once older than the bound", async () => {
