@@ -31,6 +31,7 @@ export default defineConfig({
                   S3_SECRET_ACCESS_KEY: stack.s3.secretAccessKey,
                   // tests only: the sandbox whose root is a small tmpfs (test/global-setup.ts), as JSON
                   TEST_SMALL_DISK: JSON.stringify(stack.smallDisk),
+                  TEST_FAULT_PROXY: stack.faultProxyUrl,
                 },
               },
             };
