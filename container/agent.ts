@@ -9,6 +9,8 @@
 //   SNAPFLOW_SANDBOX_ROOTS       comma-separated roots callers may name (default /workspace,/home,/app,/tmp,/var/tmp;
 //                                the Worker's SANDBOX_ROOTS, passed when it starts the agent)
 //   SNAPFLOW_AGENT_FAULTS=1      enable test-only fault injection
+//   SNAPFLOW_AGENT_STORE_IDLE_SECONDS  a GET from the store silent this long is aborted as stalled (default 60):
+//                                stall-deadline.ts
 //   SNAPFLOW_AGENT_SWEEP_HOURS   sweep what dead runs left that is older than this, at start and hourly (default
 //                                12, longer than any run; 0 turns the sweeper off): sweep.ts
 import { createAgentServer } from "./server.ts";

@@ -36,7 +36,8 @@ export default async function setup(project: TestProject) {
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
   const agentSecret = randomBytes(32).toString("hex");
   const smallDisk = mountSmallDisk(join(dir, "sandboxes"));
-  const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true };
+  // A store silent for 6 s is a stalled one here (60 s in production), so the stall tests run in seconds.
+  const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true, storeIdleSeconds: 6 };
   let agent: Awaited<ReturnType<typeof startAgent>>;
   // Everything reaches the store through the fault proxy (test/fault-proxy.ts): the Worker's store, the URLs it
   // presigns and so the agent. The proxy also kills and restarts the agent for tests, on the same port.

@@ -160,7 +160,7 @@ export function toolEnv(): NodeJS.ProcessEnv {
   };
 }
 
-export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean; port?: number }): Promise<{ url: string; process: Managed }> {
+export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean; port?: number; storeIdleSeconds?: number }): Promise<{ url: string; process: Managed }> {
   mkdirSync(options.sandboxesDir, { recursive: true });
   let announced: (port: number) => void;
   const portKnown = new Promise<number>((r) => (announced = r));
@@ -175,6 +175,7 @@ export async function startAgent(options: { secret: string; storeEndpoint: strin
       SNAPFLOW_AGENT_HOST: "127.0.0.1",
       SNAPFLOW_AGENT_SANDBOXES_DIR: options.sandboxesDir,
       SNAPFLOW_AGENT_FAULTS: options.faults ? "1" : "0",
+      ...(options.storeIdleSeconds ? { SNAPFLOW_AGENT_STORE_IDLE_SECONDS: String(options.storeIdleSeconds) } : {}),
     },
     logFile: options.logFile,
     onLine: (line) => {

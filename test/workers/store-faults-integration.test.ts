@@ -109,6 +109,24 @@ describe("agent ⇄ store connections cut and stalled mid-stream", () => {
   });
 });
 
+describe("a store that goes silent", () => {
+  it("a download stalled past the agent's deadline (6 s here, 60 s by default) is aborted at the deadline, not waited out; the retry completes", async () => {
+    const src = await tree(4, 69);
+    const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app" }, async () => {});
+    const dst = freshSandbox("dst");
+    await agent(dst, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 70 });
+    await armStoreFault({ method: "GET", match: `snapshots/${b.snapshotId}/archive`, action: "stall", afterBytes: 1_000_000, ms: 20_000 });
+    const r = await runWithFault("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app", replace: true }, async () => {});
+    expect(r.status).toBe("complete");
+    expect(await archiveGets(b.snapshotId)).toBe(3);
+    expect((await manifest(dst, "/workspace/app")).entries).toEqual((await manifest(src, "/workspace/app")).entries);
+    // The time says the stall was cut at the deadline, not waited out (20 s); the message the aborted attempt gave
+    // is checked in test/node/stall-deadline-integration.test.ts (a completed run keeps no attempt's error).
+    expect(r.testMs).toBeLessThan(18_000);
+    faultRow({ fault: "download stalled 20 s after 1 MB (agent ⇄ store)", phase: "restore transfer (pipe)", outcome: "aborted after 6 s of silence ('stalled'), retried, complete", retries: `${(await archiveGets(b.snapshotId)) - 2} (transfer step)`, ms: r.testMs, leftovers: await leftovers(dst, "/workspace/app") });
+  });
+});
+
 describe("the agent SIGKILLed mid-operation (its whole process group), then started again", () => {
   /** Waits until the proxy has served the stalled request, so the kill lands in the middle of it. */
   const stalled = async (match: string) => {
