@@ -14,8 +14,23 @@ export async function api(method: string, path: string, body?: unknown, token: s
   return { status: r.status, json: await r.json() };
 }
 
+/**
+ * fetch, tried again for a moment when the connection itself fails: the fault suite SIGKILLs and restarts the
+ * shared agent (store-faults-integration), and a test file running beside it must not fail for that second.
+ */
+async function fetchAcrossRestarts(url: string, init: RequestInit): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fetch(url, init);
+    } catch (e) {
+      if (attempt >= 20 || init.body instanceof ReadableStream) throw e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
 export async function agent(sandboxId: string, method: string, path: string, body?: unknown): Promise<any> {
-  const r = await fetch(`${env.AGENT_URL}${path}`, {
+  const r = await fetchAcrossRestarts(`${env.AGENT_URL}${path}`, {
     method,
     headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandboxId)}`, "x-snapflow-sandbox": sandboxId, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -48,7 +63,7 @@ export async function runWorkflow(kind: "backup" | "restore", body: Record<strin
 
 /** Writes a small text file in a sandbox through the agent (to change a tree between snapshots). */
 export async function putFile(sandbox: string, path: string, text: string): Promise<void> {
-  const r = await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
+  const r = await fetchAcrossRestarts(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
     method: "PUT",
     headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandbox)}`, "x-snapflow-sandbox": sandbox },
     body: text,
