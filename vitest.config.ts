@@ -29,6 +29,9 @@ export default defineConfig({
                   S3_REGION: "auto",
                   S3_ACCESS_KEY_ID: stack.s3.accessKeyId,
                   S3_SECRET_ACCESS_KEY: stack.s3.secretAccessKey,
+                  // tests only: the sandbox whose root is a small tmpfs (test/global-setup.ts), as JSON
+                  TEST_SMALL_DISK: JSON.stringify(stack.smallDisk),
+                  TEST_FAULT_PROXY: stack.faultProxyUrl,
                 },
               },
             };

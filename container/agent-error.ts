@@ -10,6 +10,7 @@ export type AgentErrorCode =
   | "tool_failed" // tar, zstd, ... exited non-zero, or the store or pipe around them failed: the world, not us
   | "internal_error" // an exception nobody classified: a bug in the agent
   | "unavailable" // a tool or kernel feature this request needs is missing here
+  | "no_space" // the disk the request writes to is full (ENOSPC): permanent, the message names what and how much is free
   | "verify_failed" // restored bytes or tree differ from the snapshot's manifest (the message names the first differences)
   | "store_refused" // the object store refused the bytes for good: not the SHA-256 the URL was signed for, or an overwrite
   | "injected_fault"; // a test-only fault (see faults.ts)
@@ -24,6 +25,7 @@ const STATUS: Record<AgentErrorCode, number> = {
   unavailable: 501,
   verify_failed: 422,
   store_refused: 422,
+  no_space: 507,
   injected_fault: 503,
 };
 
@@ -54,4 +56,11 @@ export function toolFailure(what: string, e: unknown): AgentError {
 /** What the server answers for anything thrown: AgentErrors as they are, anything else is a bug (internal_error). */
 export function asAgentError(e: unknown): AgentError {
   return e instanceof AgentError ? e : new AgentError("internal_error", e instanceof Error ? e.message : String(e));
+}
+
+/** A tool's "No space left on device" or an ENOSPC errno, anywhere in the error: the disk is full. */
+export function isNoSpace(e: unknown): boolean {
+  if ((e as NodeJS.ErrnoException | undefined)?.code === "ENOSPC") return true;
+  const message = e instanceof Error ? e.message : String(e);
+  return /ENOSPC|No space left on device/.test(message);
 }

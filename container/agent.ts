@@ -9,10 +9,15 @@
 //   SNAPFLOW_SANDBOX_ROOTS       comma-separated roots callers may name (default /workspace,/home,/app,/tmp,/var/tmp;
 //                                the Worker's SANDBOX_ROOTS, passed when it starts the agent)
 //   SNAPFLOW_AGENT_FAULTS=1      enable test-only fault injection
+//   SNAPFLOW_AGENT_STORE_IDLE_SECONDS  a GET from the store silent this long is aborted as stalled (default 60):
+//                                stall-deadline.ts
+//   SNAPFLOW_AGENT_SWEEP_HOURS   sweep what dead runs left that is older than this, at start and hourly (default
+//                                12, longer than any run; 0 turns the sweeper off): sweep.ts
 import { createAgentServer } from "./server.ts";
 import { parseRoots, useSandboxRoots } from "./sandbox-roots.ts";
 import { weakSecretReason } from "./secret-strength.ts";
 import { storeOriginOf } from "./store-origin.ts";
+import { SWEEP_EVERY_MS, SWEEP_OLDER_THAN_MS } from "./sweep.ts";
 
 const token = process.env.SNAPFLOW_AGENT_TOKEN;
 const secret = process.env.SNAPFLOW_AGENT_SECRET;
@@ -45,12 +50,14 @@ if (!roots.ok) {
 }
 useSandboxRoots(roots.roots);
 const port = Number(process.env.SNAPFLOW_AGENT_PORT ?? 8080);
+const sweepHours = Number(process.env.SNAPFLOW_AGENT_SWEEP_HOURS ?? SWEEP_OLDER_THAN_MS / 3600_000);
 const host = process.env.SNAPFLOW_AGENT_HOST ?? "0.0.0.0";
 const server = createAgentServer({
   auth: hostMode ? { secret: secret! } : { token: token! },
   storeOrigins,
   sandboxesDir: process.env.SNAPFLOW_AGENT_SANDBOXES_DIR || undefined,
   faults: process.env.SNAPFLOW_AGENT_FAULTS === "1",
+  ...(sweepHours > 0 ? { sweep: { olderThanMs: sweepHours * 3600_000, everyMs: SWEEP_EVERY_MS } } : {}),
 });
 server.listen(port, host, () => {
   const address = server.address();

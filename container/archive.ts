@@ -44,7 +44,13 @@ export async function archiveToStream(dir: string, format: TarFormat, out: Writa
 
 export async function archiveToFile(dir: string, format: TarFormat, output: string, filesFrom?: string): Promise<WrittenBytes> {
   await mkdir(dirname(output), { recursive: true });
-  return archiveToStream(dir, format, createWriteStream(output), filesFrom);
+  try {
+    return await archiveToStream(dir, format, createWriteStream(output), filesFrom);
+  } catch (e) {
+    // A half-written archive is nobody's: it would only fill the disk (the usual reason this failed).
+    await rm(output, { force: true });
+    throw e;
+  }
 }
 
 export interface SinglePassOptions {

@@ -92,7 +92,11 @@ async function extractVerified(input: Readable, format: TarFormat, dir: string, 
   try {
     await toolAndFlow(tar, Promise.all(flows));
   } catch (e) {
+    // Upstream first: a decompressor that failed on its own (damaged bytes: "zstd: Data corruption detected") is
+    // why tar then saw "Unexpected EOF"; its message names the cause, tar's only the consequence.
+    const failedFirst = decompressor !== undefined && decompressor.child.exitCode !== null && decompressor.child.exitCode !== 0;
     if (decompressor && decompressor.child.exitCode === null) decompressor.child.kill("SIGTERM");
+    if (failedFirst) throw await flows[0]!.then(() => e, (upstream: unknown) => upstream);
     throw e;
   }
   for (const { entry, want } of checking.deferred) checking.settleDeferred(await hashExtracted(dir, entry), want);

@@ -5,7 +5,7 @@
 //   downloadTo:     one GET → a file, or piped straight into the extractor
 // The SHA-256 of the bytes that crossed is computed on the way, so the caller can check them.
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -13,6 +13,7 @@ import { AgentError, toolFailure } from "./agent-error.ts";
 import { extractFromStream, type ExtractVerification, type VerifiedExtract } from "./extract.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { putBody } from "./presigned-http.ts";
+import { fetchWithStallDeadline } from "./stall-deadline.ts";
 import type { TarFormat, WrittenBytes } from "./protocol.ts";
 
 /** The URL must be http(s); anything else (file:, data:) would let a caller read or write where it should not. */
@@ -43,9 +44,15 @@ export async function uploadFile(file: string, url: string, createOnly = false):
 
 async function get(url: string): Promise<Readable> {
   const u = checkUrl(url, "url");
-  const r = await fetch(u).catch((e) => Promise.reject(toolFailure("presigned GET failed", e)));
-  if (!r.ok || !r.body) throw new AgentError("tool_failed", `presigned GET answered ${r.status}: ${(await r.text()).slice(0, 500)}`);
-  return Readable.fromWeb(r.body as import("node:stream/web").ReadableStream<Uint8Array>);
+  // A stalled store fails the request after a deadline on its silence (stall-deadline.ts), not never.
+  const { response: r, body } = await fetchWithStallDeadline(u, `presigned GET ${u.pathname}`).catch((e) => Promise.reject(toolFailure("presigned GET failed", e)));
+  if (!r.ok || !body) {
+    let text = "";
+    if (body) for await (const chunk of body) if ((text += chunk).length > 500) break;
+    body?.destroy();
+    throw new AgentError("tool_failed", `presigned GET answered ${r.status}: ${text.slice(0, 500)}`);
+  }
+  return body;
 }
 
 export async function downloadToFile(url: string, output: string): Promise<WrittenBytes> {
@@ -53,7 +60,11 @@ export async function downloadToFile(url: string, output: string): Promise<Writt
   const body = await get(url);
   await mkdir(dirname(output), { recursive: true });
   const hashing = new HashingStream();
-  await pipeline(body, hashing, createWriteStream(output)).catch((e) => Promise.reject(toolFailure("presigned GET", e)));
+  await pipeline(body, hashing, createWriteStream(output)).catch(async (e) => {
+    // A partial download is nobody's: a retry starts the file again.
+    await rm(output, { force: true });
+    throw toolFailure("presigned GET", e);
+  });
   return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
 }
 

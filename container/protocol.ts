@@ -18,6 +18,7 @@
 //          written to manifestOut; with base, only what changed by metadata is archived (a delta). POST answers
 //          SinglePassResult; GET writes it to resultOut (if given) before the stream ends.
 //   GET    /v1/stat?path=                  {exists, type, size, entries}
+//   GET    /v1/space?path=                 free and total bytes of the filesystem holding path (or its deepest ancestor), its device
 //   GET    /v1/files?path=                 a file's raw bytes (Content-Length set); &encoding=base64 (JSON) or
 //                                          base64-sse (events) reproduce the SDK file API for the baselines
 //   POST   /v1/split        SplitBody      cut a file into chunk files (the chunked baseline)
@@ -30,6 +31,12 @@
 //   POST   /v1/hash-url     HashUrlBody    GET a presigned URL to the end and hash it (verifies a stored archive)
 //   POST   /v1/upload       UploadBody     PUT a file in the sandbox to a presigned URL
 //   POST   /v1/download     DownloadBody   GET a presigned URL into a file, or piped into the extractor
+//   POST   /v1/swap/plan    SwapBody       a restore's swap: where its new tree is built beside the target (journal)
+//   POST   /v1/swap/in      SwapBody       the verified new tree to the target, the old one kept beside it
+//   POST   /v1/swap/commit  SwapBody       the restore is recorded: remove the old tree
+//   POST   /v1/swap/rollback SwapBody      put the target back exactly as it was, remove the new tree
+//   GET    /v1/swap?        SwapBody       a swap's journal ({state: "none"} when there is none)
+//   POST   /v1/sweep        SweepBody      roll back swaps and remove staging files and images older than a bound
 //   POST   /v1/faults       FaultBody      test-only, when the agent runs with SNAPFLOW_AGENT_FAULTS=1
 //   DELETE /v1/sandbox                     host agent only: drop this sandbox's root directory
 //
@@ -40,7 +47,8 @@
 // unauthorized 401, not_found 404, verify_failed 422 (a restore differs from its manifest), store_refused 422 (the
 // store refused the bytes for good: BadDigest, PreconditionFailed), tool_failed 500 (a tool exited non-zero, or
 // the store or pipe around it failed), internal_error 500 (an exception nothing classified: a bug in the agent),
-// unavailable 501 (a tool or kernel feature is missing here), injected_fault 503 (test-only).
+// unavailable 501 (a tool or kernel feature is missing here), injected_fault 503 (test-only), no_space 507 (the
+// disk filled: permanent).
 import { z } from "zod";
 import { R2_MULTIPART } from "./r2-limits.ts";
 import { sandboxRoots } from "./sandbox-roots.ts";
@@ -494,6 +502,32 @@ export interface LazyStatus {
   failed: { index: number; sha256: string; reason: string; attempts: number; atMs: number }[];
 }
 // ---- end of chunks and lazy mounts ----
+/** A restore's swap (tree-swap.ts): the target it restores into and the restore's id, which names its journal and trees. */
+export const SwapBody = z.object({
+  target: z.string(),
+  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a restore id is 1–128 of A-Z, a-z, 0-9, '.', '_' and '-'"),
+});
+
+/** A swap's journal (tree-swap.ts): how far the swap of a restore's new tree into its target got. */
+export type SwapState = "staging" | "swapping" | "swapped" | "committed";
+
+export interface SwapJournal {
+  id: string;
+  /** sandbox paths */
+  target: string;
+  staged: string;
+  old: string;
+  state: SwapState;
+  /** recorded before the first rename: whether there was a tree at the target to keep */
+  hadTarget?: boolean;
+  /** sandbox paths of snapflow mounts taken down at the target when the new tree went in */
+  unmounted?: string[];
+  startedAt: string;
+  updatedAt: string;
+}
+
+/** POST /v1/sweep: remove what runs older than this left (default: sweep.ts SWEEP_OLDER_THAN_MS). */
+export const SweepBody = z.object({ olderThanSeconds: z.number().int().min(0).optional() });
 
 export const FaultBody = z.object({
   /** the route the fault applies to, e.g. "POST /v1/archive" */

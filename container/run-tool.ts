@@ -51,6 +51,8 @@ export async function runTool(argv: string[], timeoutMs = 10_000): Promise<strin
  */
 export async function toolAndFlow(tool: RunningTool, flow: Promise<unknown>): Promise<void> {
   const [t, f] = await Promise.allSettled([tool.done, flow]);
+  // Except a tool killed by SIGPIPE: its reader went away first, and why (a full disk: ENOSPC) is the flow's error.
+  if (t.status === "rejected" && f.status === "rejected" && tool.child.signalCode === "SIGPIPE") throw toolFailure(`the stream from ${tool.name}`, f.reason);
   if (t.status === "rejected") throw t.reason;
   if (f.status === "rejected") throw toolFailure(`the stream through ${tool.name}`, f.reason);
 }

@@ -31,6 +31,11 @@ export const SANDBOX_DIRS = {
    * chunks its parent's restore did not
    */
   chunkCache: "/snapflow/chunks",
+  /**
+   * restores swapping a new tree into place (tree-swap.ts): one journal per restore until it is committed or rolled
+   * back, and the new and old trees of a target that is itself a root (it has no sibling inside the roots)
+   */
+  swaps: "/snapflow/swaps",
 } as const;
 
 /** A lazy mount's own directory. */
@@ -56,3 +61,21 @@ export function overlayLayer(name: string): { layer: string; upper: string; work
 
 /** The marker recording which dataset spec the benchmark source `name` holds. */
 export const datasetMarkerPath = (name: string) => `${SANDBOX_DIRS.datasets}/${name}.json`;
+
+/** A restore's swap journal (tree-swap.ts). */
+export const swapJournalPath = (id: string) => `${SANDBOX_DIRS.swaps}/${id}.json`;
+
+/** Names of a restore's new and old trees beside its target: a backup or a person can tell them for ours. */
+export const SWAP_NAME = /^\.snapflow-(new|old)-[A-Za-z0-9._-]+$/;
+
+/**
+ * Where a restore builds the new tree and keeps the old one until the new one is recorded: beside the target, so
+ * that both are on the target's filesystem and the swap is a rename. A target that is itself a root
+ * (/workspace) has no parent inside the roots: its trees go under /snapflow/swaps, which the swap checks is on
+ * the same filesystem.
+ */
+export function swapPlaces(target: string, id: string, roots: readonly string[]): { staged: string; old: string } {
+  if (roots.includes(target)) return { staged: `${SANDBOX_DIRS.swaps}/${id}.new`, old: `${SANDBOX_DIRS.swaps}/${id}.old` };
+  const parent = target.slice(0, target.lastIndexOf("/"));
+  return { staged: `${parent}/.snapflow-new-${id}`, old: `${parent}/.snapflow-old-${id}` };
+}

@@ -9,13 +9,15 @@ import { mkdir } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { z } from "zod";
-import { AgentError, asAgentError } from "./agent-error.ts";
+import { AgentError, asAgentError, isNoSpace } from "./agent-error.ts";
+import { diskSpace } from "./disk-space.ts";
 import { Faults } from "./faults.ts";
 import { MountRegistry } from "./mounts.ts";
 import * as P from "./protocol.ts";
 import { allRoutes } from "./routes/index.ts";
 import { STREAMED, type AgentOptions, type AgentState, type Ctx } from "./routes/route.ts";
 import { sandboxRoots } from "./sandbox-roots.ts";
+import { startSweeper } from "./sweep.ts";
 import { checkStoreUrl, storeOriginOf } from "./store-origin.ts";
 import { agentTokenFor } from "./agent-token.ts";
 import { resolveSandboxPath, type SandboxRoot } from "./sandbox-paths.ts";
@@ -50,10 +52,12 @@ export function createAgentServer(options: AgentOptions): Server {
   if ("secret" in options.auth && !options.sandboxesDir) throw new Error("an agent inside one sandbox gets its own token, never the secret");
   if ("token" in options.auth && options.sandboxesDir) throw new Error("a host agent serving many sandboxes needs the secret to check each one's token");
   const storeOrigins = options.storeOrigins.map((o) => storeOriginOf(o, "storeOrigins"));
+  if (options.sweep) startSweeper(agent, options.sweep);
 
   return createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://agent");
     const route = `${req.method} ${url.pathname}`;
+    let scope: { hostRoot: string; route: string } | undefined;
     try {
       // Every route, readiness included: a process that took the agent's port learns nothing from our probe but
       // a token that opens this one sandbox.
@@ -62,6 +66,7 @@ export function createAgentServer(options: AgentOptions): Server {
       const handler = routes.get(route);
       if (!handler) throw new AgentError("not_found", `no route ${route}`);
       const { root, sandboxId } = await sandboxRoot(options, req.headers[P.SANDBOX_HEADER]);
+      scope = { hostRoot: root.hostRoot, route };
       agent.faults.check(`${sandboxId} ${route}`);
       const ctx: Ctx = {
         req, res, url, root, sandboxId, agent,
@@ -73,7 +78,8 @@ export function createAgentServer(options: AgentOptions): Server {
       const result = await handler(ctx);
       if (result !== STREAMED) sendJson(res, 200, result);
     } catch (e) {
-      const err = asAgentError(e);
+      // A full disk is no tool's fault and no retry fixes it: a permanent 507 saying where and how much is free.
+      const err = isNoSpace(e) && scope ? await noSpace(scope, e) : asAgentError(e);
       if (res.headersSent) {
         // Mid-stream: the only honest signal left is to break the connection.
         res.destroy(err);
@@ -103,4 +109,12 @@ async function sandboxRoot(options: AgentOptions, header: string | string[] | un
   // A fresh sandbox starts with its allowed roots present, as the image has them.
   for (const r of sandboxRoots()) await mkdir(join(hostRoot, r), { recursive: true });
   return { root: { hostRoot }, sandboxId: id };
+}
+
+/** The 507 for a full disk: the original error (it names the file being written) and the sandbox disk's free space now. */
+async function noSpace(scope: { hostRoot: string; route: string }, e: unknown): Promise<AgentError> {
+  const space = await diskSpace(scope.hostRoot).catch(() => null);
+  const shown = (e instanceof Error ? e.message : String(e)).replaceAll(scope.hostRoot === "/" ? "\0" : scope.hostRoot, "");
+  const free = space ? `; ${space.freeBytes} bytes free of ${space.totalBytes} now` : "";
+  return new AgentError("no_space", `no space left on the sandbox's disk during ${scope.route}${free}: ${shown}`);
 }

@@ -1,17 +1,26 @@
-// Starts the real parts the Worker tests talk to: a local S3 server (SeaweedFS) and the snapflow agent as a host
-// process with test-only fault injection on. Their addresses and the tokens reach the Workers pool through
+// Starts the real parts the Worker tests talk to: a local S3 server (SeaweedFS) behind our fault proxy, and the
+// snapflow agent as a host process with test-only fault injection on. Their addresses and the tokens reach the Workers pool through
 // vitest's provide/inject, and from there the Worker's bindings (vitest.config.ts).
 import { randomBytes } from "node:crypto";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { startObjectStore } from "../scripts/lib/object-store-server.ts";
 import { startAgent, STATE } from "../scripts/lib/stack.ts";
 import { b64, compress, deltaThroughBaseSymlink, hostileDeletions, imageCases, imageToolMissing, tarCases, tarOf, type CorpusOptions, type ImageKind } from "./fixtures/hostile-corpus.ts";
+import { startFaultProxy } from "./fault-proxy.ts";
 
 export interface TestStack {
+  /**
+   * A sandbox whose whole root is a small tmpfs (root only): its disk fills during staging and extraction. The
+   * reason when it could not be made (the tests that need it say so and skip).
+   */
+  smallDisk: { sandboxId: string; bytes: number } | { skipped: string };
   agentUrl: string;
   agentSecret: string;
+  /** the fault proxy in front of the store (test/fault-proxy.ts): POST /__faults arms a fault, GET lists what fired */
+  faultProxyUrl: string;
   apiToken: string;
   s3: { endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string };
 }
@@ -64,17 +73,48 @@ export default async function setup(project: TestProject) {
   mkdirSync(dir, { recursive: true });
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
   const agentSecret = randomBytes(32).toString("hex");
-  const agent = await startAgent({ secret: agentSecret, storeEndpoint: store.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true });
+  const smallDisk = mountSmallDisk(join(dir, "sandboxes"));
+  // A store silent for 6 s is a stalled one here (60 s in production), so the stall tests run in seconds.
+  const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true, storeIdleSeconds: 6 };
+  let agent: Awaited<ReturnType<typeof startAgent>>;
+  // Everything reaches the store through the fault proxy (test/fault-proxy.ts): the Worker's store, the URLs it
+  // presigns and so the agent. The proxy also kills and restarts the agent for tests, on the same port.
+  const proxy = await startFaultProxy(store.endpoint, {
+    "POST /__agent/kill": async (_req, res) => {
+      // The whole process group, as a sandbox that dies takes its tar and zstd with it.
+      const pid = agent.process.child.pid!;
+      process.kill(-pid, "SIGKILL");
+      await agent.process.exited;
+      agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url, port: Number(new URL(agent.url).port) });
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ killed: pid, restarted: agent.process.child.pid }));
+    },
+  });
+  agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url });
   project.provide("stack", {
+    smallDisk,
     agentUrl: agent.url,
     agentSecret,
     apiToken: randomBytes(32).toString("hex"),
-    s3: { endpoint: store.endpoint, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+    faultProxyUrl: proxy.url,
+    s3: { endpoint: proxy.url, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
   });
   project.provide("hostile", hostileCorpus());
   return async () => {
     await agent.process.stop();
+    await proxy.stop();
+    if ("sandboxId" in smallDisk) spawnSync("umount", ["-l", join(dir, "sandboxes", smallDisk.sandboxId)]);
     await store.stop();
     rmSync(dir, { recursive: true, force: true });
   };
+}
+
+/** A 24 MiB tmpfs as one sandbox's root directory (the agent maps every path of that sandbox below it). */
+function mountSmallDisk(sandboxesDir: string): TestStack["smallDisk"] {
+  const sandboxId = `small-disk-${process.pid}`;
+  const bytes = 24 * 2 ** 20;
+  if (process.getuid?.() !== 0) return { skipped: "mounting a tmpfs needs root" };
+  const root = join(sandboxesDir, sandboxId);
+  mkdirSync(root, { recursive: true });
+  const r = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${bytes},mode=0755`, "tmpfs", root], { encoding: "utf8" });
+  return r.status === 0 ? { sandboxId, bytes } : { skipped: `mount -t tmpfs failed: ${(r.stderr || r.error?.message || "").trim()}` };
 }

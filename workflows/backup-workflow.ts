@@ -2,12 +2,13 @@
 // failure runs the cleanup step, so nothing half-made is left in the store or the sandbox.
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { NonRetryableError } from "cloudflare:workflows";
-import type { BackupParams } from "../src/backup/backup-params.ts";
+import type { BackupParams, TransferResult } from "../src/backup/backup-params.ts";
 import { cleanupBackup } from "../src/backup/backup-phases.ts";
 import { runBackupPhases } from "../src/backup/run-backup.ts";
 import { depsFrom } from "../src/deps.ts";
 import { CLEANUP_STEP } from "../src/phases/phase-names.ts";
 import { reportProgress } from "../src/snapshots/progress.ts";
+import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findBackup } from "../src/strategies/registry.ts";
 import { wallAndOverhead } from "../src/phases/phase-runner.ts";
@@ -37,12 +38,20 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     try {
       sent = await runBackupPhases(run, d, p, s);
     } catch (e) {
-      await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup, () => cleanupBackup(d, p, s));
-      await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
-      throw e;
+      // The outcome is what the store says, not what threw: a backup whose record was written is good (its cleanup
+      // removes only staging files), so nothing after `record` can undo it.
+      const cleaned = await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup, () => cleanupBackup(d, p, s));
+      if (!cleaned.recorded) {
+        await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.snapshotId);
+        await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
+        throw e;
+      }
+      sent = run.steps.transfer as TransferResult;
     }
     // Recorded: the snapshot is good. Nothing from here on may undo it.
+    // The path is free for the next run (best-effort: a lease left behind is taken over once this run has ended).
+    await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.snapshotId);
     await reportProgress(d.kv, { ...progress, steps: run.steps, status: "complete" });
-    return { snapshotId: p.snapshotId, strategy: s.name, steps: run.steps, totalMs: totalMs(run.steps), ...wallAndOverhead(run.steps), archiveBytes: sent.bytes };
+    return { snapshotId: p.snapshotId, strategy: s.name, steps: run.steps, totalMs: totalMs(run.steps), ...wallAndOverhead(run.steps), archiveBytes: sent?.bytes ?? 0 };
   }
 }

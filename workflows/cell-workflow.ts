@@ -12,7 +12,8 @@ import type { CellParams } from "../src/matrix/cell-params.ts";
 import { readMatrix, writeRun } from "../src/matrix/matrix-records.ts";
 import { sharedSource } from "../src/matrix/matrix-spec.ts";
 import type { RunResult } from "../src/matrix/summary.ts";
-import type { RestoreParams } from "../src/restore/restore-params.ts";
+import type { RestoreParams, RestoreProbeResult } from "../src/restore/restore-params.ts";
+import { cleanupRestore } from "../src/restore/restore-phases.ts";
 import { runRestorePhases } from "../src/restore/run-restore.ts";
 import { AgentClient } from "../src/sandbox/agent-client.ts";
 import { sandboxPaths } from "../src/sandbox/sandbox-paths.ts";
@@ -43,6 +44,7 @@ export class BenchmarkCellWorkflow extends WorkflowEntrypoint<Env, CellParams> {
     const b = findBackup(cell.backup)!;
     const r = findRestore(cell.restore)!;
     const result: RunResult = { matrixId, runKey, cell, run, ok: false, finishedAt: "" };
+    let restoreProbed: RestoreProbeResult | undefined;
     const backupRun = stepRunner(step, { prefix: "backup" });
     const restoreRun = stepRunner(step, { prefix: "restore" });
     const bp: BackupParams = { snapshotId: runKey, sandboxId: source, path: "/workspace/app", strategy: b.name, dropCaches: spec.dropCaches };
@@ -71,11 +73,14 @@ export class BenchmarkCellWorkflow extends WorkflowEntrypoint<Env, CellParams> {
       const sent = await runBackupPhases(backupRun, d, bp, b);
       result.backup = { steps: backupRun.steps, totalMs: totalMs(backupRun.steps), archiveBytes: sent.bytes };
       // The cell's result is its record: no restore record step.
-      await runRestorePhases(restoreRun, d, rp, r, { record: false });
+      await runRestorePhases(restoreRun, d, rp, r, { record: false, onProbed: (x) => (restoreProbed = x) });
       result.restore = { steps: restoreRun.steps, totalMs: totalMs(restoreRun.steps) };
       result.ok = true;
     } catch (e) {
       result.error = errorMessage(e);
+      // A restore that failed past its probe leaves its new tree beside the target and a swap journal: roll back.
+      const touched = restoreProbed;
+      if (touched) await step.do("restore cleanup", STEP_CONFIG.cleanup, () => cleanupRestore(d, rp, r, touched)).catch((c) => console.warn(`restore cleanup of ${rp.restoreId} failed: ${errorMessage(c)}`));
       if (!result.backup && Object.keys(backupRun.steps).length) result.backup = { steps: backupRun.steps, totalMs: totalMs(backupRun.steps), archiveBytes: 0 };
     }
 

@@ -1,6 +1,7 @@
 // RestoreWorkflow: probe → transfer → materialize → verify → record, one step.do each (src/restore/run-restore.ts).
-// A failure after the probe runs the cleanup step, which empties the target again, so a half-restored tree is
-// never left looking like a restore.
+// The new tree is built beside the target and swapped in only once verified (container/tree-swap.ts). A failure
+// after the probe runs the cleanup step, which puts the target back exactly as it was; a failure after the record
+// was written undoes nothing.
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { NonRetryableError } from "cloudflare:workflows";
 import { depsFrom } from "../src/deps.ts";
@@ -9,6 +10,7 @@ import type { RestoreParams, RestoreProbeResult } from "../src/restore/restore-p
 import { cleanupRestore } from "../src/restore/restore-phases.ts";
 import { runRestorePhases } from "../src/restore/run-restore.ts";
 import { reportProgress } from "../src/snapshots/progress.ts";
+import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findRestore } from "../src/strategies/registry.ts";
 import { wallAndOverhead } from "../src/phases/phase-runner.ts";
@@ -38,10 +40,17 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
       await runRestorePhases(run, d, p, s, { onProbed: (x) => (probed = x) });
     } catch (e) {
       const touched = probed;
-      if (touched) await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup, () => cleanupRestore(d, p, s, touched));
-      await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
-      throw e;
+      // The outcome is what the store says, not what threw: a restore whose record was written succeeded, and its
+      // cleanup only finishes the commit (success is final).
+      const cleaned = touched ? await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup, () => cleanupRestore(d, p, s, touched)) : { recorded: false };
+      if (!cleaned.recorded) {
+        await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
+        await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
+        throw e;
+      }
     }
+    // The path is free for the next run (best-effort: a lease left behind is taken over once this run has ended).
+    await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
     await reportProgress(d.kv, { ...progress, steps: run.steps, status: "complete" });
     return { restoreId: p.restoreId, snapshotId: p.snapshotId, strategy: s.name, steps: run.steps, totalMs: totalMs(run.steps), ...wallAndOverhead(run.steps) };
   }

@@ -6,6 +6,7 @@ import { AgentError } from "../agent-error.ts";
 import { dropCaches } from "../drop-caches.ts";
 import { unmountSandbox } from "../mounts.ts";
 import { probe } from "../probe.ts";
+import { sweepSandbox, SWEEP_OLDER_THAN_MS } from "../sweep.ts";
 import * as P from "../protocol.ts";
 import type { Routes } from "./route.ts";
 
@@ -19,6 +20,12 @@ export const adminRoutes: Routes = {
     const body = await c.json(P.FaultBody);
     c.agent.faults.arm(`${c.sandboxId} ${body.route}`, body.times);
     return { armed: body };
+  },
+
+  // What dead runs left in this sandbox, older than the bound (default: longer than any run): sweep.ts.
+  "POST /v1/sweep": async (c) => {
+    const body = await c.json(P.SweepBody);
+    return sweepSandbox(c, body.olderThanSeconds === undefined ? SWEEP_OLDER_THAN_MS : body.olderThanSeconds * 1000);
   },
 
   "DELETE /v1/sandbox": async (c) => {

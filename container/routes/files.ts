@@ -6,6 +6,7 @@ import { lstat, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { AgentError } from "../agent-error.ts";
+import { diskSpace } from "../disk-space.ts";
 import { HashingStream } from "../hashing-stream.ts";
 import { refuseIfMounted } from "../mount-guard.ts";
 import * as P from "../protocol.ts";
@@ -34,6 +35,11 @@ export const fileRoutes: Routes = {
     if (!st) return { exists: false };
     const type = st.isDirectory() ? "dir" : st.isFile() ? "file" : st.isSymbolicLink() ? "symlink" : "other";
     return { exists: true, type, size: st.size, entries: type === "dir" ? (await readdir(target)).length : undefined };
+  },
+
+  "GET /v1/space": async (c) => {
+    const path = c.url.searchParams.get("path");
+    return { path, ...(await diskSpace(await c.path(path, "path"))) };
   },
 
   "PUT /v1/files": async (c) => {

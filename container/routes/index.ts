@@ -6,10 +6,11 @@ import { chunkRoutes } from "./chunks.ts";
 import { fileRoutes } from "./files.ts";
 import { imageRoutes } from "./images.ts";
 import type { Handler, Routes } from "./route.ts";
+import { swapRoutes } from "./swaps.ts";
 import { transferRoutes } from "./transfer.ts";
 import { treeRoutes } from "./trees.ts";
 
-const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes];
+const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes, swapRoutes];
 
 export function allRoutes(): Map<string, Handler> {
   const table = new Map<string, Handler>();

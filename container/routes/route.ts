@@ -20,6 +20,8 @@ export interface AgentOptions {
   /** the only origins the agent fetches from or uploads to (the object store's endpoint); store-origin.ts */
   storeOrigins: string[];
   faults?: boolean;
+  /** sweep what dead runs left (sweep.ts) at start and then periodically; off when absent (tests drive it by route) */
+  sweep?: { olderThanMs: number; everyMs: number };
 }
 
 /** State that lives as long as the server: what it mounted, what faults are armed, how it was started. */

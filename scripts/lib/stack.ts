@@ -4,6 +4,7 @@
 //
 // The running stack is described in .snapflow/stack.json (URLs and generated tokens), so that `npm start`
 // and the CLI find it; the file is removed when the stack stops.
+import { LIFECYCLE_CRON } from "../../src/snapshots/lifecycle-schedule.ts";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -106,6 +107,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const apiUrl = `http://127.0.0.1:${port}`;
     await waitReady(wrangler, async () => (await fetch(`${apiUrl}/healthz`)).ok, 60_000);
     log(`stack: wrangler dev ready at ${apiUrl} (${Math.round(performance.now() - t1)} ms)`);
+    // What a stack stopped mid-run left open in the store (multipart uploads) is swept now, not at the next hourly
+    // trigger: the lifecycle cron's handler, fired once (src/snapshots/lifecycle-cron.ts). The agent sweeps its
+    // sandboxes itself when it starts (container/sweep.ts).
+    const swept = await fetch(`${apiUrl}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(LIFECYCLE_CRON)}`).catch((e: Error) => e);
+    if (swept instanceof Error || !swept.ok) log(`stack: the start-up sweep did not run (${swept instanceof Error ? swept.message : `HTTP ${swept.status}`}); the hourly trigger will`);
 
     const info: StackInfo = { apiUrl, apiToken, agentUrl: agent.url, s3Endpoint: store.endpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: agent.process.child.pid! };
     if (publish) writeFileSync(STACK_FILE, JSON.stringify(info, null, 1), { mode: 0o600 });
@@ -154,7 +160,7 @@ export function toolEnv(): NodeJS.ProcessEnv {
   };
 }
 
-export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean }): Promise<{ url: string; process: Managed }> {
+export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean; port?: number; storeIdleSeconds?: number }): Promise<{ url: string; process: Managed }> {
   mkdirSync(options.sandboxesDir, { recursive: true });
   let announced: (port: number) => void;
   const portKnown = new Promise<number>((r) => (announced = r));
@@ -167,10 +173,11 @@ export async function startAgent(options: { secret: string; storeEndpoint: strin
       PATH: `${join(PROJECT, "native/lazy/bin")}:${process.env.PATH ?? ""}`,
       SNAPFLOW_AGENT_SECRET: options.secret,
       SNAPFLOW_AGENT_STORE_ORIGIN: options.storeEndpoint,
-      SNAPFLOW_AGENT_PORT: "0",
+      SNAPFLOW_AGENT_PORT: String(options.port ?? 0),
       SNAPFLOW_AGENT_HOST: "127.0.0.1",
       SNAPFLOW_AGENT_SANDBOXES_DIR: options.sandboxesDir,
       SNAPFLOW_AGENT_FAULTS: options.faults ? "1" : "0",
+      ...(options.storeIdleSeconds ? { SNAPFLOW_AGENT_STORE_IDLE_SECONDS: String(options.storeIdleSeconds) } : {}),
     },
     logFile: options.logFile,
     onLine: (line) => {

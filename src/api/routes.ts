@@ -30,6 +30,7 @@ import { MatrixSpec } from "../matrix/matrix-spec.ts";
 import { startMatrix } from "../matrix/schedule.ts";
 import type { RestoreParams } from "../restore/restore-params.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
+import { startRunUnderLease } from "../runs/start-run.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
 import { checkBearer, json, parseBody } from "./http.ts";
@@ -133,7 +134,7 @@ const routes: [string, string, Handler][] = [
     }
     const id = newId("bk");
     const params: BackupParams = { snapshotId: id, ...body, startedAt: new Date().toISOString() };
-    await env.BACKUP_WORKFLOW.create({ id, params });
+    await startRunUnderLease(env, d, "backup", id, { sandboxId: params.sandboxId, path: params.path }, params);
     return json({ id, snapshotId: id, status: "queued", strategy: body.strategy }, 202, { location: `/api/backups/${id}` });
   }],
 
@@ -152,7 +153,7 @@ const routes: [string, string, Handler][] = [
     }
     const id = newId("rs");
     const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString() };
-    await env.RESTORE_WORKFLOW.create({ id, params });
+    await startRunUnderLease(env, d, "restore", id, { sandboxId: params.sandboxId, path: params.path }, params);
     return json({ id, status: "queued", strategy, snapshotId: body.snapshotId }, 202, { location: `/api/restores/${id}` });
   }],
 

@@ -11,10 +11,11 @@ import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
-import { AgentClient } from "../sandbox/agent-client.ts";
+import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
-import { archiveKey, chunkRecordOf, deletedKey, manifestKey, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { archiveKey, chunkRecordOf, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
+import { abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
 import type { ImageFormat, TarFormat } from "../../container/protocol.ts";
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
@@ -66,9 +67,9 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
     return { ms: since(t), bytes: 0, overlapped: true, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
   }
   const staged = stagedArchive(p, s);
-  const made = isImage(s.format)
-    ? await agent.makeImage({ path: p.path, output: staged, format: s.format })
-    : await agent.archiveToFile({ path: p.path, output: staged, format: s.format, filesFrom: delta?.list });
+  const made = await stagingFits(p, s, totals.bytes, () => isImage(s.format)
+    ? agent.makeImage({ path: p.path, output: staged, format: s.format })
+    : agent.archiveToFile({ path: p.path, output: staged, format: s.format, filesFrom: delta?.list }));
   return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest, delta };
 }
 
@@ -80,7 +81,7 @@ async function singlePassArchivePhase(d: Deps, p: BackupParams, s: BackupStrateg
   if (BACKUP_TRANSFERS[s.path].streamsArchive) return { ms: since(t), bytes: 0, overlapped: true, singlePass: true };
   const staged = stagedArchive(p, s);
   const base = await baseManifestSource(d, p);
-  const made = await agent.archiveToFile({ path: p.path, output: staged, format: s.format as TarFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId), ...(base ? { base } : {}) });
+  const made = await stagingFits(p, s, undefined, () => agent.archiveToFile({ path: p.path, output: staged, format: s.format as TarFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId), ...(base ? { base } : {}) }));
   const stored = await storeSinglePassManifest(d, p, agent, made);
   return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, singlePass: true, ...stored };
 }
@@ -91,9 +92,23 @@ async function singlePassArchivePhase(d: Deps, p: BackupParams, s: BackupStrateg
  */
 async function imageArchivePhase(d: Deps, p: BackupParams, s: BackupStrategy, agent: AgentClient, t: number): Promise<ArchiveResult> {
   const staged = stagedArchive(p, s);
-  const made = await agent.makeImage({ path: p.path, output: staged, format: s.format as ImageFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId) });
+  const made = await stagingFits(p, s, undefined, () => agent.makeImage({ path: p.path, output: staged, format: s.format as ImageFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId) }));
   const stored = await storeSinglePassManifest(d, p, agent, made);
   return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, singlePass: made.onePass, ...stored };
+}
+
+/**
+ * A staged archive that filled the sandbox's disk (the agent's 507: it removed the partial file) is a permanent
+ * failure saying what did not fit and that a streaming strategy stages nothing; any other failure passes through.
+ */
+async function stagingFits<T>(p: BackupParams, s: BackupStrategy, treeBytes: number | undefined, make: () => Promise<T>): Promise<T> {
+  try {
+    return await make();
+  } catch (e) {
+    if (!(e instanceof AgentCallError) || e.status !== 507) throw e;
+    const tree = treeBytes === undefined ? "" : ` (the tree is ${treeBytes} bytes; the archive needs up to that much)`;
+    throw new SnapflowError("insufficient_space", `staging ${stagedArchive(p, s)} in sandbox ${p.sandboxId} for ${s.name} ran out of disk${tree}; free space there, or use a streaming strategy (e.g. tar-zst-pipe), which stages nothing. ${e.message}`, { cause: e });
+  }
 }
 
 /** What changed since the base snapshot: the agent compares the tree with the base's manifest. */
@@ -112,7 +127,8 @@ async function planDelta(d: Deps, p: BackupParams, agent: AgentClient) {
 export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult): Promise<TransferResult> {
   const started = performance.now();
   const agent = backupAgent(d, p);
-  return BACKUP_TRANSFERS[s.path].transfer({ d, p, s, agent, archived, key: archiveKey(p.snapshotId, s.format), started });
+  // Every multipart upload the path opens is recorded, so a cleanup can abort what a killed attempt left open.
+  return BACKUP_TRANSFERS[s.path].transfer({ d: withUploadRecords(d, p.snapshotId), p, s, agent, archived, key: archiveKey(p.snapshotId, s.format), started });
 }
 
 export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, sent: TransferResult): Promise<StepResult> {
@@ -170,13 +186,32 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
   return { ms: since(t), bytes: 0 };
 }
 
-/** After a failed backup: remove every object and staging file it may have written. Idempotent. */
-export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy): Promise<void> {
+/**
+ * After a failed backup: remove every object and staging file it may have written. Idempotent. A backup whose
+ * record was written is good whatever failed after (its KV index entry, say): nothing of it is removed, only its
+ * staging files, and the answer says so (success is final; the cron's reconcile brings KV into line).
+ */
+export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy): Promise<{ recorded: boolean }> {
+  const record = await readSnapshot(d.store, d.kv, p.snapshotId);
+  if (record) {
+    await indexSnapshot(d.kv, record).catch((e) => console.warn(`index entry of ${p.snapshotId} not written: ${e instanceof Error ? e.message : String(e)}`));
+    await removeStaging(d, p, s);
+    return { recorded: true };
+  }
+  await abortRecordedUploads(d.store, p.snapshotId);
   await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId), deletedKey(p.snapshotId)]);
   if (p.baseSnapshotId) await removeDependant(d.store, p.baseSnapshotId, p.snapshotId);
+  await removeStaging(d, p, s);
+  return { recorded: false };
+}
+
+/** The backup's files in the sandbox's staging area. */
+async function removeStaging(d: Deps, p: BackupParams, s: BackupStrategy): Promise<void> {
   const agent = new AgentClient(d.transport, p.sandboxId);
-  await agent.deleteFile(stagedArchive(p, s)).catch(() => {});
   // Chunks a failed chunked backup uploaded stay: others may share them, and the collector removes unreferenced
   // ones once they are older than its grace period (chunk-gc.ts).
-  for (const file of [sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId)]) await agent.deleteFile(file).catch(() => {});
+  for (const file of [stagedArchive(p, s), sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId)]) {
+    // An agent that cannot be reached now leaves them to its own sweeper (container/sweep.ts): they are bounded.
+    await agent.deleteFile(file).catch((e) => console.warn(`staging file ${file} of ${p.snapshotId} not removed: ${e instanceof Error ? e.message : String(e)}`));
+  }
 }

@@ -32,12 +32,21 @@ const manifestUrl = (c: RestoreContext, snapshotId: string) => c.d.presigner.url
  * last layer. Staged: a file that materialize extracts or mounts.
  */
 async function destinationOf(c: RestoreContext, probed: RestoreProbeResult, i: number): Promise<Destination> {
-  const { p, s } = c;
+  const { s } = c;
   if (!RESTORE_TRANSFERS[s.path].piped || s.format.kind !== "tar") return { output: stagingPath(c, probed.snapshot.format) };
   const chain = probed.layers.length > 1;
   const last = i === probed.layers.length - 1;
   // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
-  return { extract: { path: p.path, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last } };
+  return { extract: { path: probed.swap.staged, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last } };
+}
+
+/** Is this restore's own image mounted at the target (a swap that got as far as mounting it there)? */
+async function ownMountAt(c: RestoreContext, probed: RestoreProbeResult): Promise<boolean> {
+  const image = stagingPath(c, probed.snapshot.format);
+  const lazy = sandboxPaths.lazy(c.p.restoreId);
+  // A lazy mount's image is its FUSE file (under its work directory), and lazy-overlay's lower is its own place.
+  const ours = (source: string | undefined) => source === image || (!!source && (source.startsWith(lazy.work + "/") || source === lazy.lower));
+  return (await c.agent.mounts()).mounts.some((m) => m.path === c.p.path && ours(m.source));
 }
 
 export const archivePlan: RestorePlan = {
@@ -68,8 +77,9 @@ export const archivePlan: RestorePlan = {
     const t = performance.now();
     const path = RESTORE_TRANSFERS[s.path];
     if (path.piped && s.format.kind !== "tar") throw new SnapflowError("bad_request", `${s.name}: images cannot be piped into an extractor`, { field: "strategy" });
-    // A retry (or `replace`) starts from an empty target, so a half-extracted earlier attempt leaves nothing behind.
-    if (path.piped || p.replace) await agent.deleteFile(p.path);
+    // A retry starts from an empty staged tree, so a half-extracted earlier attempt leaves nothing behind. The
+    // target itself is not touched: verify swaps the new tree in (tree-swap.ts).
+    if (path.piped) await agent.deleteFile(probed.swap.staged);
     let bytes = 0;
     let verified: unknown;
     for (const [i, layer] of probed.layers.entries()) {
@@ -77,7 +87,7 @@ export const archivePlan: RestorePlan = {
       if (i > 0 && layer.deletedKey) {
         const deleted = await getJson<string[]>(d.store, layer.deletedKey);
         if (!deleted) throw new SnapflowError("snapshot_unusable", `the deletions of delta ${layer.id} are missing from the store`);
-        if (deleted.length) await agent.removeEntries(p.path, deleted);
+        if (deleted.length) await agent.removeEntries(probed.swap.staged, deleted);
       }
       const got = await path.bring(c, layer, await destinationOf(c, probed, i));
       if ("verified" in got) verified = got.verified;
@@ -93,13 +103,26 @@ export const archivePlan: RestorePlan = {
   async materialize(c, probed) {
     if (RESTORE_TRANSFERS[c.s.path].piped) return { ms: 0, bytes: 0, overlapped: true };
     const m = materializationOf(c);
-    // A retried step finds the earlier attempt's mount: take it down before clearing the target.
-    await m.undo(c);
-    await c.agent.deleteFile(c.p.path);
+    const dir = probed.swap.staged;
+    // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree.
+    await m.undo(c, dir);
+    await c.agent.deleteFile(dir);
     const format = probed.snapshot.format;
     if (!isImage(format) && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
     // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
-    return m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) });
+    return m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
+  },
+
+  async swapIn(c, probed) {
+    const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
+    // A mount point cannot be renamed: the verified image is unmounted beside the target and mounted again at it.
+    if (m?.mounts) await m.undo(c, probed.swap.staged);
+    const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId);
+    if (m?.mounts && !(await ownMountAt(c, probed))) {
+      const format = probed.snapshot.format;
+      await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, c.p.path);
+    }
+    return swapped;
   },
 
   verify(c, _probed, check) {
@@ -108,9 +131,11 @@ export const archivePlan: RestorePlan = {
   },
 
   async cleanup(c, probed) {
-    // A mount made by materialize must go before its backing file and mount point can.
-    await materializationOf(c).undo(c);
+    // A mount made by materialize (beside the target, or at it after a swap) must go before its backing file can,
+    // and before the rollback can put the old tree back.
+    const m = materializationOf(c);
+    await m.undo(c, probed.swap.staged);
+    if (m.mounts && (await ownMountAt(c, probed))) await m.undo(c, c.p.path);
     await c.agent.deleteFile(stagingPath(c, probed.snapshot.format));
-    await c.agent.deleteFile(c.p.path);
   },
 };

@@ -56,23 +56,47 @@ export const overlayPlan: RestorePlan = {
     return { ms: since(t), bytes: got.reduce((n, g) => n + g.bytes, 0), layers: layers.length };
   },
 
-  async materialize({ p, agent }, { layers }) {
+  async materialize({ p, agent }, { layers, swap }) {
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
     const base = layers[0]!;
     if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is not squashfs`);
     // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower).
     await agent.unmount(where.lower).catch(() => {});
-    await agent.deleteFile(p.path);
+    await agent.deleteFile(swap.staged);
+    // The upper layer is this restore's own (it follows the overlay from beside the target to the target): a
+    // plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
+    if (layers.length === 1) await agent.deleteFile(where.upper);
     const mounted = await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" });
-    const overlay = await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", ...(layers.length > 1 ? { upper: where.upper } : {}) });
+    const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
     return { ms: since(t), bytes: 0, baseMountMs: mounted.ms, overlayMs: overlay.ms, upper: overlay.upper };
   },
 
-  async cleanup({ p, agent }) {
+  async swapIn(c, { swap }) {
+    const { p, agent } = c;
     const where = sandboxPaths.overlay(p.restoreId);
-    await agent.unmount(p.path).catch(() => {});
+    // A mount point cannot be renamed: the overlay is taken down beside the target (its lower and upper stay) and
+    // laid again at the target over the same layers.
+    await agent.unmount(swap.staged).catch(() => {});
+    const swapped = await agent.swapIn(p.path, p.restoreId);
+    if (!(await ownOverlayAt(c))) await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
+    return swapped;
+  },
+
+  async cleanup(c, { swap }) {
+    const { p, agent } = c;
+    const where = sandboxPaths.overlay(p.restoreId);
+    // Ours only: the overlay beside the target or, after a swap, at it; then its lower. What was at the target
+    // before is the rollback's to put back.
+    await agent.unmount(swap.staged).catch(() => {});
+    if (await ownOverlayAt(c)) await agent.unmount(p.path);
     await agent.unmount(where.lower).catch(() => {});
-    for (const path of [where.image, where.lower, where.layer, p.path]) await agent.deleteFile(path).catch(() => {});
+    for (const path of [where.image, where.lower, where.layer]) await agent.deleteFile(path).catch(() => {});
   },
 };
+
+/** Is this restore's overlay (over its own lower) mounted at the target? */
+async function ownOverlayAt({ p, agent }: RestoreContext): Promise<boolean> {
+  const lower = sandboxPaths.overlay(p.restoreId).lower;
+  return (await agent.mounts()).mounts.some((m) => m.path === p.path && m.kind === "overlay" && m.source === lower);
+}

@@ -7,7 +7,7 @@ export interface RestoreParams {
   sandboxId: string;
   path: string;
   strategy: string;
-  /** allow restoring over a non-empty target (its contents are removed first) */
+  /** allow restoring over a non-empty target (it is swapped out once the new tree is verified, and removed once recorded) */
   replace: boolean;
   /** drop the page cache in the probe step (cold-cache runs) */
   dropCaches?: boolean;
@@ -28,4 +28,9 @@ export interface RestoreProbeResult extends StepResult {
   snapshot: Pick<SnapshotRecord, "id" | "format" | "archive" | "manifest">;
   /** a delta snapshot: its base first, then each delta up to this one; a full snapshot: just itself */
   layers: Layer[];
+  /**
+   * where the new tree is built (beside the target, same filesystem) and where the old one is kept until the restore
+   * is recorded (container/tree-swap.ts): the target itself is not touched before verify swaps the new tree in
+   */
+  swap: { staged: string; old: string };
 }

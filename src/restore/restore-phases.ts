@@ -3,12 +3,17 @@
 // transfer, the materialization and the cleanup; verify and record are the same for every plan.
 //
 //   probe       → the snapshot is good (indexed), the strategy fits its format, the sandbox has the tools,
-//                 and the target is empty (or `replace` was asked for)
+//                 the target is empty (or `replace` was asked for) and the disk can hold the new tree beside
+//                 the old one (space-check.ts); plans the swap: the new tree is built beside the target
 //   transfer    → archive bytes from the store into the sandbox: to a staging file, or piped into the
 //                 extractor (then materialize is overlapped); the SHA-256 of what arrived is checked
-//   materialize → extract or mount the staged archive
-//   verify      → the agent compares the restored tree with the snapshot's manifest (streamed to it)
-//   record      → restore record in the store
+//   materialize → extract or mount the staged archive, beside the target
+//   verify      → the agent compares the new tree with the snapshot's manifest, then swaps it in by rename
+//                 (the old tree is kept beside the target)
+//   record      → restore record in the store; then the old tree is removed (commit)
+//
+// Until verify swaps, the target is untouched; until record, the old tree can be put back. A failure runs
+// cleanupRestore, which puts the target back exactly as it was (container/tree-swap.ts).
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";
@@ -19,6 +24,7 @@ import type { RestoreStrategy } from "../strategies/registry.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { planOf } from "./restore-plan.ts";
+import { checkRestoreSpace } from "./space-check.ts";
 
 const contextOf = (d: Deps, p: RestoreParams, s: RestoreStrategy): RestoreContext => ({ d, p, s, agent: new AgentClient(d.transport, p.sandboxId) });
 
@@ -27,11 +33,17 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const c = contextOf(d, p, s);
   // The lease first, then the record: a delete either sees the lease or this probe sees no record (restore-leases.ts).
   await takeLease(d.store, p.snapshotId, p.restoreId);
-  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>>;
+  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown };
   try {
     const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
     planned = await planOf(s).probe(c, snapshot);
+    // Before anything is written: can the sandbox hold the new tree beside the old one (and a staged archive)?
+    const space = await checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned);
+    planned = { ...planned, space };
+    // Last: a journal that says where the new tree goes, so a cleanup after any later failure finds it.
+    const journal = await c.agent.planSwap(p.path, p.restoreId);
+    planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };
   } catch (e) {
     // The restore never started: it holds nothing.
     await releaseLease(d.store, p.snapshotId, p.restoreId);
@@ -40,7 +52,7 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const ms = since(t);
   // Dropping caches (sync first) is preparation, not probing: its time is reported apart from the step's.
   const caches = p.dropCaches ? await c.agent.dropCaches() : undefined;
-  return { ms, bytes: 0, ...planned, ...(caches ? { cachesDropped: caches.dropped, cacheDropMs: caches.ms, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
+  return { ms, bytes: 0, ...planned, swap: planned.swap!, ...(caches ? { cachesDropped: caches.dropped, cacheDropMs: caches.ms, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
 }
 
 export function transferPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<StepResult> {
@@ -55,15 +67,26 @@ export function materializePhase(d: Deps, p: RestoreParams, s: RestoreStrategy, 
  * Verify, without reading the restored bytes again when they were checked on arrival: an extraction that compared
  * every entry as it streamed into tar and then walked the tree's metadata is done (`verified` in its step); a
  * mounted or extracted image, whose content its SHA-256 vouched for on arrival, gets the metadata walk here; with
- * deepVerify, every file is hashed again.
+ * deepVerify, every file is hashed again. The new tree is checked where it was built, beside the target; only then
+ * is it swapped in (the old tree kept beside it until record). A retried step that finds the swap begun finishes
+ * it: only a verified tree is ever swapped in. `commit`: no record step follows (a benchmark cell), so the old
+ * tree goes at once.
  */
-export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult, steps: Record<string, StepResult> = {}): Promise<StepResult> {
+export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult, steps: Record<string, StepResult> = {}, options: { commit?: boolean } = {}): Promise<StepResult> {
+  const t = performance.now();
+  const c = contextOf(d, p, s);
+  const journal = await c.agent.swapState(p.path, p.restoreId);
+  if (journal.state === "none") throw new SnapflowError("snapshot_unusable", `restore ${p.restoreId}: the swap its probe planned for ${p.path} is gone (the agent's sweeper rolled it back?)`);
   const plan = planOf(s);
-  const check = () => checkTree(d, p, probed, steps);
-  return plan.verify ? plan.verify(contextOf(d, p, s), probed, check) : check();
+  const check = () => verifyStaged(d, p, probed, steps);
+  // A plan that left work running (a lazy mount's prefetch) wraps the check: it waits for that work too.
+  const checked = journal.state === "staging" ? await (plan.verify ? plan.verify(c, probed, check) : check()) : { ms: 0, bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { by: "verified by an earlier attempt, before its swap" } };
+  const swapped = await plan.swapIn(c, probed);
+  if (options.commit) await c.agent.commitSwap(p.path, p.restoreId);
+  return { ...checked, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget };
 }
 
-async function checkTree(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>): Promise<StepResult> {
+async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>): Promise<StepResult> {
   const t = performance.now();
   const inStream = [steps.transfer?.verified, steps.materialize?.verified].find((v) => (v as { metadata?: string } | undefined)?.metadata === "walk");
   if (inStream && !p.deepVerify) {
@@ -72,7 +95,7 @@ async function checkTree(d: Deps, p: RestoreParams, probed: RestoreProbeResult, 
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   const expected = { url: await d.presigner.url(probed.snapshot.manifest.key, "GET") };
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path: p.path, expected, deep: p.deepVerify ?? false });
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path: probed.swap.staged, expected, deep: p.deepVerify ?? false });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);
@@ -81,10 +104,15 @@ async function checkTree(d: Deps, p: RestoreParams, probed: RestoreProbeResult, 
   return { ms: since(t), bytes: v.totals.bytes, files: v.totals.files, dirs: v.totals.dirs, symlinks: v.totals.symlinks, agentMs: v.ms, verified: { ...v.verified, by } };
 }
 
+/**
+ * The restore record, then the old tree goes (commit). A failure after the record is written retries the step
+ * (both are repeatable); cleanupRestore, seeing the record, finishes the commit rather than undo a recorded restore.
+ */
 export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, steps: Record<string, StepResult>): Promise<StepResult> {
   const t = performance.now();
   await putJson(d.store, restoreRecordKey(p.restoreId), { ...p, strategy: s.name, completedAt: new Date().toISOString(), verified: true, ...lazyMoments(steps), steps });
-  return { ms: since(t), bytes: 0 };
+  const committed = await contextOf(d, p, s).agent.commitSwap(p.path, p.restoreId);
+  return { ms: since(t), bytes: 0, removedOld: committed.removedOld };
 }
 
 /**
@@ -98,11 +126,26 @@ function lazyMoments(steps: Record<string, StepResult>) {
   return usableMs === undefined && completeMs === undefined ? {} : { usableMs, completeMs, ...(lazy ? { chunks: lazy } : {}) };
 }
 
+/** Has the restore been recorded? Then it succeeded, whatever failed after (success is final). */
+export async function restoreRecorded(d: Deps, p: RestoreParams): Promise<boolean> {
+  return (await d.store.head(restoreRecordKey(p.restoreId))) !== null;
+}
+
 /**
- * After a failed restore whose probe passed: remove staging files, mounts and whatever was extracted, so the
- * target is left empty rather than half-restored. (If the probe failed, the target was never touched.)
+ * After a failed restore whose probe passed: take down its mounts, remove its staging files and put the target
+ * back exactly as it was (tree-swap.ts rollback: the old tree returns, the new one goes). A restore that was
+ * recorded is not undone: its commit is finished instead, and the answer says so (the run succeeded). (If the probe
+ * failed, nothing was touched.)
  */
-export async function cleanupRestore(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<void> {
-  await planOf(s).cleanup(contextOf(d, p, s), probed);
+export async function cleanupRestore(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<{ recorded: boolean }> {
+  const c = contextOf(d, p, s);
+  const recorded = await restoreRecorded(d, p);
+  if (recorded) {
+    await c.agent.commitSwap(p.path, p.restoreId);
+  } else {
+    await planOf(s).cleanup(c, probed);
+    await c.agent.rollbackSwap(p.path, p.restoreId);
+  }
   await releaseLease(d.store, p.snapshotId, p.restoreId);
+  return { recorded };
 }

@@ -14,7 +14,15 @@ export interface RestorePlan {
   probe(c: RestoreContext, snapshot: SnapshotRecord): Promise<Pick<RestoreProbeResult, "snapshot" | "layers">>;
   transfer(c: RestoreContext, probed: RestoreProbeResult): Promise<StepResult>;
   materialize(c: RestoreContext, probed: RestoreProbeResult): Promise<StepResult>;
-  /** After a failure past the probe: remove what the run made (mounts, staging files, a half-made tree). Idempotent. */
+  /**
+   * Puts the verified tree, built at probed.swap.staged, at the target (the agent's swap keeps the old tree beside
+   * it); a tree that is a mount is taken down at the staged place and made again at the target. Repeatable.
+   */
+  swapIn(c: RestoreContext, probed: RestoreProbeResult): Promise<{ ms: number; hadTarget: boolean }>;
+  /**
+   * After a failure past the probe: take down the run's own mounts (at the staged place, or at the target after a
+   * swap) and remove its staging files, so that the agent's rollback can put the old tree back. Idempotent.
+   */
   cleanup(c: RestoreContext, probed: RestoreProbeResult): Promise<void>;
   /** Wraps verify's tree check when the plan left work running in the background (materialization.ts verify). */
   verify?(c: RestoreContext, probed: RestoreProbeResult, check: () => Promise<StepResult>): Promise<StepResult>;

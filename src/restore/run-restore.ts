@@ -19,10 +19,13 @@ export async function runRestorePhases(run: PhaseRunner, d: Deps, p: RestorePara
   options.onProbed?.(probed);
   await run.run("transfer", () => transferPhase(d, p, s, probed));
   await run.run("materialize", () => materializePhase(d, p, s, probed));
-  await run.run("verify", () => verifyPhase(d, p, s, probed, { ...run.steps }));
+  const record = options.record ?? true;
+  // Without a record step the old tree goes as soon as the new one is in (the cell's result is its record).
+  await run.run("verify", () => verifyPhase(d, p, s, probed, { ...run.steps }, { commit: !record }));
   // Verified: nothing of the snapshot is read from the store any more, so a delete may go ahead (restore-leases.ts).
-  // Outside a step, so it runs whether or not a record step follows; repeating it on a replay is harmless.
-  await releaseLease(d.store, p.snapshotId, p.restoreId);
-  if (options.record ?? true) await run.run("record", () => recordPhase(d, p, s, { ...run.steps }));
+  // Outside a step, so it runs whether or not a record step follows; repeating it on a replay is harmless. It must
+  // never fail the run (a verified tree would be rolled back for a lease that expires on its own anyway).
+  await releaseLease(d.store, p.snapshotId, p.restoreId).catch((e) => console.warn(`lease of ${p.restoreId} on ${p.snapshotId} not released: ${e instanceof Error ? e.message : String(e)}`));
+  if (record) await run.run("record", () => recordPhase(d, p, s, { ...run.steps }));
   return probed;
 }

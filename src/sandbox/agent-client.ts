@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import type { Manifest, ProbeResult } from "../../container/protocol.ts";
 import type * as P from "../../container/protocol.ts";
+import type { SwapJournal } from "../../container/protocol.ts";
 import { SELECTION_HEADER } from "../../container/protocol.ts";
 import type { SandboxTransport } from "./transport.ts";
 
@@ -17,7 +18,8 @@ export class AgentCallError extends Error {
     this.field = field;
   }
   get permanent(): boolean {
-    return this.status >= 400 && this.status < 500;
+    // 507: the sandbox's disk is full (container/agent-error.ts no_space); retrying the same write fills it again.
+    return (this.status >= 400 && this.status < 500) || this.status === 507;
   }
 }
 
@@ -201,6 +203,26 @@ export class AgentClient {
   /** Waits (at most timeoutMs) until a lazy mount's image is complete or its prefetch has ended. */
   lazyWait(body: z.input<typeof P.LazyWaitBody>) {
     return this.json<P.LazyStatus & { waitedMs: number; running: boolean }>("wait for lazy mount", "/v1/lazy/wait", body);
+  }
+  /** A restore's swap (container/tree-swap.ts): plan, swap in, commit, roll back, or read its journal. */
+  planSwap(target: string, id: string) {
+    return this.json<SwapJournal>("plan the swap", "/v1/swap/plan", { target, id });
+  }
+  swapIn(target: string, id: string) {
+    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }>("swap the new tree in", "/v1/swap/in", { target, id });
+  }
+  commitSwap(target: string, id: string) {
+    return this.json<{ committed: boolean; removedOld: boolean }>("commit the swap", "/v1/swap/commit", { target, id });
+  }
+  rollbackSwap(target: string, id: string) {
+    return this.json<{ rolledBack: string; restoredOld: boolean }>("roll the swap back", "/v1/swap/rollback", { target, id });
+  }
+  swapState(target: string, id: string) {
+    return this.json<SwapJournal | { id: string; state: "none" }>("read the swap", `/v1/swap?${qs({ target, id })}`, undefined, "GET");
+  }
+  /** Free space on the filesystem that holds `path` (or would), and its device (two paths on one share it). */
+  space(path: string) {
+    return this.json<{ path: string; freeBytes: number; totalBytes: number; device: string }>("disk space", `/v1/space?${qs({ path })}`, undefined, "GET");
   }
   armFault(route: string, times: number) {
     return this.json<unknown>("arm fault", "/v1/faults", { route, times });

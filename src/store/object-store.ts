@@ -69,6 +69,11 @@ export interface ObjectStore {
   readonly kind: "r2" | "s3";
   /** Whole-object write; repeating it with the same bytes gives the same object (last writer wins). */
   put(key: string, body: ReadableStream<Uint8Array> | string | Uint8Array, options?: PutOptions): Promise<ObjectInfo>;
+  /**
+   * A small write that happens only if the key is absent (`{absent: true}`) or still holds the object whose etag
+   * is given: null when it did not happen. The compare-and-swap that leases are built on (target-leases.ts).
+   */
+  putIf(key: string, body: string, condition: { absent: true } | { etag: string }, options?: Omit<PutOptions, "length" | "sha256">): Promise<ObjectInfo | null>;
   /** null when the key is missing. Safe to repeat. */
   get(key: string, range?: ByteRange): Promise<StoredObject | null>;
   /** null when the key is missing. Safe to repeat. */

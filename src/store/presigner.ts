@@ -3,7 +3,7 @@
 // sandbox and the store. Built once (deps.ts), whichever ObjectStore the Worker itself uses — with R2 the
 // binding and the S3 endpoint address the same bucket.
 import type { MultipartUpload } from "./object-store.ts";
-import { hexToBase64, presign, s3Store, type S3Settings } from "./s3-store.ts";
+import { hexToBase64, listMultipartUploads, presign, s3Store, type S3Settings } from "./s3-store.ts";
 
 export interface Presigner {
   /**
@@ -19,6 +19,13 @@ export interface Presigner {
   createMultipartUpload(key: string): Promise<MultipartUpload>;
   /** The URL the sandbox PUTs part `partNumber` of `upload` to. */
   partUrl(upload: MultipartUpload, partNumber: number, expiresSeconds?: number): Promise<string>;
+  /**
+   * The bucket's open multipart uploads under `prefix` (S3 ListMultipartUploads; R2's binding cannot list them), for
+   * the sweeper: an upload nobody recorded is still found. The first 1000; a sweep that finds more runs again.
+   */
+  listUploads(prefix: string): Promise<{ key: string; uploadId: string; initiated: string }[]>;
+  /** A handle on an open upload, to abort it (no request is made). */
+  resumeMultipartUpload(key: string, uploadId: string): MultipartUpload;
 }
 
 export function s3Presigner(s: S3Settings, defaultExpirySeconds: number): Presigner {
@@ -32,5 +39,7 @@ export function s3Presigner(s: S3Settings, defaultExpirySeconds: number): Presig
     url,
     createMultipartUpload: (key) => store.createMultipartUpload(key),
     partUrl: (upload, partNumber, expiresSeconds) => url(upload.key, "PUT", { expiresSeconds, query: { partNumber: String(partNumber), uploadId: upload.uploadId } }),
+    listUploads: (prefix) => listMultipartUploads(s, prefix),
+    resumeMultipartUpload: (key, uploadId) => store.resumeMultipartUpload(key, uploadId),
   };
 }

@@ -50,6 +50,15 @@ export function r2Store(bucket: R2Bucket): ObjectStore {
       if (!put) throw new StoreError(key, "put was refused");
       return info(put);
     },
+    async putIf(key, body, condition, options = {}) {
+      // R2 answers null, not an error, when the condition does not hold.
+      const put = await guarded(key, "conditional put", () => bucket.put(key, body, {
+        onlyIf: "absent" in condition ? { etagDoesNotMatch: "*" } : { etagMatches: condition.etag },
+        httpMetadata: options.contentType ? { contentType: options.contentType } : undefined,
+        customMetadata: options.metadata,
+      }));
+      return put ? info(put) : null;
+    },
     async get(key, range) {
       const o = await guarded(key, "get", () => bucket.get(key, range ? { range: { offset: range.offset, length: range.length } } : undefined));
       if (!o) return null;

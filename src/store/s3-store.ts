@@ -14,7 +14,7 @@ export interface S3Settings {
   secretAccessKey: string;
 }
 
-const xml = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === "Contents" });
+const xml = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === "Contents" || name === "Upload" });
 
 export function s3Client(s: S3Settings): AwsClient {
   return new AwsClient({ accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey, service: "s3", region: s.region, retries: 0 });
@@ -108,6 +108,20 @@ export function s3Store(s: S3Settings): ObjectStore {
       if (!head) throw new StoreError(key, "object not found right after put");
       return head;
     },
+    async putIf(key, body, condition, options = {}) {
+      const headers = metadataHeaders(options.metadata, options.contentType);
+      if ("absent" in condition) headers["if-none-match"] = "*";
+      else headers["if-match"] = `"${condition.etag}"`;
+      const r = await aws.fetch(objectUrl(s, key), { method: "PUT", body, headers });
+      // 412: the condition did not hold; 409: another conditional write to the key was in flight (it won).
+      if (r.status === 412 || r.status === 409) {
+        await r.body?.cancel();
+        return null;
+      }
+      if (!r.ok) throw await failure(key, "conditional put", r);
+      await r.body?.cancel();
+      return { key, size: new TextEncoder().encode(body).byteLength, etag: (r.headers.get("etag") ?? "").replaceAll('"', ""), metadata: options.metadata ?? {} };
+    },
     async get(key, range) {
       const headers: Record<string, string> = range ? { range: `bytes=${range.offset}-${range.offset + range.length - 1}` } : {};
       const r = await aws.fetch(objectUrl(s, key), { headers });
@@ -169,4 +183,15 @@ export async function presign(s: S3Settings, key: string, method: "GET" | "PUT",
   u.searchParams.set("X-Amz-Expires", String(expiresSeconds));
   const signed = await s3Client(s).sign(u.toString(), { method, headers, aws: { signQuery: true } });
   return signed.url;
+}
+
+/** The bucket's open multipart uploads under a prefix (the first 1000), oldest information the store keeps: when each began. */
+export async function listMultipartUploads(s: S3Settings, prefix: string): Promise<{ key: string; uploadId: string; initiated: string }[]> {
+  const u = new URL(`${s.endpoint.replace(/\/+$/, "")}/${s.bucket}`);
+  u.searchParams.set("uploads", "");
+  u.searchParams.set("prefix", prefix);
+  const r = await s3Client(s).fetch(u);
+  if (!r.ok) throw await failure(prefix, "list multipart uploads", r);
+  const parsed = xml.parse(await r.text()).ListMultipartUploadsResult ?? {};
+  return ((parsed.Upload ?? []) as { Key: string; UploadId: string; Initiated: string }[]).map((x) => ({ key: x.Key, uploadId: x.UploadId, initiated: x.Initiated }));
 }

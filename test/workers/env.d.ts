@@ -1,3 +1,8 @@
 declare module "cloudflare:test" {
-  interface ProvidedEnv extends Env {}
+  interface ProvidedEnv extends Env {
+    /** test/global-setup.ts smallDisk, as JSON */
+    TEST_SMALL_DISK: string;
+    /** the fault proxy in front of the store (test/fault-proxy.ts) */
+    TEST_FAULT_PROXY: string;
+  }
 }

@@ -2,6 +2,7 @@
 // directly (to prepare trees and read manifests independently of the code under test).
 import { env, exports } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
+import { expect } from "vitest";
 import { agentTokenFor } from "../../container/agent-token.ts";
 
 export async function api(method: string, path: string, body?: unknown, token: string = env.API_TOKEN): Promise<{ status: number; json: any }> {
@@ -13,8 +14,23 @@ export async function api(method: string, path: string, body?: unknown, token: s
   return { status: r.status, json: await r.json() };
 }
 
+/**
+ * fetch, tried again for a moment when the connection itself fails: the fault suite SIGKILLs and restarts the
+ * shared agent (store-faults-integration), and a test file running beside it must not fail for that second.
+ */
+async function fetchAcrossRestarts(url: string, init: RequestInit): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fetch(url, init);
+    } catch (e) {
+      if (attempt >= 20 || init.body instanceof ReadableStream) throw e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
 export async function agent(sandboxId: string, method: string, path: string, body?: unknown): Promise<any> {
-  const r = await fetch(`${env.AGENT_URL}${path}`, {
+  const r = await fetchAcrossRestarts(`${env.AGENT_URL}${path}`, {
     method,
     headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandboxId)}`, "x-snapflow-sandbox": sandboxId, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -47,7 +63,7 @@ export async function runWorkflow(kind: "backup" | "restore", body: Record<strin
 
 /** Writes a small text file in a sandbox through the agent (to change a tree between snapshots). */
 export async function putFile(sandbox: string, path: string, text: string): Promise<void> {
-  const r = await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
+  const r = await fetchAcrossRestarts(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, {
     method: "PUT",
     headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandbox)}`, "x-snapflow-sandbox": sandbox },
     body: text,
@@ -65,4 +81,90 @@ export function firstDifference(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.byteLength, b.byteLength);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
   return a.byteLength === b.byteLength ? -1 : n;
+}
+
+/** The real local S3 server the Worker's store points at, through our own S3 store (to damage or inspect objects). */
+export async function testStore() {
+  const { s3Store } = await import("../../src/store/s3-store.ts");
+  return s3Store(s3Settings());
+}
+
+const s3Settings = () => ({ endpoint: env.S3_ENDPOINT, bucket: env.S3_BUCKET, region: "auto", accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY });
+
+/** The store's open multipart uploads under `prefix` (S3 ListMultipartUploads): what a failed run must not leave. */
+export async function openUploads(prefix: string): Promise<{ key: string; uploadId: string }[]> {
+  const { s3Client } = await import("../../src/store/s3-store.ts");
+  const u = new URL(`${env.S3_ENDPOINT.replace(/\/+$/, "")}/${env.S3_BUCKET}`);
+  u.searchParams.set("uploads", "");
+  u.searchParams.set("prefix", prefix);
+  const r = await s3Client(s3Settings()).fetch(u);
+  const text = await r.text();
+  if (!r.ok) throw new Error(`list multipart uploads: ${r.status} ${text}`);
+  return [...text.matchAll(/<Upload>.*?<Key>(.*?)<\/Key>.*?<UploadId>(.*?)<\/UploadId>.*?<\/Upload>/gs)].map((m) => ({ key: m[1]!, uploadId: m[2]! }));
+}
+
+/** Names in a sandbox directory (its manifest's top level); [] when the directory does not exist. */
+export async function namesIn(sandbox: string, dir: string): Promise<string[]> {
+  const m = await agent(sandbox, "POST", "/v1/manifest", { path: dir }).catch((e: Error) => {
+    if (/ 404 /.test(e.message)) return { entries: [] };
+    throw e;
+  });
+  return m.entries.map((e: { path: string }) => e.path).filter((p: string) => !p.includes("/"));
+}
+
+/**
+ * What a finished run may not leave in a sandbox: a new or old tree beside `target`, a swap journal, a staging
+ * file, a downloaded image or a mount. Empty when clean.
+ */
+export async function sandboxLeftovers(sandbox: string, target: string): Promise<string[]> {
+  const parent = target.slice(0, target.lastIndexOf("/")) || "/";
+  const beside = (await namesIn(sandbox, parent)).filter((n) => n.startsWith(".snapflow-")).map((n) => `${parent}/${n}`);
+  const ours = [];
+  for (const dir of ["/snapflow/staging", "/snapflow/swaps", "/snapflow/images"]) ours.push(...(await namesIn(sandbox, dir)).map((n) => `${dir}/${n}`));
+  const mounts = (await agent(sandbox, "GET", "/v1/mounts")).mounts.map((m: { path: string }) => `mount ${m.path}`);
+  return [...beside, ...ours, ...mounts];
+}
+
+/** Arms a fault in the proxy in front of the store (test/fault-proxy.ts): aim `match` at this test's own keys. */
+export async function armStoreFault(fault: { match: string | string[]; method?: string; action: "status" | "cut" | "stall"; status?: number; afterBytes?: number; ms?: number; times?: number }): Promise<void> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__faults`, { method: "POST", body: JSON.stringify(fault) });
+  if (!r.ok) throw new Error(`arming a store fault: ${r.status} ${await r.text()}`);
+}
+
+/** The store faults that fired on requests whose path holds `match`. */
+export async function firedStoreFaults(match: string): Promise<{ fault: { action: string }; method: string; path: string }[]> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__faults`);
+  return ((await r.json()) as { fired: { fault: { action: string }; method: string; path: string }[] }).fired.filter((f) => f.path.includes(match));
+}
+
+/** SIGKILLs the agent's whole process group (tar and zstd with it) and starts it again on the same port. */
+export async function killAgent(): Promise<void> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__agent/kill`, { method: "POST" });
+  if (!r.ok) throw new Error(`killing the agent: ${r.status} ${await r.text()}`);
+}
+
+/** Requests the store saw (through the fault proxy) whose path holds `match`, by method and `?uploads` / `?partNumber=n`. */
+export async function storeRequests(match: string): Promise<string[]> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__requests`);
+  return ((await r.json()) as { seen: { method: string; path: string }[] }).seen.filter((x) => x.path.includes(match)).map((x) => `${x.method} ${x.path}`);
+}
+
+/** Everything a run may not leave: in the sandbox (sandboxLeftovers) and, for a snapshot, in the store. */
+export async function leftovers(sandbox: string, target: string, snapshotId?: string): Promise<string[]> {
+  const out = await sandboxLeftovers(sandbox, target);
+  if (snapshotId) {
+    out.push(...(await openUploads(`snapshots/${snapshotId}/`)).map((u) => `open upload ${u.key}`));
+    out.push(...(await (await testStore()).list(`uploads/${snapshotId}/`)).objects.map((o) => `upload record ${o.key}`));
+  }
+  return out;
+}
+
+/**
+ * One row of the fault table in the README (fault × phase → outcome, retries, time, leftovers), printed so that
+ * `npm run test:faults` can gather them: the lines marked FAULT-ROW.
+ */
+export function faultRow(row: { fault: string; phase: string; outcome: string; retries: number | string; ms: number; leftovers: string[] }): void {
+  // The table's "leftovers: 0" is asserted, not just printed.
+  expect(row.leftovers, `left behind after: ${row.fault}`).toEqual([]);
+  console.log(`FAULT-ROW | ${row.fault} | ${row.phase} | ${row.outcome} | ${row.retries} | ${(row.ms / 1000).toFixed(1)} s | ${row.leftovers.length} |`);
 }

@@ -227,6 +227,26 @@ function conformance(name: string, makeStore: () => ObjectStore) {
     });
   });
 
+  describe("conditional put (the compare-and-swap leases use)", () => {
+    it("writes only when absent, or when the etag still matches; otherwise answers null and changes nothing", async () => {
+      const key = `${prefix("cas")}lease.json`;
+      const first = await store.putIf(key, "one", { absent: true });
+      expect(first?.etag).toBeTruthy();
+      expect(await store.putIf(key, "two", { absent: true })).toBeNull();
+      expect(await store.putIf(key, "three", { etag: "0123456789abcdef0123456789abcdef" })).toBeNull();
+      const swapped = await store.putIf(key, "four", { etag: first!.etag });
+      expect(swapped?.etag).toBeTruthy();
+      expect(await store.putIf(key, "five", { etag: first!.etag })).toBeNull();
+      expect(await new Response((await store.get(key))!.body).text()).toBe("four");
+    });
+
+    it("of two racing creates, exactly one wins", async () => {
+      const key = `${prefix("race")}lease.json`;
+      const results = await Promise.all(["a", "b", "c", "d"].map((v) => store.putIf(key, v, { absent: true })));
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+  });
+
   describe("multipart", () => {
     it("create → upload parts (one through a resumed handle) → complete gives the concatenation and metadata", async () => {
       const key = `${prefix("mpu")}m.bin`;

@@ -37,19 +37,22 @@ async function chunkUrls(c: RestoreContext): Promise<{ urls: Record<string, stri
 }
 
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
-  async materialize(c, staged, format) {
+  // A mount cannot be renamed: the swap takes it down beside the target and mounts it again at the target, from the
+  // chunk cache the first mount filled (no chunk is fetched twice).
+  mounts: true,
+  async materialize(c, staged, format, _expected, dir) {
     const t = performance.now();
     const { p, agent } = c;
     if (format.kind !== "squashfs" || !format.chunks) throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image; restore it with a strategy that reads it`, { field: "strategy" });
     const where = sandboxPaths.lazy(p.restoreId);
     const { urls, index } = await chunkUrls(c);
     const presignMs = since(t);
-    const mounted = await agent.lazyMount({ index: staged, urls, work: where.work, cache: where.cache, path: overlay ? where.lower : p.path, format, prefetch: PREFETCH });
+    const mounted = await agent.lazyMount({ index: staged, urls, work: where.work, cache: where.cache, path: overlay ? where.lower : dir, format, prefetch: PREFETCH });
     let overlayMs: number | undefined;
     if (overlay) {
       // A fresh, empty writable layer on local disk, kept beside the mount it belongs to.
       await agent.deleteFile(where.layer);
-      overlayMs = (await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: `${where.layer}/upper` })).ms;
+      overlayMs = (await agent.mountOverlay({ lower: where.lower, path: dir, how: "kernel", upper: `${where.layer}/upper` })).ms;
     }
     const ms = since(t);
     return {
@@ -61,11 +64,11 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
     };
   },
 
-  async undo({ p, agent }) {
+  async undo({ p, agent }, dir) {
     const where = sandboxPaths.lazy(p.restoreId);
-    // The target (image or overlay) first, then the FUSE file with whatever still stands on it; unmounting the FUSE
+    // The tree (image or overlay) first, then the FUSE file with whatever still stands on it; unmounting the FUSE
     // file stops its helper process.
-    await agent.unmount(p.path).catch(() => {});
+    await agent.unmount(dir).catch(() => {});
     await agent.unmount(`${where.work}/fuse`).catch(() => {});
     for (const dir of [where.work, where.lower, ...(overlay ? [where.layer] : [])]) await agent.deleteFile(dir).catch(() => {});
   },

@@ -6,11 +6,16 @@ import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
 
 export interface Materialization {
-  /** Makes the tree at the target from the staged archive of `format`. The target is empty when it is called. */
-  /** `expected`: the snapshot's manifest, for extractors that check entries as they stream (tar). */
-  materialize(c: RestoreContext, staged: string, format: ArchiveFormat, expected: { url: string }): Promise<StepResult>;
-  /** Takes down what materialize made that deleting the target cannot (a mount); safe to call when nothing is there. */
-  undo(c: RestoreContext): Promise<void>;
+  /**
+   * Makes the tree at `dir` (the restore's staged place beside the target: restore-params.ts `swap`) from the staged
+   * archive of `format`; `dir` is empty or missing when it is called. `expected`: the snapshot's manifest, for
+   * extractors that check entries as they stream (tar).
+   */
+  materialize(c: RestoreContext, staged: string, format: ArchiveFormat, expected: { url: string }, dir: string): Promise<StepResult>;
+  /** Takes down what materialize made at `dir` that deleting it cannot (a mount); safe to call when nothing is there. */
+  undo(c: RestoreContext, dir: string): Promise<void>;
+  /** true: the tree is a mount of the archive, which a rename cannot move: the swap makes it again at the target */
+  readonly mounts: boolean;
   /**
    * Wraps the verify step's tree check when materialize left work running in the background (a lazy mount's
    * prefetch): explains a failed check, and waits for that work before the restore counts as done.

@@ -6,13 +6,14 @@ import { formatName } from "../../strategies/registry.ts";
 import type { Materialization } from "./materialization.ts";
 
 export const mountMaterialization = (how: "mount-kernel" | "mount-fuse"): Materialization => ({
-  async materialize({ p, agent }, staged, format) {
+  mounts: true,
+  async materialize({ agent }, staged, format, _expected, dir) {
     const t = performance.now();
     if (format.kind === "tar") throw new SnapflowError("snapshot_unusable", `a ${formatName(format)} archive cannot be mounted; restore it with an extracting strategy`);
-    const done = await agent.materialize({ archive: staged, path: p.path, format, how });
+    const done = await agent.materialize({ archive: staged, path: dir, format, how });
     return { ms: since(t), bytes: done.bytes, how, ...(done.mounted ? { mounted: done.mounted.path } : {}) };
   },
-  async undo({ p, agent }) {
-    await agent.unmount(p.path).catch(() => {});
+  async undo({ agent }, dir) {
+    await agent.unmount(dir).catch(() => {});
   },
 });

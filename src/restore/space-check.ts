@@ -1,0 +1,54 @@
+// Disk space is a precondition, not a surprise. Before a restore writes anything it checks that the sandbox can
+// hold all of it at once: the new tree beside the target (the old tree stays until the restore is recorded) and,
+// for a staged path, the archive or image in snapflow's area; on one filesystem the two add up. Short, it fails at
+// once and for good, naming the path, what is free and the shortfall, and pointing at a -pipe strategy when the
+// staged archive is what does not fit: instead of filling the disk half-way and retrying into the same full disk.
+import { SnapflowError } from "../errors.ts";
+import { SANDBOX_DIRS } from "../../container/sandbox-layout.ts";
+import type { AgentClient } from "../sandbox/agent-client.ts";
+import type { RestoreStrategy } from "../strategies/registry.ts";
+import type { RestoreProbeResult } from "./restore-params.ts";
+import { RESTORE_TRANSFERS } from "./transfer/index.ts";
+
+/** Each entry can take up to a block more than its bytes (and a directory at least one): a bound, not a guess. */
+const BLOCK = 4096;
+
+export function treeFootprint(m: { bytes: number; files: number; dirs: number; symlinks: number }): number {
+  return m.bytes + (m.files + m.dirs + m.symlinks) * BLOCK;
+}
+
+interface Need {
+  path: string;
+  bytes: number;
+  what: string;
+}
+
+/** What a restore writes, and where. */
+export function restoreNeeds(s: RestoreStrategy, target: string, probed: Pick<RestoreProbeResult, "snapshot" | "layers">): Need[] {
+  const archives = probed.layers.reduce((n, l) => n + l.archive.bytes, 0);
+  if (s.materialize === "overlay") return [{ path: SANDBOX_DIRS.images, bytes: archives, what: "the base image and the overlay's layer" }];
+  if (s.materialize === "mount-kernel" || s.materialize === "mount-fuse") return [{ path: SANDBOX_DIRS.images, bytes: archives, what: "the image to mount" }];
+  const tree: Need = { path: target, bytes: treeFootprint(probed.snapshot.manifest), what: "the restored tree" };
+  if (RESTORE_TRANSFERS[s.path].piped) return [tree];
+  return [tree, { path: SANDBOX_DIRS.staging, bytes: archives, what: "the staged archive" }];
+}
+
+export async function checkRestoreSpace(agent: AgentClient, sandboxId: string, s: RestoreStrategy, target: string, probed: Pick<RestoreProbeResult, "snapshot" | "layers">): Promise<{ checked: { path: string; needBytes: number; freeBytes: number }[] }> {
+  const needs = restoreNeeds(s, target, probed);
+  const spaces = await Promise.all(needs.map((n) => agent.space(n.path)));
+  // Needs on one filesystem share its free space.
+  const byDevice = new Map<string, { free: number; needs: Need[] }>();
+  needs.forEach((n, i) => {
+    const d = byDevice.get(spaces[i]!.device) ?? { free: spaces[i]!.freeBytes, needs: [] };
+    d.needs.push(n);
+    byDevice.set(spaces[i]!.device, d);
+  });
+  for (const { free, needs: here } of byDevice.values()) {
+    const total = here.reduce((n, x) => n + x.bytes, 0);
+    if (total <= free) continue;
+    const parts = here.map((x) => `${x.what} ${x.bytes} bytes at ${x.path}`).join(" + ");
+    const staged = here.some((x) => x.path === SANDBOX_DIRS.staging);
+    throw new SnapflowError("insufficient_space", `sandbox ${sandboxId} has ${free} bytes free on the filesystem of ${here[0]!.path}; this restore needs about ${total} (${parts}): short by ${total - free} bytes. Free space${staged ? ", or use a -pipe strategy, which stages no archive" : ""}`, { field: "path" });
+  }
+  return { checked: needs.map((n, i) => ({ path: n.path, needBytes: n.bytes, freeBytes: spaces[i]!.freeBytes })) };
+}

@@ -1,0 +1,29 @@
+// Starting a backup or restore Workflow under its target's lease (snapshots/target-leases.ts): the lease first, so
+// of two requests for one (sandbox, path) the second is refused with a 409 naming the run that holds it, before
+// any Workflow exists. The run releases the lease when it ends (workflows/*); a run that never does is found dead
+// here by its Workflow's status and its lease taken over.
+import type { Deps } from "../deps.ts";
+import { SnapflowError } from "../errors.ts";
+import { runState } from "./run-liveness.ts";
+import { releaseTargetLease, takeTargetLease, type LeaseKind, type TargetLease } from "../snapshots/target-leases.ts";
+
+const workflowOf = (env: Env, kind: LeaseKind): Workflow => (kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
+
+/** Is the holder's Workflow still going? One that cannot be found (never created, or gone) is not. */
+export async function runIsLive(env: Env, holder: TargetLease): Promise<boolean> {
+  return (await runState(env, holder.kind, holder.runId)) === "live";
+}
+
+export async function startRunUnderLease<P>(env: Env, d: Deps, kind: LeaseKind, id: string, target: { sandboxId: string; path: string }, params: P): Promise<void> {
+  const got = await takeTargetLease(d.store, { ...target, runId: id, kind }, (holder) => runIsLive(env, holder));
+  if (!got.taken) {
+    const h = got.holder;
+    throw new SnapflowError("target_busy", `${target.path} in sandbox ${target.sandboxId} is in use by ${h.kind} ${h.runId} (since ${h.takenAt}); one backup or restore of a path at a time: wait for it to end (GET /api/${h.kind}s/${h.runId})`, { field: "path" });
+  }
+  try {
+    await workflowOf(env, kind).create({ id, params });
+  } catch (e) {
+    await releaseTargetLease(d.store, target.sandboxId, target.path, id).catch(() => {});
+    throw e;
+  }
+}

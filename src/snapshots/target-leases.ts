@@ -1,0 +1,76 @@
+// One writer per target. A backup reads a tree and a restore replaces one: two of them on one (sandbox, path) at
+// once would archive a half-swapped tree, or swap each other's trees out (the second restore's rollback putting
+// back the first one's half-made work). So each run holds targets/<sandbox>/<hash of path>.json from the moment
+// the API accepts it until it ends, taken by a create-only write (the store's compare-and-swap): of two racing
+// requests, one gets the lease and the other a 409 naming the run that holds it.
+//
+// A run that dies without releasing (a killed isolate, a stopped stack) does not block the path for ever: its
+// lease is taken over, again by compare-and-swap, once its Workflow is no longer running (or its expiry passed).
+import type { ObjectStore } from "../store/object-store.ts";
+
+export type LeaseKind = "backup" | "restore";
+
+export interface TargetLease {
+  sandboxId: string;
+  path: string;
+  runId: string;
+  kind: LeaseKind;
+  takenAt: string;
+  expiresAt: string;
+}
+
+/** Longer than any run's steps with their retries (as restore-leases.ts): a lease this old holds nothing. */
+export const TARGET_LEASE_MS = 12 * 3600_000;
+/** The API takes the lease before it creates the Workflow: a lease this young holds even though no run answers yet. */
+export const TARGET_LEASE_GRACE_MS = 60_000;
+
+const hex = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+export async function targetLeaseKey(sandboxId: string, path: string): Promise<string> {
+  return `targets/${sandboxId}/${hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(path))).slice(0, 32)}.json`;
+}
+
+async function readLease(store: ObjectStore, key: string): Promise<{ lease: TargetLease; etag: string } | null> {
+  const got = await store.get(key);
+  return got ? { lease: (await new Response(got.body).json()) as TargetLease, etag: got.etag } : null;
+}
+
+/**
+ * Takes the lease of (sandbox, path) for `runId`, or answers the live lease that holds it. `isLive` says whether a
+ * holder's run is still going (its Workflow's status); a dead or expired holder's lease is taken over.
+ */
+export async function takeTargetLease(
+  store: ObjectStore,
+  want: Pick<TargetLease, "sandboxId" | "path" | "runId" | "kind">,
+  isLive: (holder: TargetLease) => Promise<boolean>,
+  now = Date.now(),
+): Promise<{ taken: true } | { taken: false; holder: TargetLease }> {
+  const key = await targetLeaseKey(want.sandboxId, want.path);
+  const body = JSON.stringify({ ...want, takenAt: new Date(now).toISOString(), expiresAt: new Date(now + TARGET_LEASE_MS).toISOString() } satisfies TargetLease);
+  // Each round either writes, or sees a holder that another writer put there since: a few rounds settle any race.
+  for (let round = 0; round < 4; round++) {
+    if (await store.putIf(key, body, { absent: true }, { contentType: "application/json" })) return { taken: true };
+    const held = await readLease(store, key);
+    if (!held) continue; // released between our write and our read
+    if (held.lease.runId === want.runId) return { taken: true };
+    const young = now - Date.parse(held.lease.takenAt) < TARGET_LEASE_GRACE_MS;
+    const expired = Date.parse(held.lease.expiresAt) <= now;
+    if (young || (!expired && (await isLive(held.lease)))) return { taken: false, holder: held.lease };
+    if (await store.putIf(key, body, { etag: held.etag }, { contentType: "application/json" })) return { taken: true };
+  }
+  const held = await readLease(store, key);
+  if (held && held.lease.runId !== want.runId) return { taken: false, holder: held.lease };
+  return { taken: true };
+}
+
+/** Drops the lease if `runId` still holds it (a run that lost it to a takeover must not drop its successor's). */
+export async function releaseTargetLease(store: ObjectStore, sandboxId: string, path: string, runId: string): Promise<void> {
+  const key = await targetLeaseKey(sandboxId, path);
+  const held = await readLease(store, key);
+  if (held?.lease.runId === runId) await store.delete(key);
+}
+
+/** Best-effort, for the end of a run: a lease left behind is taken over once its run has ended, so a failure here loses nothing. */
+export async function releaseTargetLeaseQuietly(store: ObjectStore, sandboxId: string, path: string, runId: string): Promise<void> {
+  await releaseTargetLease(store, sandboxId, path, runId).catch((e) => console.warn(`target lease of ${runId} on ${sandboxId}:${path} not released: ${e instanceof Error ? e.message : String(e)}`));
+}

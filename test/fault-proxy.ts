@@ -1,0 +1,146 @@
+// A fault proxy of our own, for tests: an HTTP proxy on loopback in front of the object store, through which
+// every part of the test stack reaches it (the Worker's store and the URLs it presigns, and so the agent). With
+// no fault armed it passes bytes through unchanged — Host included, so S3 signatures made for the proxy's address
+// hold at the store. Armed (POST /__faults), it breaks one kind of request for real, mid-stream:
+//
+//   status  answer `status` (an S3 error body) without forwarding: the store failing one request
+//   cut     forward, then destroy both connections after `afterBytes` bytes of the body (request or response)
+//   stall   forward, then stop passing bytes for `ms` after `afterBytes`, then go on
+//
+// A fault matches requests whose method (optional) and path + query (substrings) match, `times` times, so a test
+// aims at its own keys and cannot break another test's. GET /__faults lists what fired, GET /__requests every
+// request passed (path, and the query's uploads / partNumber), so a test can count attempts. The harness also answers
+// POST /__agent/kill (SIGKILL the agent process mid-whatever and start it again on the same port), set up by
+// test/global-setup.ts, because a test in workerd cannot signal a process.
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { Transform, type TransformCallback } from "node:stream";
+
+export interface Fault {
+  /** substrings the request's path + query must all hold */
+  match: string | string[];
+  method?: string;
+  action: "status" | "cut" | "stall";
+  /** status */
+  status?: number;
+  /** cut, stall: after this many body bytes (of the request for PUT/POST, else of the response); default 0 */
+  afterBytes?: number;
+  /** stall */
+  ms?: number;
+  times: number;
+}
+
+export interface FiredFault {
+  fault: Omit<Fault, "times">;
+  method: string;
+  path: string;
+  at: string;
+}
+
+export interface FaultProxy {
+  url: string;
+  server: Server;
+  fired: FiredFault[];
+  stop(): Promise<void>;
+}
+
+/** Passes bytes on; after `afterBytes`, either destroys (cut) or pauses (stall). */
+function breaker(fault: Fault, onCut: () => void): Transform {
+  let seen = 0;
+  let broken = false;
+  return new Transform({
+    transform(chunk: Buffer, _enc, done: TransformCallback) {
+      const after = fault.afterBytes ?? 0;
+      if (broken || seen + chunk.length <= after) {
+        seen += chunk.length;
+        return done(null, chunk);
+      }
+      broken = true;
+      const head = chunk.subarray(0, Math.max(0, after - seen));
+      const tail = chunk.subarray(head.length);
+      seen += chunk.length;
+      if (head.length) this.push(head);
+      if (fault.action === "cut") {
+        onCut();
+        return done();
+      }
+      setTimeout(() => done(null, tail), fault.ms ?? 1000);
+    },
+  });
+}
+
+export async function startFaultProxy(upstream: string, extra: Record<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>> = {}): Promise<FaultProxy> {
+  const target = new URL(upstream);
+  const armed: Fault[] = [];
+  const fired: FiredFault[] = [];
+  // Every request passed, so a test can count attempts (a retry is a second request for the same thing).
+  const seen: { method: string; path: string }[] = [];
+
+  const take = (req: IncomingMessage): Fault | undefined => {
+    const i = armed.findIndex((f) => (!f.method || f.method === req.method) && [f.match].flat().every((m) => (req.url ?? "").includes(m)));
+    if (i < 0) return undefined;
+    const f = armed[i]!;
+    if (--f.times <= 0) armed.splice(i, 1);
+    const { times: _t, ...fault } = f;
+    fired.push({ fault, method: req.method ?? "", path: req.url ?? "", at: new Date().toISOString() });
+    return f;
+  };
+
+  const control = async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method === "POST" && req.url === "/__faults") {
+      let body = "";
+      for await (const c of req) body += c;
+      const f = JSON.parse(body) as Fault;
+      armed.push({ ...f, times: f.times ?? 1 });
+      return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ armed: f }));
+    }
+    if (req.method === "GET" && req.url === "/__faults") return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ fired, armed }));
+    if (req.method === "GET" && req.url === "/__requests") return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ seen }));
+    if (req.method === "DELETE" && req.url === "/__faults") {
+      armed.length = 0;
+      return res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    }
+    const handler = extra[`${req.method} ${req.url}`];
+    if (handler) return handler(req, res);
+    res.writeHead(404).end();
+  };
+
+  const server = createServer((req, res) => {
+    if (req.url?.startsWith("/__")) {
+      control(req, res).catch((e: Error) => res.writeHead(500).end(e.message));
+      return;
+    }
+    if (seen.length < 100_000) seen.push({ method: req.method ?? "", path: (req.url ?? "").split("?")[0] + ((req.url ?? "").match(/[?&](uploads|partNumber=\d+)/)?.[0] ?? "") });
+    const fault = take(req);
+    if (fault?.action === "status") {
+      req.resume();
+      req.on("end", () => res.writeHead(fault.status ?? 500, { "content-type": "application/xml" }).end(`<Error><Code>InternalError</Code><Message>injected by the test fault proxy</Message></Error>`));
+      return;
+    }
+    const up = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers });
+    const cut = () => {
+      up.destroy();
+      req.destroy();
+      res.destroy();
+    };
+    const onRequestBody = fault && (req.method === "PUT" || req.method === "POST");
+    up.on("response", (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      (fault && !onRequestBody ? r.pipe(breaker(fault, cut)) : r).pipe(res);
+    });
+    up.on("error", () => res.destroy());
+    req.on("error", () => up.destroy());
+    (onRequestBody ? req.pipe(breaker(fault, cut)) : req).pipe(up);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    fired,
+    stop: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
