@@ -125,6 +125,11 @@ export const archivePlan: RestorePlan = {
     return swapped;
   },
 
+  async afterSwap(c) {
+    const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
+    return m?.afterSwap ? m.afterSwap(c) : {};
+  },
+
   verify(c, _probed, check) {
     const m = materializationOf(c);
     return m.verify ? m.verify(c, check) : check();

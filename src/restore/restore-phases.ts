@@ -82,8 +82,9 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   // A plan that left work running (a lazy mount's prefetch) wraps the check: it waits for that work too.
   const checked = journal.state === "staging" ? await (plan.verify ? plan.verify(c, probed, check) : check()) : { ms: 0, bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { by: "verified by an earlier attempt, before its swap" } };
   const swapped = await plan.swapIn(c, probed);
+  const after = plan.afterSwap ? await plan.afterSwap(c, probed) : {};
   if (options.commit) await c.agent.commitSwap(p.path, p.restoreId);
-  return { ...checked, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget };
+  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget };
 }
 
 async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>): Promise<StepResult> {
@@ -120,7 +121,8 @@ export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
  * complete (request → every chunk local and verified, from verify), with which chunks came on demand and which ahead.
  */
 function lazyMoments(steps: Record<string, StepResult>) {
-  const usableMs = steps.materialize?.usableMs;
+  // usable: the tree answering at the target (after its verified swap); complete: every chunk local and verified.
+  const usableMs = steps.verify?.usableMs ?? steps.materialize?.usableMs;
   const completeMs = steps.verify?.completeMs;
   const lazy = steps.verify?.lazy;
   return usableMs === undefined && completeMs === undefined ? {} : { usableMs, completeMs, ...(lazy ? { chunks: lazy } : {}) };

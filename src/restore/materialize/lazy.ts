@@ -1,12 +1,13 @@
 // lazy / lazy-overlay: a chunked snapshot mounted before it is downloaded. The transfer step brought only the index
 // (hash-checked against the snapshot record); here the Worker signs a GET for each distinct chunk, the agent starts
 // snapflow-lazy's FUSE file over the index and mounts the image from it read-only (kernel squashfs, or squashfuse),
-// and, for lazy-overlay, a writable overlayfs over that with its upper on local disk. The step ends when the tree
-// answers: that moment, from the restore request on, is `usableMs`.
+// and, for lazy-overlay, a writable overlayfs over that with its upper on local disk — beside the target, where every
+// restore builds its tree (tree-swap.ts). The step ends when that tree answers (`mountedMs`).
 //
-// Verify then checks the tree (a metadata walk through the mount: the reads it makes fetch what they need) and waits
-// until every chunk is local and verified (`completeMs`) or the prefetcher gave up on a chunk, which fails the restore
-// naming the chunk. Presigned URLs are the only credential the sandbox gets, one per chunk, as long-lived as the
+// Verify then checks the tree (a metadata walk through the mount: the reads it makes fetch what they need), swaps it
+// in (the mount is made again at the target, from the chunk cache the first one filled): from the restore request to
+// that moment is `usableMs`. It then waits until every chunk is local and verified (`completeMs`) or the prefetcher
+// gave up on a chunk, which fails the restore naming the chunk (and the swap is rolled back). Presigned URLs are the only credential the sandbox gets, one per chunk, as long-lived as the
 // presigner allows (PRESIGN_EXPIRY_SECONDS): once the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
 import { mapBounded } from "../../chunks/bounded.ts";
@@ -57,8 +58,9 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
     const ms = since(t);
     return {
       ms, bytes: 0, how: overlay ? "lazy-overlay" : "lazy", imageMount: mounted.how,
-      // The issue's two yardsticks for "usable": from the restore request, and from this step's start.
-      usableMs: sinceRequest(c), usableAfterStepMs: ms,
+      // The mount answering beside the target (the restore request → now, and this step's own time); usable at the
+      // target comes after verify's swap (afterSwap).
+      mountedMs: sinceRequest(c), mountedAfterStepMs: ms,
       presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, imageMountMs: mounted.mountMs, ...(overlayMs !== undefined ? { overlayMs } : {}),
       imageBytes: index.bytes, chunks: index.chunks, chunksCachedAtStart: mounted.local,
     };
@@ -85,7 +87,14 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       if (failed) throw new SnapflowError("snapshot_unusable", `reading the restored tree failed: ${failed}`, { cause: e });
       throw e;
     }
-    const status = await waitComplete(c.agent, where.work);
-    return { ...checked, ...completionOf(status, c.p.startedAt) };
+    return checked;
+  },
+
+  // Verified beside the target and mounted again at it: the workspace answers there now (usable), while the prefetch
+  // goes on; the step waits until every chunk is local and verified (complete), or fails naming the chunk.
+  async afterSwap(c) {
+    const usableMs = sinceRequest(c);
+    const status = await waitComplete(c.agent, sandboxPaths.lazy(c.p.restoreId).work);
+    return { ...(usableMs !== undefined ? { usableMs } : {}), ...completionOf(status, c.p.startedAt) };
   },
 });

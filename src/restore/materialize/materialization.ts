@@ -21,4 +21,9 @@ export interface Materialization {
    * prefetch): explains a failed check, and waits for that work before the restore counts as done.
    */
   verify?(c: RestoreContext, check: () => Promise<StepResult>): Promise<StepResult>;
+  /**
+   * Work left running once the tree is at the target (a lazy mount's prefetch): wait for it before the restore counts
+   * as done. Called by verify right after the swap; a failure fails the restore, whose cleanup rolls the swap back.
+   */
+  afterSwap?(c: RestoreContext): Promise<Record<string, unknown>>;
 }
