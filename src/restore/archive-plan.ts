@@ -125,9 +125,9 @@ export const archivePlan: RestorePlan = {
     return swapped;
   },
 
-  async afterSwap(c) {
+  async afterSwap(c, _probed, check) {
     const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
-    return m?.afterSwap ? m.afterSwap(c) : {};
+    return m?.afterSwap ? m.afterSwap(c, check) : {};
   },
 
   verify(c, _probed, check) {

@@ -78,16 +78,16 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   const journal = await c.agent.swapState(p.path, p.restoreId);
   if (journal.state === "none") throw new SnapflowError("snapshot_unusable", `restore ${p.restoreId}: the swap its probe planned for ${p.path} is gone (the agent's sweeper rolled it back?)`);
   const plan = planOf(s);
-  const check = () => verifyStaged(d, p, probed, steps);
+  const check = (path = probed.swap.staged) => verifyStaged(d, p, probed, steps, path);
   // A plan that left work running (a lazy mount's prefetch) wraps the check: it waits for that work too.
   const checked = journal.state === "staging" ? await (plan.verify ? plan.verify(c, probed, check) : check()) : { ms: 0, bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { by: "verified by an earlier attempt, before its swap" } };
   const swapped = await plan.swapIn(c, probed);
-  const after = plan.afterSwap ? await plan.afterSwap(c, probed) : {};
+  const after = plan.afterSwap ? await plan.afterSwap(c, probed, check) : {};
   if (options.commit) await c.agent.commitSwap(p.path, p.restoreId);
   return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget };
 }
 
-async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>): Promise<StepResult> {
+async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>, path: string): Promise<StepResult> {
   const t = performance.now();
   const inStream = [steps.transfer?.verified, steps.materialize?.verified].find((v) => (v as { metadata?: string } | undefined)?.metadata === "walk");
   if (inStream && !p.deepVerify) {
@@ -96,7 +96,7 @@ async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResul
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   const expected = { url: await d.presigner.url(probed.snapshot.manifest.key, "GET") };
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path: probed.swap.staged, expected, deep: p.deepVerify ?? false });
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: p.deepVerify ?? false });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);

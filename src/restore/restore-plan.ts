@@ -27,7 +27,7 @@ export interface RestorePlan {
   /** Wraps verify's tree check when the plan left work running in the background (materialization.ts verify). */
   verify?(c: RestoreContext, probed: RestoreProbeResult, check: () => Promise<StepResult>): Promise<StepResult>;
   /** Waits for work the materialization left running once the tree is at the target (materialization.ts afterSwap). */
-  afterSwap?(c: RestoreContext, probed: RestoreProbeResult): Promise<Record<string, unknown>>;
+  afterSwap?(c: RestoreContext, probed: RestoreProbeResult, check: (path: string) => Promise<StepResult>): Promise<Record<string, unknown>>;
 }
 
 export const planOf = (s: RestoreStrategy): RestorePlan => (s.materialize === "overlay" ? overlayPlan : archivePlan);

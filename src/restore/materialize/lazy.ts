@@ -4,10 +4,11 @@
 // and, for lazy-overlay, a writable overlayfs over that with its upper on local disk — beside the target, where every
 // restore builds its tree (tree-swap.ts). The step ends when that tree answers (`mountedMs`).
 //
-// Verify then checks the tree (a metadata walk through the mount: the reads it makes fetch what they need), swaps it
-// in (the mount is made again at the target, from the chunk cache the first one filled): from the restore request to
-// that moment is `usableMs`. It then waits until every chunk is local and verified (`completeMs`) or the prefetcher
-// gave up on a chunk, which fails the restore naming the chunk (and the swap is rolled back). Presigned URLs are the only credential the sandbox gets, one per chunk, as long-lived as the
+// Verify then swaps it in (the mount is made again at the target, from the chunk cache the first one filled): from the
+// restore request to that moment is `usableMs`. Then it checks the tree at the target (a metadata walk through the
+// mount: the reads it makes fetch what they need) and waits until every chunk is local and verified (`completeMs`)
+// or the prefetcher gave up on a chunk; either failure fails the restore naming the chunk, and the swap is rolled
+// back. Presigned URLs are the only credential the sandbox gets, one per chunk, as long-lived as the
 // presigner allows (PRESIGN_EXPIRY_SECONDS): once the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
 import { mapBounded } from "../../chunks/bounded.ts";
@@ -75,11 +76,19 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
     for (const dir of [where.work, where.lower, ...(overlay ? [where.layer] : [])]) await agent.deleteFile(dir).catch(() => {});
   },
 
-  async verify(c, check) {
+  // Every byte a lazy mount serves is a chunk checked against its SHA-256 first, and the image was built from the same
+  // tar stream its manifest was hashed from (image-with-manifest.ts): the metadata walk that compares the tree with
+  // the manifest can wait until the tree is at the target, so the workspace answers there at once (afterSwap).
+  async verify() {
+    return { ms: 0, bytes: 0, deferred: "the metadata walk runs at the target, after the swap" };
+  },
+
+  async afterSwap(c, check) {
+    const usableMs = sinceRequest(c);
     const where = sandboxPaths.lazy(c.p.restoreId);
     let checked;
     try {
-      checked = await check();
+      checked = await check(c.p.path);
     } catch (e) {
       // A read through the mount that failed with EIO is a chunk the helper could not have: name it.
       // The helper writes its status at most every 200 ms: give a failure just made a moment to show.
@@ -87,14 +96,9 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       if (failed) throw new SnapflowError("snapshot_unusable", `reading the restored tree failed: ${failed}`, { cause: e });
       throw e;
     }
-    return checked;
-  },
-
-  // Verified beside the target and mounted again at it: the workspace answers there now (usable), while the prefetch
-  // goes on; the step waits until every chunk is local and verified (complete), or fails naming the chunk.
-  async afterSwap(c) {
-    const usableMs = sinceRequest(c);
-    const status = await waitComplete(c.agent, sandboxPaths.lazy(c.p.restoreId).work);
-    return { ...(usableMs !== undefined ? { usableMs } : {}), ...completionOf(status, c.p.startedAt) };
+    // Then the step waits until every chunk is local and verified (complete), or fails naming the chunk; either
+    // failure rolls the swap back.
+    const status = await waitComplete(c.agent, where.work);
+    return { ...checked, ...(usableMs !== undefined ? { usableMs } : {}), ...completionOf(status, c.p.startedAt) };
   },
 });

@@ -25,5 +25,5 @@ export interface Materialization {
    * Work left running once the tree is at the target (a lazy mount's prefetch): wait for it before the restore counts
    * as done. Called by verify right after the swap; a failure fails the restore, whose cleanup rolls the swap back.
    */
-  afterSwap?(c: RestoreContext): Promise<Record<string, unknown>>;
+  afterSwap?(c: RestoreContext, check: (path: string) => Promise<StepResult>): Promise<Record<string, unknown>>;
 }
