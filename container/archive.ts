@@ -42,15 +42,20 @@ export async function archiveToStream(dir: string, format: TarFormat, out: Writa
   return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
 }
 
-export async function archiveToFile(dir: string, format: TarFormat, output: string, filesFrom?: string): Promise<WrittenBytes> {
+/** Writes `output` through `write`; a failure removes the half-written file. */
+async function toFileOrNothing<T>(output: string, write: (out: Writable) => Promise<T>): Promise<T> {
   await mkdir(dirname(output), { recursive: true });
   try {
-    return await archiveToStream(dir, format, createWriteStream(output), filesFrom);
+    return await write(createWriteStream(output));
   } catch (e) {
     // A half-written archive is nobody's: it would only fill the disk (the usual reason this failed).
     await rm(output, { force: true });
     throw e;
   }
+}
+
+export function archiveToFile(dir: string, format: TarFormat, output: string, filesFrom?: string): Promise<WrittenBytes> {
+  return toFileOrNothing(output, (out) => archiveToStream(dir, format, out, filesFrom));
 }
 
 export interface SinglePassOptions {
@@ -227,11 +232,5 @@ export async function singlePassInto(dir: string, sink: TarSink, options: Single
 /** The single-pass archive to a file; a failed archive leaves neither the file nor a manifest behind. */
 export async function archiveWithManifestToFile(dir: string, format: TarFormat, output: string, options: SinglePassOptions): Promise<SinglePassResult> {
   if (output === dir || output.startsWith(dir + "/")) throw new AgentError("bad_request", "output: the archive cannot be written inside the tree it is made of", "output");
-  await mkdir(dirname(output), { recursive: true });
-  try {
-    return await archiveWithManifest(dir, format, createWriteStream(output), options);
-  } catch (e) {
-    await rm(output, { force: true });
-    throw e;
-  }
+  return toFileOrNothing(output, (out) => archiveWithManifest(dir, format, out, options));
 }

@@ -1,5 +1,5 @@
 // What a backup is asked to do (the BackupWorkflow's params) and what its phases hand each other.
-import type { StepResult } from "../snapshots/records.ts";
+import type { ChunkRecord, StepResult } from "../snapshots/records.ts";
 import type { Labels } from "../snapshots/snapshot-meta.ts";
 
 export interface BackupParams {
@@ -60,16 +60,8 @@ export interface TransferResult extends StepResult {
   chunks?: ChunkedTransfer;
 }
 
-export interface ChunkedTransfer {
-  imageBytes: number;
-  imageSha256: string;
-  avg: number;
-  /** chunks in the index, and distinct ones among them */
-  count: number;
-  distinct: number;
-  /** the chunks the store lacked, which this backup uploaded */
-  uploadedChunks: number;
-  uploadedBytes: number;
+/** What the record keeps of a chunked transfer (ChunkRecord), and its timings. */
+export interface ChunkedTransfer extends ChunkRecord {
   indexMs: number;
   findMs: number;
   uploadMs: number;

@@ -18,6 +18,7 @@
 // (a chunk gone then fails the step, and its retry uploads it again).
 import { ChunkIndex } from "../../container/protocol.ts";
 import type { Deps } from "../deps.ts";
+import { listAll } from "../store/list-all.ts";
 import type { ListedObject, ObjectStore } from "../store/object-store.ts";
 import { mapBounded } from "./bounded.ts";
 import { CHUNK_PREFIX, digestOfKey } from "./chunk-keys.ts";
@@ -51,14 +52,9 @@ export interface ChunkGcReport {
   ms: number;
 }
 
-async function listAll(store: ObjectStore, prefix: string): Promise<ListedObject[]> {
+async function listEvery(store: ObjectStore, prefix: string): Promise<ListedObject[]> {
   const out: ListedObject[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.list(prefix, { cursor, limit: 1000 });
-    out.push(...page.objects);
-    cursor = page.cursor;
-  } while (cursor);
+  for await (const o of listAll(store, prefix)) out.push(o);
   return out;
 }
 
@@ -74,7 +70,7 @@ async function digestsOf(store: ObjectStore, key: string): Promise<string[]> {
 
 /** The indexes under snapshots/ that mark: recorded ones, and recent ones of backups still running. */
 async function liveIndexes(store: ObjectStore, cutoff: number) {
-  const objects = await listAll(store, "snapshots/");
+  const objects = await listEvery(store, "snapshots/");
   const recorded = new Set(objects.flatMap((o) => RECORD.exec(o.key)?.[1] ?? []));
   const indexes = objects.filter((o) => INDEX.test(o.key));
   const live = indexes.filter((o) => recorded.has(INDEX.exec(o.key)![1]!) || o.uploaded > cutoff);
@@ -92,7 +88,7 @@ export async function collectChunks(d: Deps, options: ChunkGcOptions = {}): Prom
   const marked = new Set((await mapBounded(first.live, READS_IN_FLIGHT, (o) => digestsOf(d.store, o.key))).flat());
 
   // Sweep candidates: unmarked and older than the grace period.
-  const chunks = (await listAll(d.store, CHUNK_PREFIX)).filter((o) => digestOfKey(o.key));
+  const chunks = (await listEvery(d.store, CHUNK_PREFIX)).filter((o) => digestOfKey(o.key));
   let young = 0;
   const candidates = new Map<string, ListedObject>();
   for (const o of chunks) {

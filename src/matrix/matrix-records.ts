@@ -2,6 +2,7 @@
 // summary.json, summary.md, dead/<runKey or n>.json (poison messages). KV: matrix:<id> → progress (for listing
 // and the results page), nightly:latest → the id of the latest cron matrix.
 import { KV_KEYS } from "../kv-keys.ts";
+import { listAll } from "../store/list-all.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { getJson, putJson } from "../snapshots/records.ts";
 import type { Cell, MatrixSpec } from "./matrix-spec.ts";
@@ -47,12 +48,7 @@ export const writeRun = (store: ObjectStore, r: RunResult) => putJson(store, mat
 
 export async function readRuns(store: ObjectStore, id: string): Promise<RunResult[]> {
   const keys: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.list(matrixKeys(id).runs, { cursor });
-    keys.push(...page.objects.map((o) => o.key));
-    cursor = page.cursor;
-  } while (cursor);
+  for await (const o of listAll(store, matrixKeys(id).runs)) keys.push(o.key);
   const runs = await Promise.all(keys.map((k) => getJson<RunResult>(store, k)));
   return runs.filter((r): r is RunResult => r !== null);
 }

@@ -5,6 +5,7 @@
 // A mark without a record is a delta still being recorded (or a failed one whose cleanup did not run): it counts as
 // a dependant for MARK_GRACE_MS after it was written, then only if its record exists.
 import type { ObjectStore } from "../store/object-store.ts";
+import { listAll } from "../store/list-all.ts";
 import { snapshotRecordKey } from "./records.ts";
 
 const MARK_GRACE_MS = 60 * 60_000;
@@ -23,20 +24,15 @@ export async function removeDependant(store: ObjectStore, base: string, id: stri
 /** The snapshots that build on `base` directly (recorded, or being recorded now). */
 export async function listDependants(store: ObjectStore, base: string, now = Date.now()): Promise<string[]> {
   const ids: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.list(dependantsPrefix(base), { cursor });
-    for (const o of page.objects) {
-      const id = o.key.slice(dependantsPrefix(base).length);
-      if (await store.head(snapshotRecordKey(id))) {
-        ids.push(id);
-        continue;
-      }
-      const mark = await store.get(o.key);
-      const markedAt = mark ? Date.parse(((await new Response(mark.body).json()) as { markedAt?: string }).markedAt ?? "") : NaN;
-      if (now - markedAt < MARK_GRACE_MS) ids.push(id);
+  for await (const o of listAll(store, dependantsPrefix(base))) {
+    const id = o.key.slice(dependantsPrefix(base).length);
+    if (await store.head(snapshotRecordKey(id))) {
+      ids.push(id);
+      continue;
     }
-    cursor = page.cursor;
-  } while (cursor);
+    const mark = await store.get(o.key);
+    const markedAt = mark ? Date.parse(((await new Response(mark.body).json()) as { markedAt?: string }).markedAt ?? "") : NaN;
+    if (now - markedAt < MARK_GRACE_MS) ids.push(id);
+  }
   return ids;
 }

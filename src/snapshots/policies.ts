@@ -2,6 +2,7 @@
 // (a path can be long and hold any character; its hash is a fixed, safe key, and the record keeps the path).
 import { z } from "zod";
 import type { ObjectStore } from "../store/object-store.ts";
+import { listAll } from "../store/list-all.ts";
 import type { Policy } from "./forget-plan.ts";
 import { getJson, putJson } from "./records.ts";
 
@@ -44,14 +45,9 @@ export async function deletePolicy(store: ObjectStore, sandboxId: string, path: 
 /** Every policy (of one sandbox, when given). */
 export async function listPolicies(store: ObjectStore, sandboxId?: string): Promise<StoredPolicy[]> {
   const out: StoredPolicy[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.list(sandboxId ? `${POLICIES}${sandboxId}/` : POLICIES, { cursor });
-    for (const o of page.objects) {
-      const p = await getJson<StoredPolicy>(store, o.key);
-      if (p) out.push(p);
-    }
-    cursor = page.cursor;
-  } while (cursor);
+  for await (const o of listAll(store, sandboxId ? `${POLICIES}${sandboxId}/` : POLICIES)) {
+    const p = await getJson<StoredPolicy>(store, o.key);
+    if (p) out.push(p);
+  }
   return out;
 }

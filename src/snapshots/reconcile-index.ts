@@ -3,6 +3,7 @@
 // whose KV write was lost). Run by the cron trigger before retention, so retention plans over a true index.
 import type { Deps } from "../deps.ts";
 import { KV_KEYS } from "../kv-keys.ts";
+import { listAll } from "../store/list-all.ts";
 import { allSnapshots } from "./list-snapshots.ts";
 import { getJson, indexSnapshot, snapshotRecordKey, type SnapshotRecord } from "./records.ts";
 
@@ -11,15 +12,10 @@ const RECORD = /^snapshots\/([^/]+)\/snapshot\.json$/;
 /** The ids of every snapshot record in the store. */
 export async function storedSnapshotIds(d: Deps): Promise<string[]> {
   const ids: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await d.store.list("snapshots/", { cursor, limit: 1000 });
-    for (const o of page.objects) {
-      const m = RECORD.exec(o.key);
-      if (m) ids.push(m[1]!);
-    }
-    cursor = page.cursor;
-  } while (cursor);
+  for await (const o of listAll(d.store, "snapshots/")) {
+    const m = RECORD.exec(o.key);
+    if (m) ids.push(m[1]!);
+  }
   return ids;
 }
 

@@ -60,8 +60,10 @@ export interface ChunkRecord {
   imageBytes: number;
   imageSha256: string;
   avg: number;
+  /** chunks in the index, and distinct ones among them */
   count: number;
   distinct: number;
+  /** the chunks the store lacked, which this backup uploaded */
   uploadedChunks: number;
   uploadedBytes: number;
 }

@@ -3,6 +3,7 @@
 // verify, or by its cleanup). delete-snapshot.ts refuses while a live lease exists. The expiry covers a restore
 // whose Workflow died without cleaning up: after it, the lease no longer holds anything.
 import type { ObjectStore } from "../store/object-store.ts";
+import { listAll } from "../store/list-all.ts";
 
 /** Longer than any restore's steps with their retries; a crashed restore blocks deletion this long at most. */
 export const LEASE_MS = 12 * 3600_000;
@@ -23,17 +24,12 @@ export async function releaseLease(store: ObjectStore, snapshotId: string, resto
 /** The restores holding `snapshotId` now; expired leases are removed on the way. */
 export async function activeLeases(store: ObjectStore, snapshotId: string, now = Date.now()): Promise<string[]> {
   const live: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.list(leasePrefix(snapshotId), { cursor });
-    for (const o of page.objects) {
-      const got = await store.get(o.key);
-      if (!got) continue;
-      const lease = (await new Response(got.body).json()) as { restoreId: string; expiresAt: string };
-      if (Date.parse(lease.expiresAt) > now) live.push(lease.restoreId);
-      else await store.delete(o.key);
-    }
-    cursor = page.cursor;
-  } while (cursor);
+  for await (const o of listAll(store, leasePrefix(snapshotId))) {
+    const got = await store.get(o.key);
+    if (!got) continue;
+    const lease = (await new Response(got.body).json()) as { restoreId: string; expiresAt: string };
+    if (Date.parse(lease.expiresAt) > now) live.push(lease.restoreId);
+    else await store.delete(o.key);
+  }
   return live;
 }

@@ -4,6 +4,7 @@
 // the bound. An upload nobody recorded (opened before records existed, or its record lost) is found by listing
 // the store's open uploads and aborted past the bound. The bound is longer than any run.
 import type { Deps } from "../deps.ts";
+import { listAll } from "./list-all.ts";
 import { UPLOADS_PREFIX, type UploadRecord } from "./upload-records.ts";
 
 export const UPLOAD_SWEEP_OLDER_THAN_MS = 12 * 3600_000;
@@ -19,26 +20,21 @@ export interface UploadSweep {
 export async function sweepUploads(d: Deps, ownerOf: (snapshotId: string) => Promise<Owner>, olderThanMs = UPLOAD_SWEEP_OLDER_THAN_MS, now = Date.now()): Promise<UploadSweep> {
   const out: UploadSweep = { aborted: [], kept: 0 };
   const recorded = new Set<string>();
-  let cursor: string | undefined;
-  do {
-    const page = await d.store.list(UPLOADS_PREFIX, { cursor });
-    for (const o of page.objects) {
-      const got = await d.store.get(o.key);
-      if (!got) continue;
-      const r = (await new Response(got.body).json()) as UploadRecord;
-      recorded.add(r.uploadId);
-      const owner = await ownerOf(r.snapshotId);
-      const old = now - Date.parse(r.createdAt) >= olderThanMs;
-      if (owner === "live" || (owner === "unknown" && !old)) {
-        out.kept++;
-        continue;
-      }
-      await d.store.resumeMultipartUpload(r.key, r.uploadId).abort();
-      await d.store.delete(o.key);
-      out.aborted.push({ key: r.key, uploadId: r.uploadId, why: owner === "ended" ? `backup ${r.snapshotId} has ended` : `older than ${olderThanMs / 3600_000} h, owner unknown` });
+  for await (const o of listAll(d.store, UPLOADS_PREFIX)) {
+    const got = await d.store.get(o.key);
+    if (!got) continue;
+    const r = (await new Response(got.body).json()) as UploadRecord;
+    recorded.add(r.uploadId);
+    const owner = await ownerOf(r.snapshotId);
+    const old = now - Date.parse(r.createdAt) >= olderThanMs;
+    if (owner === "live" || (owner === "unknown" && !old)) {
+      out.kept++;
+      continue;
     }
-    cursor = page.cursor;
-  } while (cursor);
+    await d.store.resumeMultipartUpload(r.key, r.uploadId).abort();
+    await d.store.delete(o.key);
+    out.aborted.push({ key: r.key, uploadId: r.uploadId, why: owner === "ended" ? `backup ${r.snapshotId} has ended` : `older than ${olderThanMs / 3600_000} h, owner unknown` });
+  }
   for (const u of await d.presigner.listUploads("snapshots/")) {
     if (recorded.has(u.uploadId)) continue;
     if (now - Date.parse(u.initiated) < olderThanMs) {

@@ -5,6 +5,7 @@
 // (sweep-uploads.ts) aborts what a run that never cleaned up left.
 import type { Deps } from "../deps.ts";
 import type { MultipartUpload, ObjectStore } from "./object-store.ts";
+import { listAll } from "./list-all.ts";
 import type { Presigner } from "./presigner.ts";
 
 export const UPLOADS_PREFIX = "uploads/";
@@ -74,15 +75,10 @@ export function withUploadRecords(d: Deps, snapshotId: string): Deps {
 /** The uploads recorded for a backup and not yet completed or aborted. */
 export async function recordedUploads(store: ObjectStore, snapshotId: string): Promise<UploadRecord[]> {
   const out: UploadRecord[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.list(uploadRecordPrefix(snapshotId), { cursor });
-    for (const o of page.objects) {
-      const got = await store.get(o.key);
-      if (got) out.push((await new Response(got.body).json()) as UploadRecord);
-    }
-    cursor = page.cursor;
-  } while (cursor);
+  for await (const o of listAll(store, uploadRecordPrefix(snapshotId))) {
+    const got = await store.get(o.key);
+    if (got) out.push((await new Response(got.body).json()) as UploadRecord);
+  }
   return out;
 }
 
