@@ -32,6 +32,18 @@ async function severalChunks(sb: string, seed: number): Promise<void> {
   await agent(sb, "POST", "/v1/datasets", { path: APP, kind: "added-data", seed, files: 400, bytes: 2e6, addedBytes: 6e6 });
 }
 
+/**
+ * A chunked snapshot of a several-chunk tree, and a chunk in the middle of its image: file data, fetched by the
+ * prefetcher rather than by the mount's first reads (the superblock and the tables at the end).
+ */
+async function chunkedWithMiddleChunk(seed: number) {
+  const src = sandbox("src");
+  await severalChunks(src, seed);
+  const backup = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
+  const index = await readIndex(d.store, (await record(backup.snapshotId)).archive.key);
+  return { src, backup, victim: index.chunks[Math.floor(index.chunks.length / 2)]! };
+}
+
 /** After a failed restore: nothing mounted (no FUSE file, no image, no overlay) and the target empty. */
 async function nothingLeft(sb: string): Promise<void> {
   expect((await agent(sb, "GET", "/v1/mounts")).mounts).toEqual([]);
@@ -159,12 +171,7 @@ describe("squashfs-chunked → lazy restores", () => {
   });
 
   it("a store that stalls mid-prefetch is abandoned after the silence bound and asked again: the restore completes, every chunk verified", async () => {
-    const src = sandbox("src");
-    await severalChunks(src, 37);
-    const backup = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
-    const index = await readIndex(d.store, (await record(backup.snapshotId)).archive.key);
-    // File data in the middle of the image: fetched by the prefetcher, not by the mount's first reads.
-    const victim = index.chunks[Math.floor(index.chunks.length / 2)]!;
+    const { src, backup, victim } = await chunkedWithMiddleChunk(37);
     // Longer than the helper's per-attempt bound (the agent's store silence bound: 6 s in tests). Twice: the first
     // stalled GET may belong to the mount beside the target, which the swap replaces (its helper stopped, the
     // attempt with it); the second then meets the helper at the target, which must give up on it and ask again.
@@ -184,11 +191,7 @@ describe("squashfs-chunked → lazy restores", () => {
   });
 
   it("the agent killed mid-prefetch (its helper with it): the restore completes or fails naming the cause, and no mount is left behind", async () => {
-    const src = sandbox("src");
-    await severalChunks(src, 38);
-    const backup = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
-    const index = await readIndex(d.store, (await record(backup.snapshotId)).archive.key);
-    const victim = index.chunks[Math.floor(index.chunks.length / 2)]!;
+    const { src, backup, victim } = await chunkedWithMiddleChunk(38);
     // Hold the prefetch open long enough to kill the agent while it runs.
     await armStoreFault({ match: chunkKey(victim.sha256), method: "GET", action: "stall", ms: 5_000, times: 1 });
     const dst = sandbox("dst");

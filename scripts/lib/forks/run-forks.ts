@@ -10,10 +10,11 @@
 //              written into it, a squashfs-chunked backup of the fork: bytes uploaded and wall time
 //   stored     the chunk store's size after the parent and the forks, against N + 1 full archives
 // Each operation after a `sync`. Results: results/<date>-<name>.{json,md}.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { apiClient } from "../api-client.ts";
 import { machineDescription } from "../bench.ts";
+import { removePrivateStackData } from "../private-stack-data.ts";
 import { applyChange } from "../peers/change.ts";
 import { ensureNpmWorkspace } from "../peers/npm-workspace.ts";
 import { peerStore, RCLONE_REMOTE, rcloneEnv } from "../peers/peer-store.ts";
@@ -55,9 +56,7 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
   const stop = async () => {
     await stack?.stop();
     stack = undefined;
-    const mounts = readFileSync("/proc/mounts", "utf8").split("\n").map((l) => l.split(" ")[1] ?? "").filter((m) => m.startsWith(stackDir + "/"));
-    for (const m of mounts.reverse()) await sh(`umount -l ${q(m)}`).catch((e: Error) => log(`forks: could not unmount ${m}: ${e.message}`));
-    for (const d of ["s3", "sandboxes", "wrangler-state"]) await sh(`rm -rf ${q(join(stackDir, d))}`).catch(() => {});
+    await removePrivateStackData(stackDir, (l) => log(`forks: ${l}`));
   };
   const errors: string[] = [];
   try {
