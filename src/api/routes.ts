@@ -127,8 +127,15 @@ const routes: [string, string, Handler][] = [
     const strategy = findBackup(body.strategy)!;
     if (strategy.delta && !body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
     if (!strategy.delta && body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
-    const base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
+    let base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
     if (body.baseSnapshotId && !base) throw apiError("not_found", `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
+    if (strategy.delta === "overlay-upper" && base?.delta?.kind === "overlay-upper") {
+      // A fork of a fork: restoring the named overlay delta extracted its upper into this overlay's upper, so the
+      // upper holds its changes too and this delta is taken against its base image. Deltas never chain.
+      base = await readSnapshot(d.store, d.kv, base.delta.base);
+      if (!base) throw apiError("not_found", `baseSnapshotId: ${body.baseSnapshotId} is an overlay delta whose base image does not exist any more`, "baseSnapshotId");
+      body.baseSnapshotId = base.id;
+    }
     if (strategy.delta === "overlay-upper" && base && base.format.kind !== "squashfs") {
       throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs base image; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }
@@ -144,7 +151,8 @@ const routes: [string, string, Handler][] = [
     const body = await parseBody(req, RestoreRequest);
     const snapshot = await readSnapshot(d.store, d.kv, body.snapshotId);
     if (!snapshot) throw apiError("not_found", `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
-    const fits = restoresForSnapshot(snapshot);
+    const base = snapshot.delta?.kind === "overlay-upper" ? await readSnapshot(d.store, d.kv, snapshot.delta.base) : null;
+    const fits = restoresForSnapshot(snapshot, base?.format);
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
     const strategy = body.strategy ?? (fits.find((s) => s.path === "presigned-pipe") ?? fits.find((s) => s.path === "push-pipe") ?? fits[0])?.name;
     const kindOf = snapshot.delta ? `${snapshot.delta.kind} delta` : `${formatName(snapshot.format)} snapshot`;

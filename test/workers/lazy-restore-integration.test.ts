@@ -170,6 +170,54 @@ describe("squashfs-chunked → lazy restores", () => {
     await nothingLeft(dst);
   });
 
+  it("a fork — a chunked parent restored lazily and writable, changed — backs up as an overlay delta of its changes only, restores lazily, and so does a fork of it", async () => {
+    const src = sandbox("src");
+    await severalChunks(src, 39);
+    const parent = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
+    const imageBytes = (await record(parent.snapshotId)).chunks!.imageBytes;
+
+    // Opened writable over the lazily mounted parent.
+    const fork = sandbox("fork");
+    const opened = await run("restore", { snapshotId: parent.snapshotId, sandboxId: fork, path: APP, strategy: "lazy-overlay-restore" });
+    expect(opened.steps.materialize.lazy).toBe(true);
+    expect(opened.steps.verify.usableMs).toBeGreaterThan(0);
+    expect((await manifest(fork)).entries).toEqual((await manifest(src)).entries);
+    // A new file, an edited one, a deleted one (a whiteout in the upper directory).
+    await putFile(fork, `${APP}/zz-fork/work.txt`, "the fork's own work\n".repeat(500));
+    await putFile(fork, `${APP}/package.json`, '{"name":"forked"}\n');
+    const gone = (await manifest(fork)).entries.find((e: any) => e.type === "file" && e.path.startsWith("node_modules/"))!.path;
+    await agent(fork, "DELETE", `/v1/files?path=${encodeURIComponent(`${APP}/${gone}`)}`);
+    const forked = await manifest(fork);
+
+    const child = await run("backup", { sandboxId: fork, path: APP, strategy: "overlay-delta", baseSnapshotId: parent.snapshotId });
+    const childRecord = await record(child.snapshotId);
+    expect(childRecord.delta).toEqual({ kind: "overlay-upper", base: parent.snapshotId });
+    // Only the changes travel: a small fraction of the image.
+    expect(childRecord.archive.bytes).toBeLessThan(imageBytes / 10);
+    console.log(`fork as an overlay delta: ${childRecord.archive.bytes} bytes stored (the image: ${imageBytes}), backup wall ${child.wallMs ?? "?"} ms`);
+
+    // Restored elsewhere, by default with the lazy overlay restore: the fork's tree, every chunk verified.
+    const dst = sandbox("dst");
+    const restored = await run("restore", { snapshotId: child.snapshotId, sandboxId: dst, path: APP });
+    expect(restored.strategy).toBe("lazy-overlay-restore");
+    expect(restored.steps.transfer.layers).toBe(2);
+    expect(restored.steps.verify.completeMs).toBeGreaterThan(0);
+    expect((await manifest(dst)).entries).toEqual(forked.entries);
+
+    // A fork of the fork: its delta is taken against the parent image (the upper holds both forks' changes).
+    await putFile(dst, `${APP}/zz-fork/second.txt`, "the second fork's work\n");
+    const grandchild = await run("backup", { sandboxId: dst, path: APP, strategy: "overlay-delta", baseSnapshotId: child.snapshotId });
+    expect((await record(grandchild.snapshotId)).delta).toEqual({ kind: "overlay-upper", base: parent.snapshotId });
+    const dst2 = sandbox("dst");
+    await run("restore", { snapshotId: grandchild.snapshotId, sandboxId: dst2, path: APP });
+    expect((await manifest(dst2)).entries).toEqual((await manifest(dst)).entries);
+
+    // The whole-image overlay restore cannot read a chunked base, and says which can.
+    const wrong = await api("POST", "/api/restores", { snapshotId: child.snapshotId, sandboxId: sandbox("dst"), path: APP, strategy: "overlay-restore" });
+    expect(wrong.status).toBe(400);
+    expect(wrong.json.error.message).toContain("lazy-overlay-restore");
+  });
+
   it("a store that stalls mid-prefetch is abandoned after the silence bound and asked again: the restore completes, every chunk verified", async () => {
     const { src, backup, victim } = await chunkedWithMiddleChunk(37);
     // Longer than the helper's per-attempt bound (the agent's store silence bound: 6 s in tests). Twice: the first

@@ -24,14 +24,15 @@ import type { Materialization } from "./materialization.ts";
 
 const PRESIGNS_IN_FLIGHT = 32;
 /** Background fetches; 4 met the completion target in native/lazy/MEASUREMENTS.md (8 gained little). */
-const PREFETCH = 4;
+export const PREFETCH = 4;
 
 /** Milliseconds from the restore request (the API's startedAt) to now, when the request time is known. */
 const sinceRequest = (c: RestoreContext, at = Date.now()) => (c.p.startedAt ? at - Date.parse(c.p.startedAt) : undefined);
 
-async function chunkUrls(c: RestoreContext): Promise<{ urls: Record<string, string>; index: { bytes: number; chunks: number } }> {
-  const record = await readSnapshot(c.d.store, c.d.kv, c.p.snapshotId);
-  if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${c.p.snapshotId} was deleted during its restore`);
+/** A GET URL for each distinct chunk of a chunked snapshot (`snapshotId`: the one whose index is mounted). */
+export async function chunkUrls(c: RestoreContext, snapshotId = c.p.snapshotId): Promise<{ urls: Record<string, string>; index: { bytes: number; chunks: number } }> {
+  const record = await readSnapshot(c.d.store, c.d.kv, snapshotId);
+  if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${snapshotId} was deleted during its restore`);
   const index = await readIndex(c.d.store, record.archive.key, record.archive.sha256);
   const distinct = distinctChunks(index);
   const pairs = await mapBounded(distinct, PRESIGNS_IN_FLIGHT, async (ch) => [ch.sha256, await c.d.presigner.url(chunkKey(ch.sha256), "GET")] as const);
