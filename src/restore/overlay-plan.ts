@@ -19,7 +19,7 @@ import type { Layer } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
 import { chunkUrls, PREFETCH } from "./materialize/lazy.ts";
-import { completionOf, waitComplete } from "./materialize/lazy-completion.ts";
+import { walkThenComplete } from "./materialize/lazy-completion.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive });
 
@@ -123,13 +123,16 @@ export const overlayPlan: RestorePlan = {
     for (const path of [where.image, where.lower, where.layer, lazy.work]) await agent.deleteFile(path).catch(() => {});
   },
 
-  // A lazy base: once the tree answers at the target, wait until every chunk is local and verified (or fail naming
-  // the chunk that cannot be had); the restore records both moments, as the lazy restores do.
-  async afterSwap(c, { layers }) {
-    if (!isChunked(layers[0]!)) return {};
-    const usableMs = c.p.startedAt ? Date.now() - Date.parse(c.p.startedAt) : undefined;
-    const status = await waitComplete(c.agent, sandboxPaths.lazy(c.p.restoreId).work);
-    return { ...(usableMs !== undefined ? { usableMs } : {}), ...completionOf(status, c.p.startedAt) };
+  // A lazy base serves only chunks checked against their SHA-256, and its delta arrived hash-checked: the metadata
+  // walk can wait until the tree is at the target (afterSwap), so the fork answers there at once, as lazy ones do.
+  async verify(_c, { layers }, check) {
+    return isChunked(layers[0]!) ? { ms: 0, bytes: 0, deferred: "the metadata walk runs at the target, after the swap" } : check();
+  },
+
+  // Then the walk at the target, and a wait until every chunk is local and verified (or a failure naming the chunk
+  // that cannot be had); the restore records both moments.
+  async afterSwap(c, { layers }, check) {
+    return isChunked(layers[0]!) ? walkThenComplete(c, sandboxPaths.lazy(c.p.restoreId).work, check) : {};
   },
 };
 

@@ -5,11 +5,21 @@ import { stats } from "../../../src/matrix/median.ts";
 import type { FirstUse } from "./first-use.ts";
 
 export interface ForkRun {
-  /** the fork's chunked backup: POST → complete */
+  /** the fork's overlay-delta backup: POST → complete */
   ms: number;
   steps: Record<string, number>;
-  /** the lazy-squashfs-overlay restore that opened the fork */
+  /** the lazy-overlay-restore that opened the fork: POST → complete, and its usable moment */
   restoreMs: number;
+  usableMs?: number;
+  /** the delta archive's size: what went up */
+  uploadedBytes: number;
+  snapshotId: string;
+}
+
+/** The first fork backed up whole (squashfs-chunked): the image rebuilt, only chunks the store lacked uploaded. */
+export interface WholeFork {
+  ms: number;
+  steps: Record<string, number>;
   imageBytes: number;
   uploadedBytes: number;
   distinct: number;
@@ -26,7 +36,11 @@ export interface ForksDataset {
   parent?: { ms: number; imageBytes: number; uploadedBytes: number; distinct: number; uploadedChunks: number };
   firstUseRun?: FirstUse;
   forks: ForkRun[];
+  wholeFork?: WholeFork;
+  /** the first fork's delta restored into a fresh sandbox (lazy-overlay-restore) */
+  forkRestore?: { ms: number; usableMs?: number; completeMs?: number };
   storedChunkBytes?: number;
+  storedDeltaBytes?: number;
 }
 
 export interface ForksResults {
@@ -70,12 +84,16 @@ export function forksMarkdown(r: ForksResults): string {
       const up = stats(d.forks.map((x) => x.uploadedBytes));
       const t = stats(d.forks.map((x) => x.ms));
       const opened = stats(d.forks.map((x) => x.restoreMs));
-      out.push(`| fork opened writable (lazy-squashfs-overlay, complete), median of ${d.forks.length} | ${s(opened.median)} s |`);
-      out.push(`| fork backup after a ${mb(r.changeBytes)} MB change: uploaded, median (min–max) | ${mb(up.median)} MB (${mb(up.min)}–${mb(up.max)}) |`);
-      out.push(`| fork backup: POST → complete, median (min–max) | ${s(t.median)} s (${s(t.min)}–${s(t.max)}) |`);
+      const usable = stats(d.forks.flatMap((x) => (x.usableMs === undefined ? [] : [x.usableMs])));
+      out.push(`| fork opened writable (lazy-overlay-restore of the parent): usable; complete — medians of ${d.forks.length} | ${s(usable.median)} s; ${s(opened.median)} s |`);
+      out.push(`| fork backup (overlay-delta) after a ${mb(r.changeBytes)} MB change: uploaded, median (min–max) | ${mb(up.median)} MB (${mb(up.min)}–${mb(up.max)}) |`);
+      out.push(`| fork backup (overlay-delta): POST → complete, median (min–max) | ${s(t.median)} s (${s(t.min)}–${s(t.max)}) |`);
+      if (d.wholeFork) out.push(`| the first fork backed up whole instead (squashfs-chunked: image rebuilt, new chunks only) | ${mb(d.wholeFork.uploadedBytes)} MB (${d.wholeFork.uploadedChunks}/${d.wholeFork.distinct} chunks) in ${s(d.wholeFork.ms)} s |`);
+      if (d.forkRestore) out.push(`| the first fork's delta restored into a fresh sandbox (lazy-overlay-restore): usable; complete | ${s(d.forkRestore.usableMs)} s; ${s(d.forkRestore.ms)} s |`);
       const n = d.forks.length + 1;
-      out.push(`| chunk store after the parent and ${d.forks.length} forks | ${mb(d.storedChunkBytes)} MB |`);
-      out.push(`| ${n} full archives / ${n} full images | ${mb(d.fullArchiveBytes && d.fullArchiveBytes * n)} MB / ${mb(image && image * n)} MB |`);
+      const stored = d.storedChunkBytes === undefined ? undefined : d.storedChunkBytes + (d.storedDeltaBytes ?? 0);
+      out.push(`| stored after the parent and ${d.forks.length} forks: chunks + delta archives | ${mb(d.storedChunkBytes)} + ${mb(d.storedDeltaBytes)} = ${mb(stored)} MB |`);
+      out.push(`| ${n} full archives (tar-zst-pipe) / ${n} full images | ${mb(d.fullArchiveBytes && d.fullArchiveBytes * n)} MB / ${mb(image && image * n)} MB |`);
     }
     out.push("");
     out.push("| target (issue 10) | measured | |", "| --- | --: | --- |");

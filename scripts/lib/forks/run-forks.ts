@@ -6,9 +6,12 @@
 //   mount      squashfs-zstd-3 → presigned-squashfs-mount: the download-then-mount restore a lazy one must beat
 //   first use  lazy-squashfs restore of the parent: when the tree answers at the target, a first-use command's
 //              time, the bytes local then (and which the reads asked for), and when every chunk is local
-//   forks      N times: lazy-squashfs-overlay restore of the parent into a fresh sandbox, a seeded 10 MB change
-//              written into it, a squashfs-chunked backup of the fork: bytes uploaded and wall time
-//   stored     the chunk store's size after the parent and the forks, against N + 1 full archives
+//   forks      N times: the parent opened writable (lazy-overlay-restore) in a fresh sandbox, a seeded 10 MB change
+//              written into it, an overlay-delta backup of the fork (its upper directory only): bytes uploaded and
+//              wall time. The first fork is also backed up whole (squashfs-chunked), for comparison, and its
+//              delta restored into a fresh sandbox (lazy-overlay-restore: usable, complete).
+//   stored     the chunk store and the forks' delta archives after the parent and the forks, against N + 1 full
+//              archives (manifests apart: every snapshot has one)
 // Each operation after a `sync`. Results: results/<date>-<name>.{json,md}.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -44,7 +47,9 @@ const FIRST_USE: Record<ForksDatasetName, { marker: string; command: string }> =
   "added-data": { marker: "package.json", command: "find node_modules -maxdepth 3 -name package.json | head -50 | xargs cat > /dev/null" },
 };
 
-const LAZY_OVERLAY = "lazy-squashfs-overlay";
+/** A fork: the parent opened writable over its lazily mounted image, then backed up as its overlay's changes. */
+const FORK_RESTORE = "lazy-overlay-restore";
+const FORK_BACKUP = "overlay-delta";
 const chunksOf = (r: SnapflowRun) => r.raw.transfer?.chunks as { imageBytes: number; uploadedBytes: number; distinct: number; uploadedChunks: number };
 
 export async function runForks(o: ForksOptions, log: (line: string) => void = (l) => console.error(l)): Promise<number> {
@@ -119,17 +124,32 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
 
       for (let i = 1; i <= o.forks; i++) {
         const fork = `${source}-fork-${i}`;
-        const opened = await step(`fork ${i}: restore`, () => snap.restore(parent.snapshotId!, fork, LAZY_OVERLAY));
+        const opened = await step(`fork ${i}: restore`, () => snap.restore(parent.snapshotId!, fork, FORK_RESTORE));
         if (!opened) continue;
         const change = await step(`fork ${i}: change`, () => applyChange(join(sandboxDir(fork), "workspace"), 100 + i, o.changeBytes));
-        const child = change ? await step(`fork ${i}: backup`, () => snap.backup(fork, CHUNKED_BACKUP)) : undefined;
+        const child = change ? await step(`fork ${i}: backup`, () => snap.backup(fork, FORK_BACKUP, parent.snapshotId!)) : undefined;
         if (child) {
-          const c = chunksOf(child);
-          d.forks.push({ ms: child.wallMs, steps: child.steps, restoreMs: opened.wallMs, ...c });
-          log(`forks: ${name}: fork ${i}: restore ${(opened.wallMs / 1000).toFixed(2)} s; backup ${(child.wallMs / 1000).toFixed(2)} s, uploaded ${(c.uploadedBytes / 1e6).toFixed(1)} MB (${c.uploadedChunks}/${c.distinct} chunks)`);
+          const uploadedBytes = child.raw.transfer?.bytes ?? 0;
+          d.forks.push({ ms: child.wallMs, steps: child.steps, restoreMs: opened.wallMs, usableMs: opened.raw.verify?.usableMs as number | undefined, uploadedBytes, snapshotId: child.snapshotId! });
+          log(`forks: ${name}: fork ${i}: opened ${(opened.wallMs / 1000).toFixed(2)} s; backup ${(child.wallMs / 1000).toFixed(2)} s, uploaded ${(uploadedBytes / 1e6).toFixed(1)} MB`);
+        }
+        if (i === 1 && child) {
+          // The same fork backed up whole, as before overlay deltas: the image rebuilt, only new chunks uploaded.
+          const whole = await step("fork 1: whole chunked backup", () => snap.backup(fork, CHUNKED_BACKUP));
+          if (whole) d.wholeFork = { ms: whole.wallMs, steps: whole.steps, ...chunksOf(whole) };
+          // Gone again, with the chunks only it uploaded, so that the store's size below counts the forks' deltas.
+          if (whole) await api.call("DELETE", `/api/snapshots/${whole.snapshotId}`).then(() => api.call("POST", "/api/chunks/gc", { graceSeconds: 0 })).catch(() => {});
         }
         await snap.dispose(fork, true).catch(() => {});
+        if (i === 1 && child) {
+          const back = `${source}-fork-1-restored`;
+          const restored = await step("fork 1: restore of its delta", () => snap.restore(child.snapshotId!, back, FORK_RESTORE));
+          if (restored) d.forkRestore = { ms: restored.wallMs, usableMs: restored.raw.verify?.usableMs as number | undefined, completeMs: restored.raw.verify?.completeMs as number | undefined };
+          await snap.dispose(back, restored !== undefined).catch(() => {});
+        }
       }
+      // A delta's archive is what its backup uploaded (the default backup's archive sits under snapshots/ too).
+      d.storedDeltaBytes = d.forks.reduce((n, f) => n + f.uploadedBytes, 0);
       d.storedChunkBytes = await storedBytes("chunks/").catch((e: Error) => (errors.push(`${name}: sizing the chunk store: ${e.message}`), undefined));
       // The next dataset starts from an empty chunk store again.
       for (const id of [parent.snapshotId!]) await api.call("DELETE", `/api/snapshots/${id}?cascade=true`).catch(() => {});

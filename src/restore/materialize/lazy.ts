@@ -19,7 +19,7 @@ import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { readSnapshot } from "../../snapshots/records.ts";
 import { formatName } from "../../strategies/registry.ts";
 import type { RestoreContext } from "../restore-context.ts";
-import { completionOf, failedChunks, waitComplete } from "./lazy-completion.ts";
+import { walkThenComplete } from "./lazy-completion.ts";
 import type { Materialization } from "./materialization.ts";
 
 const PRESIGNS_IN_FLIGHT = 32;
@@ -85,21 +85,6 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
   },
 
   async afterSwap(c, check) {
-    const usableMs = sinceRequest(c);
-    const where = sandboxPaths.lazy(c.p.restoreId);
-    let checked;
-    try {
-      checked = await check(c.p.path);
-    } catch (e) {
-      // A read through the mount that failed with EIO is a chunk the helper could not have: name it.
-      // The helper writes its status at most every 200 ms: give a failure just made a moment to show.
-      const failed = failedChunks(await c.agent.lazyWait({ work: where.work, timeoutMs: 1000 }).catch(() => null));
-      if (failed) throw new SnapflowError("snapshot_unusable", `reading the restored tree failed: ${failed}`, { cause: e });
-      throw e;
-    }
-    // Then the step waits until every chunk is local and verified (complete), or fails naming the chunk; either
-    // failure rolls the swap back.
-    const status = await waitComplete(c.agent, where.work);
-    return { ...checked, ...(usableMs !== undefined ? { usableMs } : {}), ...completionOf(status, c.p.startedAt) };
+    return walkThenComplete(c, sandboxPaths.lazy(c.p.restoreId).work, check);
   },
 });
