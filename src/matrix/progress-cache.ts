@@ -5,11 +5,10 @@
 // or two, so that listing does not show a finished matrix as running until the next change (there is none).
 import type { Deps } from "../deps.ts";
 import { KV_KEYS } from "../kv-keys.ts";
+import { writeAfterKvWindow } from "../kv-write-retry.ts";
 import type { MatrixProgress, MatrixRecord } from "./matrix-records.ts";
 import { readMatrixStatus } from "./matrix-status.ts";
 import type { RunResult } from "./summary.ts";
-
-const FINAL_WRITE_DELAYS_MS = [1100, 2200];
 
 const writeCache = (kv: KVNamespace, p: MatrixProgress) =>
   kv.put(KV_KEYS.matrix(p.id), JSON.stringify(p), { metadata: { name: p.name, status: p.status, createdAt: p.createdAt } });
@@ -17,18 +16,12 @@ const writeCache = (kv: KVNamespace, p: MatrixProgress) =>
 export async function refreshProgressCache(d: Deps, matrixId: string, known?: { record: MatrixRecord; runs: RunResult[] }): Promise<MatrixProgress | null> {
   let progress: MatrixProgress | null = null;
   try {
-    progress = await readMatrixStatus(d, matrixId, known);
-    if (!progress) return null;
-    const delays = progress.status === "complete" ? FINAL_WRITE_DELAYS_MS : [];
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await writeCache(d.kv, progress);
-        return progress;
-      } catch (e) {
-        if (attempt >= delays.length) throw e;
-        await new Promise((r) => setTimeout(r, delays[attempt]));
-      }
-    }
+    const p = await readMatrixStatus(d, matrixId, known);
+    progress = p;
+    if (!p) return null;
+    const write = () => writeCache(d.kv, p);
+    await (p.status === "complete" ? writeAfterKvWindow(write) : write());
+    return p;
   } catch (e) {
     console.warn(`progress cache of matrix ${matrixId} not written: ${e instanceof Error ? e.message : String(e)}`);
     return progress;
