@@ -50,6 +50,11 @@ Commands:
                                                 stack (no npm run dev needed; stop other load first). --files/--bytes
                                                 size the generated node-modules tree (default 34500 / 692000000).
                                                 Writes results/<date>-peers.{json,md,svg} with medians and ratios.
+  load [--out DIR]                              the stack under load, watched for leaks: 8 backups and 8 restores at
+                                                once, then a 100-run matrix of small cells; samples workerd's and the
+                                                agent's memory and descriptors and the mounts, and writes
+                                                results/<date>-load.{json,md}. Uses the running stack (npm run dev) or
+                                                starts a private one. Exit 1 when a criterion fails.
 
 Options:
   --url URL      the API (default: the local stack in .snapflow/stack.json, or $SNAPFLOW_URL)
@@ -87,7 +92,7 @@ const required: Record<string, [keyof typeof values, string][]> = {
   backup: [["sandbox", "--sandbox is required"]],
   restore: [["snapshot", "--snapshot is required"], ["sandbox", "--sandbox is required"]],
 };
-if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc"].includes(command)) usage(`unknown command '${command}'`);
+if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc", "load"].includes(command)) usage(`unknown command '${command}'`);
 for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
 if ((command === "status" || command === "delete" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
 if (command === "report" && values.from) {
@@ -111,6 +116,12 @@ if (command === "bench" && values.preset === "peers") {
     datasets: dataset === "all" ? PEERS_DEFAULTS.datasets : [dataset as "npm-workspace" | "node-modules"],
     name: values.name ?? PEERS_DEFAULTS.name, out: values.out ?? PEERS_DEFAULTS.out,
   }));
+}
+
+if (command === "load") {
+  // It finds the running stack itself (it needs its process ids), or starts its own.
+  const { runLoad } = await import("./lib/load/run-load.ts");
+  process.exit(await runLoad({ out: values.out }));
 }
 
 const local = await findRunningStack();
