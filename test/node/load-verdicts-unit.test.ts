@@ -5,7 +5,7 @@ import { halves, judge, RSS_SLACK } from "../../scripts/lib/load/load-verdicts.t
 import { fdCount, mountsUnder, type ResourceSample } from "../../scripts/lib/load/resources.ts";
 
 const MiB = 2 ** 20;
-const sample = (over: Partial<ResourceSample> = {}): ResourceSample => ({ t: 0, phase: "matrix", workerdRss: 300 * MiB, agentRss: 80 * MiB, workerdFds: 40, agentFds: 20, mounts: 0, ...over });
+const sample = (over: Partial<ResourceSample> = {}): ResourceSample => ({ t: 0, phase: "matrix", workerdRss: 300 * MiB, agentRss: 80 * MiB, workerdFds: 40, workerdWorkflowDbFds: 0, workflowInstancesOpen: 0, agentFds: 20, mounts: 0, ...over });
 const flat = Array.from({ length: 40 }, (_, i) => sample({ t: i * 1000, workerdRss: (300 + (i % 3)) * MiB }));
 const leaking = Array.from({ length: 40 }, (_, i) => sample({ t: i * 1000, workerdRss: (300 + i * 10) * MiB }));
 const ok = { kind: "backup" as const, id: "bk-1", sandboxId: "s", strategy: "tar-zst-pipe", status: "complete", ms: 1000 };
@@ -25,6 +25,9 @@ describe("load verdicts", () => {
     expect(judge({ ...base, burst: [{ ...ok, status: "errored", error: "boom" }] })).toMatchObject({ ok: false, failures: [expect.stringContaining("boom")] });
     expect(judge({ ...base, after: sample({ agentFds: 60 }) })).toMatchObject({ ok: false, fdsBack: false });
     expect(judge({ ...base, after: sample({ mounts: 1 }) })).toMatchObject({ ok: false, mountsBack: false });
+    // The Workflows engine's instance databases (three files each) are not ours; anything beside them is.
+    expect(judge({ ...base, after: sample({ workerdFds: 340, workerdWorkflowDbFds: 300, workflowInstancesOpen: 100 }) }).fdsBack).toBe(true);
+    expect(judge({ ...base, after: sample({ workerdFds: 340, workerdWorkflowDbFds: 300, workflowInstancesOpen: 90 }) }).fdsBack).toBe(false);
     expect(judge({ ...base, matrixSamples: leaking }).ok).toBe(false);
     expect(judge({ ...base, matrix: { ...matrix, progress: { ...matrix.progress, deadLettered: [{ reason: "x" }] } } }).failures).toEqual(["dead-lettered: x"]);
   });

@@ -3,7 +3,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LoadShape, MatrixOutcome, RunOutcome } from "./load-work.ts";
-import { FD_SLACK, median, RSS_RATIO, RSS_SLACK, type Verdicts } from "./load-verdicts.ts";
+import { FD_SLACK, median, RSS_RATIO, RSS_SLACK, workerdOwnFds, type Verdicts } from "./load-verdicts.ts";
 import type { ResourceSample } from "./resources.ts";
 
 export interface LoadResults {
@@ -22,17 +22,23 @@ export interface LoadResults {
 const MiB = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-function during(samples: ResourceSample[], key: keyof Omit<ResourceSample, "t" | "phase">): { median: number; peak: number } {
-  const xs = samples.map((x) => x[key]);
+type Reading = (s: ResourceSample) => number;
+
+function during(samples: ResourceSample[], read: Reading): { median: number; peak: number } {
+  const xs = samples.map(read);
   return { median: median(xs), peak: Math.max(0, ...xs) };
 }
 
 export function loadMarkdown(r: LoadResults): string {
   const load = r.samples.filter((x) => x.phase === "backups+restores" || x.phase === "matrix");
-  const row = (label: string, key: keyof Omit<ResourceSample, "t" | "phase">, fmt: (n: number) => string) => {
-    const d = during(load, key);
-    return `| ${label} | ${fmt(r.readings.before[key])} | ${fmt(d.median)} | ${fmt(d.peak)} | ${fmt(r.readings.after[key])} |`;
+  const row = (label: string, read: Reading, fmt: (n: number) => string) => {
+    const d = during(load, read);
+    return `| ${label} | ${fmt(read(r.readings.before))} | ${fmt(d.median)} | ${fmt(d.peak)} | ${fmt(read(r.readings.after))} |`;
   };
+  const m = r.samples.filter((x) => x.phase === "matrix");
+  const [m0, m1] = [m[0], m[m.length - 1]];
+  const perInstance = m0 && m1 && m1.workflowInstancesOpen > m0.workflowInstancesOpen
+    ? (m1.workerdRss - m0.workerdRss) / (m1.workflowInstancesOpen - m0.workflowInstancesOpen) : undefined;
   const count = (n: number) => String(Math.round(n));
   const v = r.verdicts;
   const byKind = (kind: string) => r.burst.filter((o) => o.kind === kind);
@@ -49,11 +55,20 @@ export function loadMarkdown(r: LoadResults): string {
     "",
     "| | before | during (median) | during (peak) | after |",
     "| --- | --: | --: | --: | --: |",
-    row("workerd RSS", "workerdRss", MiB),
-    row("agent RSS", "agentRss", MiB),
-    row("workerd open fds", "workerdFds", count),
-    row("agent open fds", "agentFds", count),
-    row("mounts under the project", "mounts", count),
+    row("workerd RSS", (x) => x.workerdRss, MiB),
+    row("agent RSS", (x) => x.agentRss, MiB),
+    row("workerd open fds, all", (x) => x.workerdFds, count),
+    row("… of them Workflow instance databases (3 each)", (x) => x.workerdWorkflowDbFds, count),
+    row("… the rest (judged)", workerdOwnFds, count),
+    row("Workflow instances workerd holds open", (x) => x.workflowInstancesOpen, count),
+    row("agent open fds", (x) => x.agentFds, count),
+    row("mounts under the project", (x) => x.mounts, count),
+    "",
+    "The local Workflows engine makes each Workflow instance a Durable Object with its own SQLite database and keeps it open " +
+      "for the life of workerd (it does not evict them), so its descriptors grow by three per run; they are shown apart and the rest is judged." +
+      (perInstance === undefined ? "" : ` Over the matrix, workerd's RSS grew ${MiB(m1!.workerdRss - m0!.workerdRss)} while it came to hold ` +
+        `${m1!.workflowInstancesOpen - m0!.workflowInstancesOpen} more instances: ${(perInstance / 2 ** 20).toFixed(2)} MiB per instance. ` +
+        "This run does not separate the engine's share from ours; a control (the same number of empty Workflow instances) would."),
     "",
     `RSS over the matrix (${r.samples.filter((x) => x.phase === "matrix").length} samples, 1 s apart), median of the first half → second half: ` +
       `workerd ${MiB(v.rss.workerd.firstMedian)} → ${MiB(v.rss.workerd.secondMedian)}, agent ${MiB(v.rss.agent.firstMedian)} → ${MiB(v.rss.agent.secondMedian)}.`,

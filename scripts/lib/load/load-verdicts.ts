@@ -4,7 +4,9 @@
 //   is at most 10 % + 16 MiB above the first half's, for workerd and for the agent (a leak grows with every run);
 // - descriptors and mounts back: once the load's sandboxes are ended (and up to a minute to settle), mounts under
 //   the project equal their count before the load, and open descriptors are at most a few above it (workerd may
-//   keep pooled keep-alive connections: 16; the agent: 4).
+//   keep pooled keep-alive connections: 16; the agent: 4). workerd's are judged without the local Workflows
+//   engine's per-instance SQLite files (resources.ts), which it never closes; those are reported, and must be
+//   three per Workflow instance it holds open, nothing else.
 import type { RunOutcome, MatrixOutcome } from "./load-work.ts";
 import type { ResourceSample } from "./resources.ts";
 
@@ -40,8 +42,12 @@ export interface Verdicts {
   ok: boolean;
 }
 
+/** workerd's descriptors other than the Workflows engine's instance databases. */
+export const workerdOwnFds = (s: ResourceSample) => s.workerdFds - s.workerdWorkflowDbFds;
+
 export function fdsBack(before: ResourceSample, after: ResourceSample): boolean {
-  return after.workerdFds <= before.workerdFds + FD_SLACK.workerd && after.agentFds <= before.agentFds + FD_SLACK.agent;
+  return workerdOwnFds(after) <= workerdOwnFds(before) + FD_SLACK.workerd && after.agentFds <= before.agentFds + FD_SLACK.agent &&
+    after.workerdWorkflowDbFds === 3 * after.workflowInstancesOpen;
 }
 
 export function judge(o: { firsts: RunOutcome[]; burst: RunOutcome[]; matrix: MatrixOutcome | null; matrixSamples: ResourceSample[]; before: ResourceSample; after: ResourceSample; cleanupErrors: string[] }): Verdicts {
