@@ -57,6 +57,11 @@ Commands:
                                                 restored writable, changed 10 MB and backed up (bytes uploaded, time);
                                                 the chunk store against N + 1 full archives. --bytes: added-data's
                                                 added bytes (default 5 GB). Writes results/<date>-forks.{json,md}.
+  load [--out DIR]                              the stack under load, watched for leaks: 8 backups and 8 restores at
+                                                once, then a 100-run matrix of small cells; samples workerd's and the
+                                                agent's memory and descriptors and the mounts, and writes
+                                                results/<date>-load.{json,md}. Uses the running stack (npm run dev) or
+                                                starts a private one. Exit 1 when a criterion fails.
 
 Options:
   --url URL      the API (default: the local stack in .snapflow/stack.json, or $SNAPFLOW_URL)
@@ -94,7 +99,7 @@ const required: Record<string, [keyof typeof values, string][]> = {
   backup: [["sandbox", "--sandbox is required"]],
   restore: [["snapshot", "--snapshot is required"], ["sandbox", "--sandbox is required"]],
 };
-if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc"].includes(command)) usage(`unknown command '${command}'`);
+if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc", "load"].includes(command)) usage(`unknown command '${command}'`);
 for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
 if ((command === "status" || command === "delete" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
 if (command === "report" && values.from) {
@@ -134,6 +139,12 @@ if (command === "bench" && values.preset === "forks") {
     datasets: dataset === "all" ? FORKS_DEFAULTS.datasets : [dataset as "npm-workspace" | "added-data"],
     name: values.name ?? FORKS_DEFAULTS.name, out: values.out ?? FORKS_DEFAULTS.out,
   }));
+}
+
+if (command === "load") {
+  // It finds the running stack itself (it needs its process ids), or starts its own.
+  const { runLoad } = await import("./lib/load/run-load.ts");
+  process.exit(await runLoad({ out: values.out }));
 }
 
 const local = await findRunningStack();
