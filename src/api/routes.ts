@@ -31,6 +31,7 @@ import { startMatrix } from "../matrix/schedule.ts";
 import type { RestoreParams } from "../restore/restore-params.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
+import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
 import { checkBearer, json, parseBody } from "./http.ts";
@@ -59,6 +60,11 @@ function pickTimes(output: unknown): { totalMs?: number; wallMs?: number; overhe
   return { totalMs: o.totalMs, wallMs: o.wallMs, overheadMs: o.overheadMs };
 }
 
+async function interruptionsOf(kv: KVNamespace, id: string): Promise<{ interrupted?: string[] }> {
+  const notes = await readInterruptions(kv, id);
+  return notes.length ? { interrupted: notes.filter((n) => n.action !== "pausing" || n === notes.at(-1)).map(describeInterruption) } : {};
+}
+
 async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promise<Response> {
   const progress = await readProgress(kv, id);
   let instance: WorkflowInstance;
@@ -66,7 +72,7 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
     instance = await workflow.get(id);
   } catch {
     if (!progress) throw apiError("not_found", `no run with id ${id}`, "id");
-    return json(progress);
+    return json({ ...progress, ...(await interruptionsOf(kv, id)) });
   }
   const status = await instance.status();
   return json({
@@ -78,6 +84,8 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
     steps: progress?.steps ?? {},
     // Our own message (what failed and why) is more useful than the engine's "a step threw" summary.
     error: progress?.error ?? status.error?.message,
+    // A run the watchdog found interrupted (a stack restart, a stall) says so, and what was done about it.
+    ...(await interruptionsOf(kv, id)),
     // Σ of the phases' own work; wall clock from the first step to the last; the difference (scheduling, retries).
     ...pickTimes(status.output),
   });

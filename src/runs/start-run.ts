@@ -15,7 +15,7 @@ export async function runIsLive(env: Env, holder: TargetLease): Promise<boolean>
 }
 
 export async function startRunUnderLease<P>(env: Env, d: Deps, kind: LeaseKind, id: string, target: { sandboxId: string; path: string }, params: P): Promise<void> {
-  const got = await takeTargetLease(d.store, { ...target, runId: id, kind }, (holder) => runIsLive(env, holder));
+  const got = await takeTargetLease(d.store, { ...target, runId: id, kind, params }, (holder) => runIsLive(env, holder));
   if (!got.taken) {
     const h = got.holder;
     throw new SnapflowError("target_busy", `${target.path} in sandbox ${target.sandboxId} is in use by ${h.kind} ${h.runId} (since ${h.takenAt}); one backup or restore of a path at a time: wait for it to end (GET /api/${h.kind}s/${h.runId})`, { field: "path" });
