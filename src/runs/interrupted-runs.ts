@@ -54,6 +54,8 @@ export interface WatchdogOptions {
   /** the engine (re)started at this time: a live run whose lease is older was in flight when it stopped */
   restartedAt?: number;
   stallMs?: number;
+  /** only this sandbox's runs (tests share one store between files) */
+  sandboxId?: string;
 }
 
 export interface WatchdogReport {
@@ -92,7 +94,7 @@ export async function runWatchdog(env: Env, trigger: string, scheduledTime: numb
 export async function watchRuns(env: Env, d: Deps, options: WatchdogOptions = {}): Promise<WatchdogReport> {
   const now = options.now ?? Date.now();
   const report: WatchdogReport = { checked: 0, left: [], resumed: [], failed: [], released: [], errors: [] };
-  for await (const o of listAll(d.store, TARGETS_PREFIX)) {
+  for await (const o of listAll(d.store, options.sandboxId ? `${TARGETS_PREFIX}${options.sandboxId}/` : TARGETS_PREFIX)) {
     try {
       const got = await d.store.get(o.key);
       if (!got) continue;
@@ -182,8 +184,12 @@ async function pauseThenResume(instance: WorkflowInstance, beforePause: () => Pr
   await instance.resume();
 }
 
+/** terminate(), then a moment for the engine to say so: the cleanup that follows must not race the run's own step. */
 async function terminateQuietly(instance: WorkflowInstance): Promise<void> {
   await instance.terminate().catch((e) => console.warn(`watchdog: terminate ${instance.id}: ${errorMessage(e)}`));
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+    if (["terminated", "errored", "complete"].includes((await instance.status()).status)) return;
+  }
 }
 
 const nextStep = (kind: "backup" | "restore", progress: RunProgress | null) =>
