@@ -72,6 +72,8 @@ export interface StackOptions {
    * wrangler dev is not restarted: its exit ends `died` either way.
    */
   supervise?: boolean | { maxRestarts?: number; windowMs?: number };
+  /** fire the watchdog and the lifecycle sweep once when up (default true; experiments turn it off to watch the engine alone) */
+  startupTriggers?: boolean;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -145,7 +147,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     // are found by the watchdog (src/runs/interrupted-runs.ts) and resumed, restarted or failed with their cleanup
     // done; then the lifecycle cron (src/snapshots/lifecycle-cron.ts) sweeps what no live run owns in the store.
     // The agent sweeps its sandboxes itself when it starts (container/sweep.ts).
-    await fireStartupTriggers(apiUrl, upAt, log);
+    if (options.startupTriggers !== false) await fireStartupTriggers(apiUrl, upAt, log);
 
     const info: StackInfo = { apiUrl, apiToken, agentUrl: firstAgent.url, s3Endpoint: firstStore.endpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: firstAgent.process.child.pid! };
     if (publish) writeFileSync(STACK_FILE, JSON.stringify(info, null, 1), { mode: 0o600 });

@@ -51,7 +51,7 @@ export function supervise<T extends Part>(name: string, first: T, start: () => P
       while (exits.length && exits[0]! < now - windowMs) exits.shift();
       const why = `${name} exited (${code === null ? "killed by a signal" : `code ${code}`})`;
       if (options.restart === false) return giveUp(`${why} unexpectedly`);
-      if (exits.length > maxRestarts) return giveUp(`${why}: ${exits.length} exits within ${windowMs / 1000} s, giving up${part.tail ? `\n${part.tail().trimEnd().split("\n").slice(-10).join("\n")}` : ""}`);
+      if (exits.length > maxRestarts) return giveUp(`${why}: ${exits.length} exits within ${windowMs / 1000} s; not restarting it again${part.tail ? `. Its last output:\n${part.tail().trimEnd().split("\n").slice(-10).join("\n")}\n` : ""}`);
       options.log(`stack: ${why}; restarting it (${exits.length} of at most ${maxRestarts} in ${windowMs / 1000} s)`);
       for (;;) {
         try {
