@@ -15,7 +15,8 @@
 // Cloudflare's Workflows resume instances themselves after their own infrastructure restarts, so in production
 // this is a safety net on the cron; its behaviour there has not been observed here.
 //
-// Benchmark cells (the matrix's BenchmarkCellWorkflow) hold no lease and are not watched here.
+// Benchmark cells (the matrix's BenchmarkCellWorkflow) hold no lease: after a stack restart the cells of running
+// matrices are resumed by interrupted-cells.ts.
 import { z } from "zod";
 import { cleanupBackup } from "../backup/backup-phases.ts";
 import type { BackupParams } from "../backup/backup-params.ts";
@@ -31,13 +32,13 @@ import { releaseTargetLease, TARGET_LEASE_GRACE_MS, TARGETS_PREFIX, type TargetL
 import { listAll } from "../store/list-all.ts";
 import { findBackup, findRestore } from "../strategies/registry.ts";
 import { noteInterruption, readInterruptions, type Interruption } from "./interruptions.ts";
+import { resumeInterruptedCells } from "./interrupted-cells.ts";
+import { pauseThenResume, StillPausing, terminateQuietly } from "./workflow-controls.ts";
 
 /** Longer than any step may take with all its retries (the transfer: 4 attempts of 60 min, plus delays). */
 export const RUN_STALL_MS = 5 * 3600_000;
 /** A run interrupted this many times is failed rather than resumed again. */
 export const MAX_INTERRUPTIONS = 3;
-/** How long to wait for a paused instance to say "paused" before resuming it (the rest is left to the next pass). */
-const PAUSE_WAIT_MS = 10_000;
 
 const Lease = z.object({
   sandboxId: z.string(),
@@ -86,8 +87,11 @@ async function instanceOf(env: Env, lease: TargetLease): Promise<WorkflowInstanc
  */
 export async function runWatchdog(env: Env, trigger: string, scheduledTime: number): Promise<WatchdogReport> {
   const restartedAt = trigger === STACK_START_TRIGGER ? scheduledTime : undefined;
-  const report = await watchRuns(env, depsFrom(env), { now: Date.now(), restartedAt });
+  const d = depsFrom(env);
+  const report = await watchRuns(env, d, { now: Date.now(), restartedAt });
   console.log(`watchdog (${trigger}): ${JSON.stringify(report)}`);
+  const cells = await resumeInterruptedCells(env, d, restartedAt);
+  if (cells.resumed.length || cells.errors.length) console.log(`watchdog (${trigger}), matrix cells: ${JSON.stringify(cells)}`);
   return report;
 }
 
@@ -163,33 +167,6 @@ async function checkRun(env: Env, d: Deps, lease: TargetLease, now: number, opti
   await noteInterruption(d.kv, lease.runId, { at, cause, action: "resumed", detail: `at ${from}, its first step not completed` });
   report.resumed.push({ runId: lease.runId, kind: lease.kind, from });
   console.log(`watchdog: ${lease.kind} ${lease.runId} interrupted (${cause}); resumed at ${from}`);
-}
-
-class StillPausing extends Error {}
-
-/** pause(), wait until it is paused, resume(). Resuming an interrupted instance re-runs its step in flight. */
-async function pauseThenResume(instance: WorkflowInstance, beforePause: () => Promise<void>, alreadyPaused: boolean): Promise<void> {
-  if (!alreadyPaused) {
-    await beforePause();
-    await instance.pause();
-    const deadline = Date.now() + PAUSE_WAIT_MS;
-    for (;;) {
-      const s = (await instance.status()).status;
-      if (s === "paused") break;
-      // A step that is really running finishes first (waitingForPause): the next pass resumes it.
-      if (Date.now() > deadline) throw new StillPausing();
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  await instance.resume();
-}
-
-/** terminate(), then a moment for the engine to say so: the cleanup that follows must not race the run's own step. */
-async function terminateQuietly(instance: WorkflowInstance): Promise<void> {
-  await instance.terminate().catch((e) => console.warn(`watchdog: terminate ${instance.id}: ${errorMessage(e)}`));
-  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
-    if (["terminated", "errored", "complete"].includes((await instance.status()).status)) return;
-  }
 }
 
 const nextStep = (kind: "backup" | "restore", progress: RunProgress | null) =>

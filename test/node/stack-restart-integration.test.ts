@@ -34,6 +34,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
+  // What the watchdog found and did, from the Worker's log (for the fault table and for a failure's reader).
+  const wlog = join(dir ?? "", "logs", "wrangler.log");
+  if (dir && existsSync(wlog)) for (const l of readFileSync(wlog, "utf8").split("\n").filter((x) => x.includes("watchdog") || x.includes("earlier transfer attempt"))) log(`worker: ${l.slice(0, 600)}`);
   if (dir) rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
@@ -116,6 +119,8 @@ it("a backup and a restore cut off by SIGKILLing the whole stack mid-transfer ar
   await api().generateDataset("dst", { path: "/workspace/app", kind: "tricky", seed: 7 });
   const before = await treeOf(join(sandboxRoot("dst"), "workspace/app"));
 
+  // A benchmark matrix in flight too: its cell Workflow holds no lease, and must not be left stuck either.
+  const matrix = await api().call<{ id: string }>("POST", "/api/matrices", { name: "restart", datasets: [{ name: "mid", kind: "node-modules", seed: 5, files: 300, bytes: 40_000_000 }], backups: ["tar-zst-pipe"], restores: ["presigned-tar-zst-pipe"], runs: 1, dropCaches: false });
   const r = await api().startRestore({ snapshotId: b0.id, sandboxId: "dst", path: "/workspace/app", replace: true, strategy: "presigned-tar-zst-pipe" });
   const b1 = await api().startBackup({ sandboxId: "src", path: "/workspace/app", strategy: "tar-zst-pipe" });
   // Both in their transfer step: the backup past archive (its transfer streams), the restore past its probe.
@@ -174,6 +179,15 @@ it("a backup and a restore cut off by SIGKILLing the whole stack mid-transfer ar
   else expect(target).toEqual(before);
   // The snapshot restored from keeps its objects.
   expect((await s3().list(`snapshots/${b0.id}/`)).length).toBeGreaterThanOrEqual(3);
+
+  // The matrix's run ends (complete or failed is the cell's own result); the matrix completes.
+  let progress: { status: string; done: number; failed: number } | undefined;
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(1000)) {
+    progress = (await api().call<{ progress: typeof progress }>("GET", `/api/matrices/${matrix.id}`)).progress;
+    if (progress?.status === "complete") break;
+  }
+  log(`matrix after the restart: ${JSON.stringify(progress)}`);
+  expect(progress).toMatchObject({ status: "complete", done: 1 });
 
   const left = await leftovers(["src", "dst", "check"].filter((id) => existsSync(sandboxRoot(id))));
   faultRow({ fault: "whole stack SIGKILLed mid-transfer, started again", phase: "backup transfer (tar-zst-pipe, Worker multipart)", outcome: `${endB.status}${endB.status === "complete" ? ", restored equal" : `: ${endB.error}`}; resumed ${((seen[b1.id]!.at - upAt) / 1000).toFixed(1)} s after the stack was up`, retries: "1 (watchdog: pause + resume at transfer)", ms: Date.now() - killedAt, leftovers: left });
