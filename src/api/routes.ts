@@ -7,7 +7,7 @@
 //   GET    /api/sandboxes/:id/mounts         mounts made by restores (images, overlays)
 //   DELETE /api/sandboxes/:id/mounts?path=   unmount (overlays on top of it first)
 //   POST   /api/backups                      start a BackupWorkflow → {id}
-//   GET    /api/backups/:id                  its status and per-step timings
+//   GET    /api/backups/:id                  its status and per-step timings (and `interrupted`: what the watchdog did)
 //   POST   /api/restores                     start a RestoreWorkflow → {id}
 //   GET    /api/restores/:id
 //   POST   /api/matrices                     start a benchmark matrix → {id}

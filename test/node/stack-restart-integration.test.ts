@@ -212,3 +212,25 @@ it("the supervisor restarts a SIGKILLed agent, then object store, on their ports
   // Nothing gave up: the stack is still whole.
   expect(await Promise.race([stack!.died, sleep(100).then(() => "alive")])).toBe("alive");
 }, 240_000);
+
+it("the agent, then the object store, SIGKILLed mid-transfer under the supervisor: the backup's step is retried against the part restarted, and completes", async () => {
+  // The 300 MB source of the first test: a transfer of seconds.
+  for (const part of ["agent", "store"] as const) {
+    const before = stack!.parts.restarts()[part];
+    const b = await api().startBackup({ sandboxId: "src", path: "/workspace/app", strategy: "tar-zst-pipe" });
+    for (const deadline = Date.now() + 60_000; !(await api().backup(b.id)).steps.archive; await sleep(50)) {
+      if (Date.now() > deadline) throw new Error(`backup ${b.id} never reached its transfer`);
+    }
+    await sleep(700);
+    expect((await api().backup(b.id)).steps.transfer).toBeUndefined();
+    const t = Date.now();
+    await (part === "agent" ? stack!.parts.agent() : stack!.parts.store()).kill();
+    const end = await waitEnded("backup", b.id, 180_000);
+    expect(end.status, end.error).toBe("complete");
+    expect(stack!.parts.restarts()[part]).toBe(before + 1);
+    const check = await api().startRestore({ snapshotId: b.id, sandboxId: `check-${part}`, path: "/workspace/app" });
+    expect((await waitEnded("restore", check.id, 120_000)).status).toBe("complete");
+    expect((await treeOf(join(sandboxRoot(`check-${part}`), "workspace/app"))).size).toBeGreaterThan(1000);
+    faultRow({ fault: `${part === "agent" ? "agent" : "object store"} SIGKILLed mid-transfer under the dev supervisor`, phase: "backup transfer (tar-zst-pipe, Worker multipart)", outcome: "complete (the step retried against the restarted part), restored", retries: "the transfer step's retry", ms: Date.now() - t, leftovers: await leftovers(["src", `check-${part}`]) });
+  }
+}, 360_000);
