@@ -4,6 +4,12 @@
 //
 // The running stack is described in .snapflow/stack.json (URLs and generated tokens), so that `npm start`
 // and the CLI find it; the file is removed when the stack stops.
+//
+// Restarts: the secrets and the agent's and store's ports are kept in the stack's directory (stack-secrets.ts), so
+// a stack started again — after Ctrl-C, a crash, or SIGKILL — serves the runs it left in flight with the same
+// tokens and URLs; when it is up it fires the watchdog (src/runs/interrupted-runs.ts) with that moment, which
+// resumes them or fails them with their cleanup done. With `supervise` (npm run dev) a dead agent or store is
+// started again alone (supervisor.ts); `kill()` SIGKILLs every part at once, for tests of exactly that.
 import { LIFECYCLE_CRON, STACK_START_TRIGGER } from "../../src/snapshots/lifecycle-schedule.ts";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
