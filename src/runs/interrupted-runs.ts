@@ -133,10 +133,18 @@ async function checkRun(env: Env, d: Deps, lease: TargetLease, now: number, opti
     if (now - Date.parse(lease.takenAt) < TARGET_LEASE_GRACE_MS) return void report.left.push({ runId: lease.runId, status: "starting" });
     return failRun(d, lease, progress, report, { at, cause: "its Workflow cannot be found", action: "failed" }, "its Workflow is gone (never created, or deleted): nothing can continue it");
   }
+  if (status === "errored" && progress?.status === "errored") {
+    // Its failure path ran (the errored progress is written after its cleanup); only the lease release was lost.
+    await releaseTargetLease(d.store, lease.sandboxId, lease.path, lease.runId);
+    report.released.push({ runId: lease.runId, why: "its Workflow failed and cleaned up" });
+    return;
+  }
   if (status === "errored" || status === "terminated") {
     // Ended without releasing its lease: its own cleanup may not have run (a terminated run never runs it).
     return failRun(d, lease, progress, report, { at, cause: `its Workflow is ${status}`, action: "failed" }, progress?.error ?? `its Workflow was ${status} before its cleanup finished`);
   }
+  // Pausing (ours, finishing its step first) or rolling back: the engine is busy with it; the next pass looks again.
+  if (status === "waitingForPause" || status === "rollingBack") return void report.left.push({ runId: lease.runId, status });
   const pausing = notes.at(-1)?.action === "pausing";
   if (status === "paused" && !pausing) return void report.left.push({ runId: lease.runId, status }); // someone paused it
   const lastActivity = Math.max(Date.parse(lease.takenAt), ...Object.values(progress?.steps ?? {}).map((s) => Number((s as { endedAt?: number }).endedAt ?? 0)), ...notes.map((n) => Date.parse(n.at)));
