@@ -2,6 +2,11 @@
 // dev, scripts/experiments/): an instance cut off mid-step stays "running" for ever; pause() then resume() starts
 // it again at the step it was in, the steps before it keeping their results; restart() replays every step from the
 // first; terminate() ends it at once, without the run's failure path (so without its cleanup).
+// But pause() on a LIVE instance (its step really executing) is not harmless locally: under wrangler dev the run
+// went waitingForPause, paused, and after resume() ended errored ("archive … is not in the store after transfer");
+// in the vitest workers pool the step was aborted ("Aborting engine: User called pause") and the instance stayed
+// "queued" for good (scripts/experiments/pause-live-run.ts). So the watchdog pauses only what cannot be executing:
+// an instance the stack's restart cut off, or one with no step ended for longer than every step's timeouts allow.
 import { errorMessage } from "../errors.ts";
 
 /** How long to wait for a paused instance to say "paused" before resuming it (the rest is left to the next pass). */
