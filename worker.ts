@@ -6,6 +6,8 @@ import { errorResponse } from "./src/api/http.ts";
 import { handleApi } from "./src/api/routes.ts";
 import { startNightly } from "./src/matrix/nightly.ts";
 import { LIFECYCLE_CRON, runLifecycle } from "./src/snapshots/lifecycle-cron.ts";
+import { STACK_START_TRIGGER, WATCHDOG_CRON } from "./src/snapshots/lifecycle-schedule.ts";
+import { runWatchdog } from "./src/runs/interrupted-runs.ts";
 import { consumeDeadLetters } from "./queues/dead-letter-queue-consumer.ts";
 import { consumeMatrixBatch } from "./queues/matrix-queue-consumer.ts";
 import { consumeResultsBatch } from "./queues/results-queue-consumer.ts";
@@ -31,6 +33,10 @@ export default {
   },
 
   async scheduled(controller, env) {
+    if (controller.cron === WATCHDOG_CRON || controller.cron === STACK_START_TRIGGER) {
+      await runWatchdog(env, controller.cron, controller.scheduledTime);
+      return;
+    }
     if (controller.cron === LIFECYCLE_CRON) {
       await runLifecycle(env, new Date(controller.scheduledTime));
       return;

@@ -1,4 +1,10 @@
-// npm run dev: start the whole local stack, keep it running, stop it cleanly on Ctrl-C or SIGTERM.
+// npm run dev: start the whole local stack, keep it running, stop it cleanly on Ctrl-C or SIGTERM. The agent and
+// the object store are supervised: one that dies is started again on its port (at most 5 times a minute; then
+// everything stops, saying which part and why). wrangler dev dying stops everything: its Workflows, Queues and KV
+// are the stack's memory, and restarting it is what `npm run dev` again does. Local cron triggers do not fire by
+// themselves, so the watchdog for interrupted runs is fired here every five minutes (as the deployed cron does);
+// the stack fires it once itself when it comes up.
+import { WATCHDOG_CRON } from "../src/snapshots/lifecycle-schedule.ts";
 import { findRunningStack, startStack } from "./lib/stack.ts";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
@@ -8,7 +14,9 @@ Starts the embedded local stack and keeps it running until Ctrl-C:
   - a local S3 server (SeaweedFS) standing in for R2's S3 endpoint
   - the snapflow agent as a host process (one root directory per sandbox id, under .snapflow/stack/sandboxes)
   - wrangler dev (the Worker, Workflows, Queues, KV), configured through .snapflow/dev.vars
-The API token and URLs are written to .snapflow/stack.json; logs go to .snapflow/logs/.`);
+The API token and URLs are written to .snapflow/stack.json; logs go to .snapflow/logs/.
+A dead agent or object store is restarted (at most 5 times a minute); runs a stopped stack left in flight are
+resumed, or failed with their cleanup done, when it starts again (the same secrets: .snapflow/stack/stack-secrets.json).`);
   process.exit(0);
 }
 const portArg = process.argv.indexOf("--port");
@@ -19,7 +27,7 @@ if (running) {
   console.error(`A stack is already running at ${running.apiUrl} (pid ${running.pid}); stop it first.`);
   process.exit(1);
 }
-const stack = await startStack({ port }).catch((e: Error) => {
+const stack = await startStack({ port, supervise: { maxRestarts: 5, windowMs: 60_000 } }).catch((e: Error) => {
   console.error(`snapflow dev: could not start the stack: ${e.message}`);
   process.exit(1);
 });
@@ -38,6 +46,12 @@ const stop = async (why: string, code: number) => {
   await stack.stop();
   process.exit(code);
 };
+const watchdog = setInterval(() => {
+  void fetch(`${stack.apiUrl}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(WATCHDOG_CRON)}`)
+    .then((r) => r.body?.cancel())
+    .catch((e: Error) => console.error(`snapflow dev: the watchdog did not run (${e.message})`));
+}, 5 * 60_000);
+watchdog.unref();
 process.on("SIGINT", () => void stop("interrupted", 0));
 process.on("SIGTERM", () => void stop("terminated", 0));
-void stack.died.then((what) => stop(`${what} exited unexpectedly (see .snapflow/logs/)`, 1));
+void stack.died.then((why) => stop(`${why}\n(logs in .snapflow/logs/)`, 1));

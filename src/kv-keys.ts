@@ -4,6 +4,7 @@
 //
 //   snapshot:<id>      → SnapshotSummary, once the snapshot is verified and recorded ("good")
 //   run:<id>           → RunProgress of a backup or restore, updated per step
+//   interrupted:<id>   → RunInterruptions: what the watchdog found and did when a run was interrupted (runs/interruptions.ts)
 //   matrix:<id>        → MatrixProgress: a cache of the store's (matrix/progress-cache.ts), read only for listing
 //   nightly:latest     → the id of the latest cron-started matrix
 //   retention:latest   → what the last retention run kept (and why) and removed
@@ -16,6 +17,7 @@ export const KV_KEYS = {
   snapshot: (id: string) => `snapshot:${id}`,
   snapshotPrefix: "snapshot:",
   run: (id: string) => `run:${id}`,
+  interrupted: (id: string) => `interrupted:${id}`,
   matrix: (id: string) => `matrix:${id}`,
   matrixPrefix: "matrix:",
   nightlyLatest: "nightly:latest",

@@ -18,6 +18,8 @@ export interface RunStatus {
   steps: Record<string, { ms: number; bytes: number; [k: string]: unknown }>;
   error?: string;
   totalMs?: number;
+  /** what the watchdog found and did when the run was interrupted (a stack restart, a stall) */
+  interrupted?: string[];
 }
 
 export function apiClient(baseUrl: string, token: string) {

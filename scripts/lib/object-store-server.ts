@@ -36,6 +36,8 @@ export interface ObjectStoreServer {
   /** Resolves with weed's exit code (or null if killed by a signal) once it exits, for whatever reason. */
   exited: Promise<number | null>;
   stop(): Promise<void>;
+  /** SIGKILL to weed's process group, no grace: what a crash does (tests) */
+  kill(): Promise<void>;
 }
 
 export interface StartOptions {
@@ -181,8 +183,14 @@ async function startOnce(weed: string, opts: StartOptions): Promise<ObjectStoreS
       log(`object store: stopped (pid ${pid})`);
     })());
 
+  const kill = async () => {
+    process.off("exit", killOnExit);
+    signalGroup(pid, "SIGKILL");
+    await exited;
+  };
+
   const endpoint = `http://127.0.0.1:${s3Port}`;
-  const server: ObjectStoreServer = { endpoint, bucket: opts.bucket, region: "auto", accessKeyId, secretAccessKey, pid, exited, stop };
+  const server: ObjectStoreServer = { endpoint, bucket: opts.bucket, region: "auto", accessKeyId, secretAccessKey, pid, exited, stop, kill };
   try {
     await waitUntilReady(server, () => !alive);
   } catch (err) {

@@ -10,6 +10,8 @@ export interface Managed {
   /** the tail of its output, for error messages */
   tail(): string;
   stop(): Promise<void>;
+  /** SIGKILL to the whole group at once, no grace: what a crash or a power cut does (tests) */
+  kill(): Promise<void>;
 }
 
 export function startManaged(name: string, argv: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; logFile: string; onLine?: (line: string) => void }): Managed {
@@ -53,6 +55,11 @@ export function startManaged(name: string, argv: string[], options: { env?: Node
         signal("SIGKILL"); // anything left in the group (workerd under wrangler)
         log.end();
       })()),
+    kill: async () => {
+      signal("SIGKILL");
+      await exited;
+      log.end();
+    },
   };
 }
 

@@ -4,8 +4,13 @@
 //
 // The running stack is described in .snapflow/stack.json (URLs and generated tokens), so that `npm start`
 // and the CLI find it; the file is removed when the stack stops.
-import { LIFECYCLE_CRON } from "../../src/snapshots/lifecycle-schedule.ts";
-import { randomBytes } from "node:crypto";
+//
+// Restarts: the secrets and the agent's and store's ports are kept in the stack's directory (stack-secrets.ts), so
+// a stack started again — after Ctrl-C, a crash, or SIGKILL — serves the runs it left in flight with the same
+// tokens and URLs; when it is up it fires the watchdog (src/runs/interrupted-runs.ts) with that moment, which
+// resumes them or fails them with their cleanup done. With `supervise` (npm run dev) a dead agent or store is
+// started again alone (supervisor.ts); `kill()` SIGKILLs every part at once, for tests of exactly that.
+import { LIFECYCLE_CRON, STACK_START_TRIGGER } from "../../src/snapshots/lifecycle-schedule.ts";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
@@ -13,6 +18,8 @@ import { agentTokenFor } from "../../container/agent-token.ts";
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
 import { startObjectStore, type ObjectStoreServer } from "./object-store-server.ts";
 import { startManaged, waitReady, type Managed } from "./processes.ts";
+import { loadSecrets, saveSecrets } from "./stack-secrets.ts";
+import { supervise } from "./supervisor.ts";
 
 export const PROJECT = resolve(import.meta.dirname, "../..");
 export const STATE = join(PROJECT, ".snapflow");
@@ -32,9 +39,21 @@ export interface StackInfo {
 
 export interface Stack extends StackInfo {
   stop(): Promise<void>;
-  /** resolves when any part of the stack exits on its own */
+  /** SIGKILL every part at once (wrangler with workerd, the agent, the store): a crash, for tests */
+  kill(): Promise<void>;
+  /** resolves when a part of the stack is down for good: wrangler dev exited, or a supervised part gave up */
   died: Promise<string>;
+  /** the parts as they are now (the agent and the store change when the supervisor restarts them) */
+  parts: { agent(): Managed; store(): ObjectStoreServer; wrangler: Managed; restarts(): { agent: number; store: number } };
+  /** when wrangler dev answered, after the start-up sweep and watchdog were fired (ms since the epoch) */
+  upAt: number;
 }
+
+/** Where a stack keeps its state (the secrets file, the store's data, the sandboxes). */
+export const stackDir = (options: Pick<StackOptions, "privateDir">) => options.privateDir ?? join(STATE, "stack");
+
+/** The secrets a stack in `dir` uses (tests read the API token of a stack they killed). */
+export { loadSecrets as stackSecrets } from "./stack-secrets.ts";
 
 /** The stack described by .snapflow/stack.json, if it is up and answering. */
 export async function findRunningStack(): Promise<StackInfo | null> {
@@ -53,45 +72,67 @@ export interface StackOptions {
   log?: (line: string) => void;
   /** a private stack (tests): its own state directory, and no .snapflow/stack.json for others to find */
   privateDir?: string;
+  /**
+   * restart the agent or the object store when it exits on its own (same port, data and secrets), at most
+   * `maxRestarts` times in `windowMs` (default 5 in 60 s); `npm run dev` does. Off: the first exit ends `died`.
+   * wrangler dev is not restarted: its exit ends `died` either way.
+   */
+  supervise?: boolean | { maxRestarts?: number; windowMs?: number };
+  /** fire the watchdog and the lifecycle sweep once when up (default true; experiments turn it off to watch the engine alone) */
+  startupTriggers?: boolean;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const log = options.log ?? ((l: string) => console.error(l));
   const port = options.port ?? 8787;
-  const dir = options.privateDir ?? join(STATE, "stack");
+  const dir = stackDir(options);
   const publish = options.privateDir === undefined;
   const logs = publish ? join(STATE, "logs") : join(dir, "logs");
   mkdirSync(logs, { recursive: true });
-  // 32 random bytes each: config.ts refuses secrets under 32 characters.
-  const apiToken = randomBytes(32).toString("base64url");
-  const agentSecret = randomBytes(32).toString("base64url");
-  const started: { stop(): Promise<void> }[] = [];
+  // The same secrets and ports as the stack's last start (stack-secrets.ts): runs it left in flight resume
+  // against the same agent and store, with tokens and signed URLs that still hold.
+  const secrets = loadSecrets(dir, log);
+  const { apiToken, agentSecret } = secrets;
+  const started: { stop(): Promise<void>; kill(): Promise<void> }[] = [];
   const stopAll = async () => {
-    for (const s of started.reverse()) await s.stop().catch(() => {});
+    for (const s of [...started].reverse()) await s.stop().catch(() => {});
     if (publish) rmSync(STACK_FILE, { force: true });
   };
+  const killAll = async () => {
+    await Promise.all(started.map((s) => s.kill().catch(() => {})));
+    if (publish) rmSync(STACK_FILE, { force: true });
+  };
+  const sup = options.supervise === undefined || options.supervise === false ? { restart: false } : { restart: true, ...(options.supervise === true ? {} : options.supervise) };
 
   try {
     const t0 = performance.now();
-    const store: ObjectStoreServer = await startObjectStore({ dir: join(dir, "s3"), bucket: BUCKET, log });
+    const startStore = (s3Port: number) => startObjectStore({ dir: join(dir, "s3"), bucket: BUCKET, log, accessKeyId: secrets.s3AccessKeyId, secretAccessKey: secrets.s3SecretAccessKey, ...(s3Port ? { port: s3Port } : {}) });
+    // The last start's port when it is still free; another one if something took it (the Worker is told anew).
+    const firstStore = await startStore(secrets.s3Port && (await portIsFree(secrets.s3Port)) ? secrets.s3Port : 0);
+    secrets.s3Port = Number(new URL(firstStore.endpoint).port);
+    const store = supervise("object store", firstStore, () => startStore(secrets.s3Port), { log, ...sup });
     started.push(store);
-    log(`stack: object store ready at ${store.endpoint} (${Math.round(performance.now() - t0)} ms)`);
+    log(`stack: object store ready at ${firstStore.endpoint} (${Math.round(performance.now() - t0)} ms)`);
 
-    const agent = await startAgent({ secret: agentSecret, storeEndpoint: store.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log") });
-    started.push(agent.process);
-    log(`stack: agent ready at ${agent.url}`);
+    const startAgentAt = (agentPort: number) => startAgent({ secret: agentSecret, storeEndpoint: firstStore.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log"), port: agentPort });
+    const firstAgent = await startAgentAt(secrets.agentPort && (await portIsFree(secrets.agentPort)) ? secrets.agentPort : 0);
+    secrets.agentPort = Number(new URL(firstAgent.url).port);
+    const agent = supervise("agent", firstAgent.process, async () => (await startAgentAt(secrets.agentPort)).process, { log, ...sup });
+    started.push(agent);
+    log(`stack: agent ready at ${firstAgent.url}`);
+    saveSecrets(dir, secrets);
 
     const vars = {
       SANDBOX_TRANSPORT: "local",
       OBJECT_STORE: "s3",
-      AGENT_URL: agent.url,
+      AGENT_URL: firstAgent.url,
       AGENT_SECRET: agentSecret,
       API_TOKEN: apiToken,
-      S3_ENDPOINT: store.endpoint,
+      S3_ENDPOINT: firstStore.endpoint,
       S3_BUCKET: BUCKET,
       S3_REGION: "auto",
-      S3_ACCESS_KEY_ID: store.accessKeyId,
-      S3_SECRET_ACCESS_KEY: store.secretAccessKey,
+      S3_ACCESS_KEY_ID: firstStore.accessKeyId,
+      S3_SECRET_ACCESS_KEY: firstStore.secretAccessKey,
     };
     const envFile = join(publish ? STATE : dir, "dev.vars");
     writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n") + "\n", { mode: 0o600 });
@@ -106,24 +147,40 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     started.push(wrangler);
     const apiUrl = `http://127.0.0.1:${port}`;
     await waitReady(wrangler, async () => (await fetch(`${apiUrl}/healthz`)).ok, 60_000);
+    const upAt = Date.now();
     log(`stack: wrangler dev ready at ${apiUrl} (${Math.round(performance.now() - t1)} ms)`);
-    // What a stack stopped mid-run left open in the store (multipart uploads) is swept now, not at the next hourly
-    // trigger: the lifecycle cron's handler, fired once (src/snapshots/lifecycle-cron.ts). The agent sweeps its
-    // sandboxes itself when it starts (container/sweep.ts).
-    const swept = await fetch(`${apiUrl}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(LIFECYCLE_CRON)}`).catch((e: Error) => e);
-    if (swept instanceof Error || !swept.ok) log(`stack: the start-up sweep did not run (${swept instanceof Error ? swept.message : `HTTP ${swept.status}`}); the hourly trigger will`);
+    // What a stack stopped mid-run left behind is dealt with now, not at the next trigger: runs it left in flight
+    // are found by the watchdog (src/runs/interrupted-runs.ts) and resumed, restarted or failed with their cleanup
+    // done; then the lifecycle cron (src/snapshots/lifecycle-cron.ts) sweeps what no live run owns in the store.
+    // The agent sweeps its sandboxes itself when it starts (container/sweep.ts).
+    if (options.startupTriggers !== false) await fireStartupTriggers(apiUrl, upAt, log);
 
-    const info: StackInfo = { apiUrl, apiToken, agentUrl: agent.url, s3Endpoint: store.endpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: agent.process.child.pid! };
+    const info: StackInfo = { apiUrl, apiToken, agentUrl: firstAgent.url, s3Endpoint: firstStore.endpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: firstAgent.process.child.pid! };
     if (publish) writeFileSync(STACK_FILE, JSON.stringify(info, null, 1), { mode: 0o600 });
-    const died = Promise.race([
-      store.exited.then(() => "object store"),
-      agent.process.exited.then(() => "agent"),
-      wrangler.exited.then(() => "wrangler dev"),
-    ]);
-    return { ...info, stop: stopAll, died };
+    const died = Promise.race([store.gaveUp, agent.gaveUp, wrangler.exited.then(() => "wrangler dev exited unexpectedly")]);
+    return {
+      ...info,
+      stop: stopAll,
+      kill: killAll,
+      died,
+      upAt,
+      parts: { agent: agent.current, store: store.current, wrangler, restarts: () => ({ agent: agent.restarts(), store: store.restarts() }) },
+    };
   } catch (e) {
     await stopAll();
     throw e;
+  }
+}
+
+/**
+ * The watchdog for interrupted runs, then the lifecycle sweep, each fired once through wrangler's scheduled
+ * handler. The watchdog is told when the stack came up: a run that has not moved since then was interrupted.
+ */
+async function fireStartupTriggers(apiUrl: string, upAt: number, log: (line: string) => void): Promise<void> {
+  for (const [what, cron] of [["watchdog", STACK_START_TRIGGER], ["start-up sweep", LIFECYCLE_CRON]] as const) {
+    const r = await fetch(`${apiUrl}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}&time=${upAt}`).catch((e: Error) => e);
+    if (r instanceof Error || !r.ok) log(`stack: the ${what} did not run (${r instanceof Error ? r.message : `HTTP ${r.status}`}); its cron trigger will`);
+    else await r.body?.cancel();
   }
 }
 

@@ -7,7 +7,7 @@
 //   GET    /api/sandboxes/:id/mounts         mounts made by restores (images, overlays)
 //   DELETE /api/sandboxes/:id/mounts?path=   unmount (overlays on top of it first)
 //   POST   /api/backups                      start a BackupWorkflow → {id}
-//   GET    /api/backups/:id                  its status and per-step timings
+//   GET    /api/backups/:id                  its status and per-step timings (and `interrupted`: what the watchdog did)
 //   POST   /api/restores                     start a RestoreWorkflow → {id}
 //   GET    /api/restores/:id
 //   POST   /api/matrices                     start a benchmark matrix → {id}
@@ -33,6 +33,7 @@ import { startMatrix } from "../matrix/schedule.ts";
 import type { RestoreParams } from "../restore/restore-params.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
+import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
 import { checkBearer, json, parseBody } from "./http.ts";
@@ -61,6 +62,11 @@ function pickTimes(output: unknown): { totalMs?: number; wallMs?: number; overhe
   return { totalMs: o.totalMs, wallMs: o.wallMs, overheadMs: o.overheadMs };
 }
 
+async function interruptionsOf(kv: KVNamespace, id: string): Promise<{ interrupted?: string[] }> {
+  const notes = await readInterruptions(kv, id);
+  return notes.length ? { interrupted: notes.filter((n) => n.action !== "pausing" || n === notes.at(-1)).map(describeInterruption) } : {};
+}
+
 async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promise<Response> {
   const progress = await readProgress(kv, id);
   let instance: WorkflowInstance;
@@ -68,7 +74,7 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
     instance = await workflow.get(id);
   } catch {
     if (!progress) throw apiError("not_found", `no run with id ${id}`, "id");
-    return json(progress);
+    return json({ ...progress, ...(await interruptionsOf(kv, id)) });
   }
   const status = await instance.status();
   return json({
@@ -80,6 +86,8 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
     steps: progress?.steps ?? {},
     // Our own message (what failed and why) is more useful than the engine's "a step threw" summary.
     error: progress?.error ?? status.error?.message,
+    // A run the watchdog found interrupted (a stack restart, a stall) says so, and what was done about it.
+    ...(await interruptionsOf(kv, id)),
     // Σ of the phases' own work; wall clock from the first step to the last; the difference (scheduling, retries).
     ...pickTimes(status.output),
   });

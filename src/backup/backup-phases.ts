@@ -133,6 +133,11 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
   const started = performance.now();
   const agent = backupAgent(d, p);
   // Every multipart upload the path opens is recorded, so a cleanup can abort what a killed attempt left open.
+  // An earlier attempt of this step that was cut off (its isolate killed, the stack stopped and resumed) left its
+  // multipart uploads open, recorded: abort them now, or a run that then completes would leave them behind. An
+  // attempt the engine gave up on (timed out) may still be writing into one; its result is discarded anyway.
+  const stale = await abortRecordedUploads(d.store, p.snapshotId);
+  if (stale) console.log(`backup ${p.snapshotId}: aborted ${stale} multipart upload(s) an earlier transfer attempt left open`);
   return BACKUP_TRANSFERS[s.path].transfer({ d: withUploadRecords(d, p.snapshotId), p, s, agent, archived, key: archiveKey(p.snapshotId, s.format), started });
 }
 

@@ -15,7 +15,7 @@ export async function runIsLive(env: Env, holder: TargetLease): Promise<boolean>
 }
 
 export async function startRunUnderLease<P>(env: Env, d: Deps, kind: LeaseKind, id: string, target: { sandboxId: string; path: string }, params: P): Promise<void> {
-  const got = await takeTargetLease(d.store, { ...target, runId: id, kind }, (holder) => runIsLive(env, holder));
+  const got = await takeTargetLease(d.store, { ...target, runId: id, kind, params }, (holder) => runIsLive(env, holder));
   if (!got.taken) {
     const h = got.holder;
     const where = h.path === target.path ? `${target.path} in sandbox ${target.sandboxId} is in use` : `${target.path} in sandbox ${target.sandboxId} ${h.path.length < target.path.length ? "lies inside" : "holds"} ${h.path}, which is in use`;

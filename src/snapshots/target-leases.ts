@@ -23,20 +23,27 @@ export interface TargetLease {
   kind: LeaseKind;
   takenAt: string;
   expiresAt: string;
+  /**
+   * the run's Workflow params: the lease is the record of a run in flight, so the watchdog for interrupted runs
+   * (runs/interrupted-runs.ts) can run its cleanup when it cannot continue. Absent in leases written before.
+   */
+  params?: unknown;
 }
 
 /** Longer than any run's steps with their retries (as restore-leases.ts): a lease this old holds nothing. */
 export const TARGET_LEASE_MS = 12 * 3600_000;
 /** The API takes the lease before it creates the Workflow: a lease this young holds even though no run answers yet. */
 export const TARGET_LEASE_GRACE_MS = 60_000;
+/** Every lease lives under this prefix: listing it lists the runs in flight. */
+export const TARGETS_PREFIX = "targets/";
 
 const hex = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 export async function targetLeaseKey(sandboxId: string, path: string): Promise<string> {
-  return `targets/${sandboxId}/${hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(path))).slice(0, 32)}.json`;
+  return `${TARGETS_PREFIX}${sandboxId}/${hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(path))).slice(0, 32)}.json`;
 }
 
-async function readLease(store: ObjectStore, key: string): Promise<{ lease: TargetLease; etag: string } | null> {
+export async function readLease(store: ObjectStore, key: string): Promise<{ lease: TargetLease; etag: string } | null> {
   const got = await store.get(key);
   return got ? { lease: (await new Response(got.body).json()) as TargetLease, etag: got.etag } : null;
 }
@@ -47,7 +54,7 @@ async function readLease(store: ObjectStore, key: string): Promise<{ lease: Targ
  */
 export async function takeTargetLease(
   store: ObjectStore,
-  want: Pick<TargetLease, "sandboxId" | "path" | "runId" | "kind">,
+  want: Pick<TargetLease, "sandboxId" | "path" | "runId" | "kind" | "params">,
   isLive: (holder: TargetLease) => Promise<boolean>,
   now = Date.now(),
 ): Promise<{ taken: true } | { taken: false; holder: TargetLease }> {
