@@ -75,7 +75,7 @@ export function pathsNest(a: string, b: string): boolean {
 /** A held lease of the same sandbox on an enclosing or enclosed path, other than `want`'s own. */
 async function nestedHolder(store: ObjectStore, want: Pick<TargetLease, "sandboxId" | "path" | "runId">, isLive: (holder: TargetLease) => Promise<boolean>, now: number): Promise<TargetLease | null> {
   const ownKey = await targetLeaseKey(want.sandboxId, want.path);
-  for await (const o of listAll(store, `targets/${want.sandboxId}/`)) {
+  for await (const o of listAll(store, `${TARGETS_PREFIX}${want.sandboxId}/`)) {
     if (o.key === ownKey) continue;
     const held = await readLease(store, o.key);
     if (!held || held.lease.runId === want.runId || !pathsNest(held.lease.path, want.path)) continue;
