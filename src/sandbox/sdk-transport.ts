@@ -6,6 +6,7 @@ import { getSandbox, streamFile, type Sandbox } from "@cloudflare/sandbox";
 import { agentTokenFor } from "../../container/agent-token.ts";
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
 import { configuredRoots } from "../../container/sandbox-roots.ts";
+import type { AgentDeadlines } from "./agent-deadlines.ts";
 import type { SandboxTransport } from "./transport.ts";
 
 const AGENT_PROCESS = "snapflow-agent";
@@ -22,7 +23,7 @@ async function waitHealthy(sandbox: ReturnType<typeof getSandbox>, port: number,
   }
 }
 
-export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, secret: string, port: number, storeEndpoint: string): SandboxTransport {
+export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, secret: string, port: number, storeEndpoint: string, deadlines?: AgentDeadlines): SandboxTransport {
   const started = new Map<string, Promise<void>>();
 
   const ensureAgent = (sandboxId: string) => {
@@ -59,6 +60,7 @@ export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, secret: string
 
   return {
     kind: "sandbox",
+    deadlines,
     agentFetch,
     async readFileBase64(sandboxId, path) {
       const file = await getSandbox(ns, sandboxId).readFile(path, { encoding: "base64" });

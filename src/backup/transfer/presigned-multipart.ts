@@ -22,7 +22,7 @@ export const presignedMultipartTransfer: BackupTransfer = {
     const upload = await d.presigner.createMultipartUpload(key);
     try {
       const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1)));
-      const up = await agent.uploadMultipart({ source: { archive: { path: p.path, format } }, partSize, concurrency: p.tuning?.concurrency ?? 4, urls });
+      const up = await agent.uploadMultipart({ source: { archive: { path: p.path, format } }, partSize, concurrency: p.tuning?.concurrency ?? 4, urls }, expected);
       // R2's equal-part rule, checked on what the agent reports before completing.
       const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
       if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
