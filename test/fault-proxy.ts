@@ -69,7 +69,8 @@ function breaker(fault: Fault, onCut: () => void): Transform {
         onCut();
         return done();
       }
-      setTimeout(() => done(null, tail), fault.ms ?? 1000);
+      // unref: a stall still pending when the suite ends must not keep the test process alive
+      setTimeout(() => done(null, tail), fault.ms ?? 1000).unref();
     },
   });
 }
