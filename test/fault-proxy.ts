@@ -28,8 +28,10 @@ export interface Fault {
   action: "status" | "cut" | "stall" | "refuse";
   /** status */
   status?: number;
-  /** cut, stall: after this many body bytes (of the request for PUT/POST, else of the response); default 0 */
+  /** cut, stall: after this many body bytes (of `body`); default 0 */
   afterBytes?: number;
+  /** cut, stall: which body to break; default the request's for PUT/POST, else the response's */
+  body?: "request" | "response";
   /** stall */
   ms?: number;
   times: number;
@@ -40,6 +42,8 @@ export interface FiredFault {
   method: string;
   path: string;
   at: string;
+  /** how the exchange ended: "completed", "client went away", "upstream failed: …" */
+  ended?: string;
 }
 
 export interface FaultProxy {
@@ -133,19 +137,29 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
     }
     const up = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers });
     const cut = () => {
+      ended("cut by the proxy");
       up.destroy();
       req.destroy();
       res.destroy();
     };
-    const onRequestBody = fault && (req.method === "PUT" || req.method === "POST");
+    const onRequestBody = fault && (fault.body ? fault.body === "request" : req.method === "PUT" || req.method === "POST");
+    // How a faulted exchange ended, first cause only: a test tells "the client's deadline gave up" from "the upstream hung up".
+    const record = fault ? fired.at(-1) : undefined;
+    const ended = (how: string) => {
+      if (record && !record.ended) record.ended = how;
+    };
     up.on("response", (r) => {
       res.writeHead(r.statusCode ?? 502, r.headers);
       (fault && !onRequestBody ? r.pipe(breaker(fault, cut)) : r).pipe(res);
     });
-    up.on("error", () => res.destroy());
+    up.on("error", (e) => {
+      ended(`upstream failed: ${e.message}`);
+      res.destroy();
+    });
     req.on("error", () => up.destroy());
     // The client gave up (or was cut): so does the connection to the upstream, which then sees its peer go away.
     res.on("close", () => {
+      ended(res.writableFinished ? "completed" : "client went away");
       if (!res.writableFinished) up.destroy();
     });
     (onRequestBody ? req.pipe(breaker(fault, cut)) : req).pipe(up);

@@ -170,15 +170,16 @@ export function faultRow(row: { fault: string; phase: string; outcome: string; r
 }
 
 /** A fault between the Worker and the agent (test/fault-proxy.ts in front of the agent): aim it at a sandbox and a route. */
-export async function armAgentFault(sandboxId: string, fault: { match: string | string[]; method?: string; action: "status" | "cut" | "stall" | "refuse"; status?: number; afterBytes?: number; ms?: number; times?: number }): Promise<void> {
+export async function armAgentFault(sandboxId: string, fault: { match: string | string[]; method?: string; action: "status" | "cut" | "stall" | "refuse"; body?: "request" | "response"; status?: number; afterBytes?: number; ms?: number; times?: number }): Promise<void> {
   const r = await fetch(`${(env as unknown as { TEST_AGENT_FAULT_PROXY: string }).TEST_AGENT_FAULT_PROXY}/__faults`, { method: "POST", body: JSON.stringify({ ...fault, headers: { "x-snapflow-sandbox": sandboxId } }) });
   if (!r.ok) throw new Error(`arming an agent fault: ${r.status} ${await r.text()}`);
 }
 
 /** The agent faults that fired for `sandboxId`'s requests whose path holds `match`. */
-export async function firedAgentFaults(sandboxId: string, match: string): Promise<{ fault: { action: string; headers?: Record<string, string> }; method: string; path: string }[]> {
+type FiredAgentFault = { fault: { action: string; headers?: Record<string, string> }; method: string; path: string; ended?: string };
+export async function firedAgentFaults(sandboxId: string, match: string): Promise<FiredAgentFault[]> {
   const r = await fetch(`${(env as unknown as { TEST_AGENT_FAULT_PROXY: string }).TEST_AGENT_FAULT_PROXY}/__faults`);
-  return ((await r.json()) as { fired: { fault: { action: string; headers?: Record<string, string> }; method: string; path: string }[] }).fired
+  return ((await r.json()) as { fired: FiredAgentFault[] }).fired
     .filter((f) => f.path.includes(match) && f.fault.headers?.["x-snapflow-sandbox"] === sandboxId);
 }
 
