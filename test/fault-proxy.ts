@@ -149,6 +149,11 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
       if (record && !record.ended) record.ended = how;
     };
     up.on("response", (r) => {
+      // An upstream that dies mid-answer (the agent SIGKILLed) breaks the client's connection too, at once.
+      r.on("error", (e) => {
+        ended(`upstream failed: ${e.message}`);
+        res.destroy();
+      });
       res.writeHead(r.statusCode ?? 502, r.headers);
       (fault && !onRequestBody ? r.pipe(breaker(fault, cut)) : r).pipe(res);
     });
