@@ -3,6 +3,8 @@
 // so that a deadline that fires really ends everything: the fetch is aborted (its signal), the request body's
 // source is cancelled (our reader released, the store's GET it came from closed), the response body is cancelled
 // upstream and errors downstream with the deadline's error. No reader is left waiting and no timer left running.
+// The same release happens when the exchange ends any other way before the request body's source was read to its
+// end (the connection broke, the agent answered early with an error): that source is cancelled, not left open.
 //
 // Silence is counted only while we wait on the agent:
 //   - before the answer's headers, except while the request body waits on its own source (the store);
@@ -42,9 +44,12 @@ export async function fetchWithDeadline(
     abort.abort(e);
     for (const f of onFail) f();
   };
+  /** Set when the request body is a stream: cancels its source unless it was read to the end. */
+  let releaseSource: (reason: unknown) => void = () => {};
   const finish = () => {
     finished = true;
     stopTimers();
+    releaseSource(new Error("the agent's answer ended before the request body was sent whole"));
   };
   const totalTimer = setTimeout(() => fail(failures.timeout("total", deadline.totalMs)), deadline.totalMs);
   /** Bytes moved (or we started waiting on the agent): the silence is counted from now. */
@@ -66,7 +71,13 @@ export async function fetchWithDeadline(
   let body = init.body;
   if (body instanceof ReadableStream) {
     const source = (body as ReadableStream<Uint8Array>).getReader();
-    onFail.push(() => void source.cancel(failed).catch(() => {}));
+    let sourceEnded = false;
+    releaseSource = (reason) => {
+      if (sourceEnded) return;
+      sourceEnded = true;
+      void source.cancel(reason).catch(() => {});
+    };
+    onFail.push(() => releaseSource(failed));
     body = new ReadableStream<Uint8Array>({
       async pull(c) {
         pause();
@@ -76,11 +87,13 @@ export async function fetchWithDeadline(
         } finally {
           resume();
         }
-        if (failed) return;
-        if (next.done) c.close();
-        else c.enqueue(next.value);
+        if (failed || sourceEnded) return;
+        if (next.done) {
+          sourceEnded = true;
+          c.close();
+        } else c.enqueue(next.value);
       },
-      cancel: (reason) => source.cancel(reason),
+      cancel: (reason) => releaseSource(reason),
     }, { highWaterMark: 0 });
   }
 
@@ -90,8 +103,10 @@ export async function fetchWithDeadline(
     r = await send({ ...init, body, signal: abort.signal });
   } catch (e) {
     if (failed) throw failed;
+    const broken = failures.broken("request", e);
+    releaseSource(broken);
     finish();
-    throw failures.broken("request", e);
+    throw broken;
   }
   if (failed) {
     await r.body?.cancel().catch(() => {});

@@ -43,6 +43,24 @@ describe("a short call has a fixed bound", () => {
     expect((await client(sb).probe()).kernel).toBeTruthy();
   });
 
+  it("an extract whose connection is refused cancels the body it was given (no reader left on its source)", async () => {
+    const sb = freshSandbox("deadline");
+    await armAgentFault(sb, { method: "PUT", match: "/v1/extract", action: "refuse" });
+    let cancelled: unknown;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        c.enqueue(new Uint8Array(64 * 1024));
+      },
+      cancel(reason) {
+        cancelled = reason ?? "cancelled";
+      },
+    }, { highWaterMark: 0 });
+    const { error } = await failure(client(sb).extractStream({ path: "/workspace/app", kind: "tar", compression: "none" }, body));
+    expect(error.code).toBe("agent_unreachable");
+    // Cancelled with workerd's "Network connection lost" or, failing that, our own error: either way released.
+    expect(cancelled).toBeDefined();
+  });
+
   it("a refused connection is agent_unreachable, naming the call and the sandbox; transient", async () => {
     const sb = freshSandbox("deadline");
     await armAgentFault(sb, { match: "/v1/stat", action: "refuse" });
