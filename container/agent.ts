@@ -17,6 +17,7 @@ import { createAgentServer } from "./server.ts";
 import { parseRoots, useSandboxRoots } from "./sandbox-roots.ts";
 import { weakSecretReason } from "./secret-strength.ts";
 import { storeOriginOf } from "./store-origin.ts";
+import { sweepDeadMounts } from "./dead-mounts.ts";
 import { SWEEP_EVERY_MS, SWEEP_OLDER_THAN_MS } from "./sweep.ts";
 
 const token = process.env.SNAPFLOW_AGENT_TOKEN;
@@ -59,6 +60,10 @@ const server = createAgentServer({
   faults: process.env.SNAPFLOW_AGENT_FAULTS === "1",
   ...(sweepHours > 0 ? { sweep: { olderThanMs: sweepHours * 3600_000, everyMs: SWEEP_EVERY_MS } } : {}),
 });
+// Before the first request: mounts a killed predecessor left dead (its lazy helpers died with it) would block a
+// retried restore from mounting at their mount points (dead-mounts.ts).
+const detached = await sweepDeadMounts([process.env.SNAPFLOW_AGENT_SANDBOXES_DIR || "/"]).catch((e: Error) => [`failed: ${e.message}`]);
+if (detached.length) console.log(JSON.stringify({ agent: "detached dead mounts", mounts: detached }));
 server.listen(port, host, () => {
   const address = server.address();
   const actual = typeof address === "object" && address ? address.port : port;

@@ -19,6 +19,7 @@ import { mountImage, prepareTarget, readMountinfo, type MountRegistry } from "./
 import { hasCapSysAdmin } from "./probe.ts";
 import type { LazyStatus, MountEntry, SquashfsFormat } from "./protocol.ts";
 import { runQuiet } from "./images.ts";
+import { storeIdleMs } from "./stall-deadline.ts";
 import { writeUrlFile } from "./url-file.ts";
 
 /** The files of one lazy mount inside its work directory. */
@@ -123,7 +124,9 @@ export async function mountLazy(registry: MountRegistry, sandboxId: string, r: L
   const fuseDir = await prepareTarget(files.fuse, "work");
   await writeUrlFile(files.urls, r.urls);
 
-  const child = spawn(bin, ["mount", "--index", r.index, "--urls", files.urls, "--cache", r.cache, "--mountpoint", fuseDir, "--status", files.status, "--prefetch", String(r.prefetch)], { stdio: ["ignore", "pipe", "pipe"] });
+  // A chunk is at most a few MiB: its whole GET gets the bound the agent gives a silent store (stall-deadline.ts),
+  // after which the helper abandons the attempt and tries again.
+  const child = spawn(bin, ["mount", "--index", r.index, "--urls", files.urls, "--cache", r.cache, "--mountpoint", fuseDir, "--status", files.status, "--prefetch", String(r.prefetch), "--fetch-timeout", `${storeIdleMs()}ms`], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-STDERR_TAIL)));
   const spawnFailed = new Promise<never>((_, reject) => child.once("error", (e) => reject(new AgentError("unavailable", `snapflow-lazy could not start: ${e.message}`))));

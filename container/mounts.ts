@@ -55,6 +55,8 @@ export interface MountInfo {
   source: string;
   /** the per-mount options (ro, nosuid, nodev, …) */
   options: string[];
+  /** the filesystem's own options (an overlay's lowerdir=…, upperdir=…) */
+  superOptions: string[];
 }
 
 /** mountinfo escapes space, tab, newline and backslash in paths as \ooo. */
@@ -71,7 +73,7 @@ export function parseMountinfo(text: string): MountInfo[] {
     const left = line.slice(0, sep).split(" ");
     const right = line.slice(sep + 3).split(" ");
     if (left.length < 5 || right.length < 2) continue;
-    out.push({ mountPoint: unescapeMountPath(left[4]!), fstype: right[0]!, source: unescapeMountPath(right[1]!), options: (left[5] ?? "").split(",").filter(Boolean) });
+    out.push({ mountPoint: unescapeMountPath(left[4]!), fstype: right[0]!, source: unescapeMountPath(right[1]!), options: (left[5] ?? "").split(",").filter(Boolean), superOptions: (right[2] ?? "").split(",").filter(Boolean).map(unescapeMountPath) });
   }
   return out;
 }
@@ -80,7 +82,7 @@ export async function readMountinfo(): Promise<MountInfo[]> {
   return parseMountinfo(await readFile("/proc/self/mountinfo", "utf8"));
 }
 
-const isFuseType = (fstype: string) => fstype === "fuse" || fstype.startsWith("fuse.") || fstype === "fuseblk";
+export const isFuseType = (fstype: string) => fstype === "fuse" || fstype.startsWith("fuse.") || fstype === "fuseblk";
 
 // ---- what this sandbox can mount ----
 

@@ -269,7 +269,11 @@ export const ArchiveQuery = TarFormat.extend({
 });
 export const ArchiveToFile = z.object({ path: z.string(), output: z.string(), format: TarFormat, filesFrom: z.string().optional(), ...SinglePassFields });
 
-export const DeltaBody = z.object({ path: z.string(), base: z.lazy(() => ManifestSchema), list: z.string(), rehash: z.boolean().optional() });
+export const DeltaBody = z.object({
+  path: z.string(), base: z.lazy(() => ManifestSchema), list: z.string(), rehash: z.boolean().optional(),
+  /** the upper directory of the overlay mounted at `path`: what it holds is what changed; the rest is the base's */
+  upper: z.string().optional(),
+});
 export const RemoveBody = z.object({ path: z.string(), entries: z.array(z.string()) });
 
 export const ExtractQuery = TarFormat.extend({

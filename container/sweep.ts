@@ -1,11 +1,12 @@
 // The agent's sweeper: what runs that died (a killed agent, a stopped stack, a Workflow that never reached its
 // cleanup) left in a sandbox, found by age. Swaps whose journal is older than the bound are rolled back (the target
 // goes back to what it was; a committed one is finished), and staging files and downloaded images older than it
-// are removed unless a live mount reads them. The bound is longer than any run's steps with their retries, so no
+// are removed unless a live mount reads them; mounts that died with an earlier agent go at once (dead-mounts.ts). The bound is longer than any run's steps with their retries, so no
 // running run owns what it removes. It runs when the agent starts, every hour after, and on request
 // (POST /v1/sweep, with a bound of the caller's choosing).
 import { readdir, rm, lstat } from "node:fs/promises";
 import { join } from "node:path";
+import { sweepDeadMounts } from "./dead-mounts.ts";
 import { refuseIfMounted } from "./mount-guard.ts";
 import type { AgentState } from "./routes/route.ts";
 import { SANDBOX_DIRS } from "./sandbox-layout.ts";
@@ -70,6 +71,8 @@ export async function sweepEverySandbox(agent: AgentState, olderThanMs: number):
     ? (await entries(dir)).map((id) => ({ root: { hostRoot: join(dir, id) }, sandboxId: id, agent }))
     : [{ root: { hostRoot: "/" }, sandboxId: "self", agent }];
   const out: Record<string, SweepResult> = {};
+  const dead = await sweepDeadMounts([dir ?? "/"]).catch((e: Error) => [`failed: ${e.message}`]);
+  if (dead.length) out["dead mounts"] = { swaps: [], removed: dead.map((m) => `mount ${m}`), kept: [] };
   for (const scope of scopes) {
     const r = await sweepSandbox(scope, olderThanMs).catch((e: Error) => ({ swaps: [], removed: [], kept: [`sweep failed: ${e.message}`] }));
     if (r.swaps.length || r.removed.length || r.kept.length) out[scope.sandboxId] = r;

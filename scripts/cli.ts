@@ -50,6 +50,18 @@ Commands:
                                                 stack (no npm run dev needed; stop other load first). --files/--bytes
                                                 size the generated node-modules tree (default 34500 / 692000000).
                                                 Writes results/<date>-peers.{json,md,svg} with medians and ratios.
+  bench --preset forks [--dataset npm-workspace|added-data|all] [--runs N] [--bytes N]
+                                                Issue 10's race on a private stack: a lazy restore's usable moment,
+                                                first use (node -e "require('typescript')") and bytes fetched by then,
+                                                complete, beside download-then-mount; N forks (default 10) each
+                                                restored writable, changed 10 MB and backed up (bytes uploaded, time);
+                                                the chunk store against N + 1 full archives. --bytes: added-data's
+                                                added bytes (default 5 GB). Writes results/<date>-forks.{json,md}.
+  load [--out DIR]                              the stack under load, watched for leaks: 8 backups and 8 restores at
+                                                once, then a 100-run matrix of small cells; samples workerd's and the
+                                                agent's memory and descriptors and the mounts, and writes
+                                                results/<date>-load.{json,md}. Uses the running stack (npm run dev) or
+                                                starts a private one. Exit 1 when a criterion fails.
 
 Options:
   --url URL      the API (default: the local stack in .snapflow/stack.json, or $SNAPFLOW_URL)
@@ -87,7 +99,7 @@ const required: Record<string, [keyof typeof values, string][]> = {
   backup: [["sandbox", "--sandbox is required"]],
   restore: [["snapshot", "--snapshot is required"], ["sandbox", "--sandbox is required"]],
 };
-if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc"].includes(command)) usage(`unknown command '${command}'`);
+if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc", "load"].includes(command)) usage(`unknown command '${command}'`);
 for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
 if ((command === "status" || command === "delete" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
 if (command === "report" && values.from) {
@@ -111,6 +123,28 @@ if (command === "bench" && values.preset === "peers") {
     datasets: dataset === "all" ? PEERS_DEFAULTS.datasets : [dataset as "npm-workspace" | "node-modules"],
     name: values.name ?? PEERS_DEFAULTS.name, out: values.out ?? PEERS_DEFAULTS.out,
   }));
+}
+
+if (command === "bench" && values.preset === "forks") {
+  // Issue 10's figures: first use, lazy restores beside download-then-mount, and forks; a private stack, as peers.
+  const { runForks, FORKS_DEFAULTS } = await import("./lib/forks/run-forks.ts");
+  const dataset = values.dataset ?? "all";
+  if (!["all", "npm-workspace", "added-data"].includes(dataset)) usage(`--dataset: one of npm-workspace, added-data, all (not '${dataset}')`);
+  const forks = values.runs === undefined ? FORKS_DEFAULTS.forks : Number(values.runs);
+  if (!Number.isInteger(forks) || forks < 0) usage("--runs (the number of forks) must be a whole number");
+  const added = values.bytes === undefined ? FORKS_DEFAULTS.addedBytes : Number(values.bytes);
+  if (!Number.isInteger(added) || added <= 0) usage("--bytes (added-data's added bytes) must be a positive integer");
+  process.exit(await runForks({
+    ...FORKS_DEFAULTS, forks, addedBytes: added,
+    datasets: dataset === "all" ? FORKS_DEFAULTS.datasets : [dataset as "npm-workspace" | "added-data"],
+    name: values.name ?? FORKS_DEFAULTS.name, out: values.out ?? FORKS_DEFAULTS.out,
+  }));
+}
+
+if (command === "load") {
+  // It finds the running stack itself (it needs its process ids), or starts its own.
+  const { runLoad } = await import("./lib/load/run-load.ts");
+  process.exit(await runLoad({ out: values.out }));
 }
 
 const local = await findRunningStack();

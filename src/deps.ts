@@ -10,6 +10,7 @@ import type { ObjectStore } from "./store/object-store.ts";
 import { s3Presigner, type Presigner } from "./store/presigner.ts";
 import { r2Store } from "./store/r2-store.ts";
 import { s3Store, type S3Settings } from "./store/s3-store.ts";
+import { indexKv } from "./testing/kv-write-limit.ts";
 
 export interface Deps {
   config: Config;
@@ -29,7 +30,8 @@ export function depsFrom(env: Env): Deps {
   return {
     config,
     presigner: s3Presigner(s3, config.PRESIGN_EXPIRY_SECONDS),
-    kv: env.INDEX,
+    // The plain binding, unless a test project switched on the one-write-per-second stand-in (testing/kv-write-limit.ts).
+    kv: indexKv(env),
     store: config.OBJECT_STORE === "r2" ? r2Store(env.SNAPSHOTS) : s3Store(s3),
     transport: config.SANDBOX_TRANSPORT === "local"
       ? localTransport(config.AGENT_URL, config.AGENT_SECRET, deadlines)

@@ -3,7 +3,7 @@
 // vitest's provide/inject, and from there the Worker's bindings (vitest.config.ts).
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { startObjectStore } from "../scripts/lib/object-store-server.ts";
@@ -90,6 +90,13 @@ export default async function setup(project: TestProject) {
       await agent.process.exited;
       agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url, port: Number(new URL(agent.url).port) });
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ killed: pid, restarted: agent.process.child.pid }));
+    },
+    // What the kernel has mounted under the sandboxes, whatever the agent's registry (in memory: a killed agent's
+    // successor does not know its mounts) says: a test in workerd cannot read /proc.
+    "GET /__mounts": async (_req, res) => {
+      const sandboxes = join(dir, "sandboxes");
+      const points = readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m.startsWith(`${sandboxes}/`));
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ mounts: points.map((m) => m.slice(sandboxes.length + 1)) }));
     },
   });
   agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url });

@@ -8,6 +8,7 @@ import type { BackupParams } from "../src/backup/backup-params.ts";
 import { runBackupPhases } from "../src/backup/run-backup.ts";
 import { depsFrom } from "../src/deps.ts";
 import { KV_KEYS } from "../src/kv-keys.ts";
+import { writeAfterKvWindow } from "../src/kv-write-retry.ts";
 import type { CellParams } from "../src/matrix/cell-params.ts";
 import { readMatrix, writeRun } from "../src/matrix/matrix-records.ts";
 import { sharedSource } from "../src/matrix/matrix-spec.ts";
@@ -91,7 +92,9 @@ export class BenchmarkCellWorkflow extends WorkflowEntrypoint<Env, CellParams> {
       // Benchmark data is transient: the snapshot, its index entry and the sandboxes go.
       // So does the lease of a restore that failed before its end (restore-leases.ts).
       await d.store.delete([archiveKey(runKey, b.format), manifestKey(runKey), snapshotRecordKey(runKey), leaseKey(runKey, rp.restoreId)]);
-      await d.kv.delete(KV_KEYS.snapshot(runKey));
+      // Its index entry too: the record step wrote it moments ago, so KV may refuse a delete within its one-second
+      // window; wait it out, and if still refused leave it to the cron's reconcile (an entry without a record is dropped).
+      await writeAfterKvWindow(() => d.kv.delete(KV_KEYS.snapshot(runKey))).catch((e: unknown) => console.warn(`index entry of ${runKey} left for the reconcile: ${e instanceof Error ? e.message : String(e)}`));
       if (isolated) {
         await d.transport.destroy(target).catch(() => {});
         if (source !== sharedSource(matrixId, datasetIndex)) await d.transport.destroy(source).catch(() => {});

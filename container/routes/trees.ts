@@ -51,7 +51,8 @@ export const treeRoutes: Routes = {
     const body = await c.json(P.DeltaBody);
     const dir = await existingDir(await c.path(body.path, "path"), "path");
     const selection = await requestedSelection(c, dir);
-    const plan = await planDelta(dir, body.base as Manifest, await c.path(body.list, "list"), { rehash: body.rehash, exclude: selection?.exclude });
+    const upper = body.upper === undefined ? undefined : await existingDir(await c.path(body.upper, "upper"), "upper");
+    const plan = await planDelta(dir, body.base as Manifest, await c.path(body.list, "list"), { rehash: body.rehash, exclude: selection?.exclude, upper });
     return selection ? { ...plan, manifest: { ...plan.manifest, selection: selection.record() } } : plan;
   },
 

@@ -25,8 +25,10 @@ import { depsFrom, type Deps } from "../deps.ts";
 import { asSnapflowError, SnapflowError, type ErrorCode } from "../errors.ts";
 import { newId, newMatrixId } from "../ids.ts";
 import { aggregateMatrix } from "../matrix/aggregate.ts";
-import { listMatrices, readMatrix, readProgress as readMatrixProgress, readSummary } from "../matrix/matrix-records.ts";
+import { listMatrices, readMatrix, readRuns, readSummary } from "../matrix/matrix-records.ts";
+import { readMatrixStatus } from "../matrix/matrix-status.ts";
 import { MatrixSpec } from "../matrix/matrix-spec.ts";
+import { buildSummary } from "../matrix/summary.ts";
 import { startMatrix } from "../matrix/schedule.ts";
 import type { RestoreParams } from "../restore/restore-params.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
@@ -127,8 +129,15 @@ const routes: [string, string, Handler][] = [
     const strategy = findBackup(body.strategy)!;
     if (strategy.delta && !body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
     if (!strategy.delta && body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
-    const base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
+    let base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
     if (body.baseSnapshotId && !base) throw apiError("not_found", `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
+    if (strategy.delta === "overlay-upper" && base?.delta?.kind === "overlay-upper") {
+      // A fork of a fork: restoring the named overlay delta extracted its upper into this overlay's upper, so the
+      // upper holds its changes too and this delta is taken against its base image. Deltas never chain.
+      base = await readSnapshot(d.store, d.kv, base.delta.base);
+      if (!base) throw apiError("not_found", `baseSnapshotId: ${body.baseSnapshotId} is an overlay delta whose base image does not exist any more`, "baseSnapshotId");
+      body.baseSnapshotId = base.id;
+    }
     if (strategy.delta === "overlay-upper" && base && base.format.kind !== "squashfs") {
       throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs base image; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }
@@ -144,7 +153,8 @@ const routes: [string, string, Handler][] = [
     const body = await parseBody(req, RestoreRequest);
     const snapshot = await readSnapshot(d.store, d.kv, body.snapshotId);
     if (!snapshot) throw apiError("not_found", `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
-    const fits = restoresForSnapshot(snapshot);
+    const base = snapshot.delta?.kind === "overlay-upper" ? await readSnapshot(d.store, d.kv, snapshot.delta.base) : null;
+    const fits = restoresForSnapshot(snapshot, base?.format);
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
     const strategy = body.strategy ?? (fits.find((s) => s.path === "presigned-pipe") ?? fits.find((s) => s.path === "push-pipe") ?? fits[0])?.name;
     const kindOf = snapshot.delta ? `${snapshot.delta.kind} delta` : `${formatName(snapshot.format)} snapshot`;
@@ -170,8 +180,12 @@ const routes: [string, string, Handler][] = [
 
   ["GET", "/api/matrices/:id", async (_req, _env, d, { id }) => {
     const matrixId = idParam(id, MATRIX_ID, "id");
-    const [record, progress, summary] = await Promise.all([readMatrix(d.store, matrixId), readMatrixProgress(d.kv, matrixId), readSummary(d.store, matrixId)]);
+    // The store, not KV: what any consumer wrote is in the answer (matrix-status.ts).
+    // The summary is built from the same stored runs, so it agrees with the progress (summary.json may lag a moment).
+    const [record, runs] = await Promise.all([readMatrix(d.store, matrixId), readRuns(d.store, matrixId)]);
     if (!record) throw apiError("not_found", `no matrix with id ${matrixId}`, "id");
+    const progress = await readMatrixStatus(d, matrixId, { record, runs });
+    const summary = buildSummary(matrixId, record.spec.name, record.cells, record.spec.runs, runs);
     return json({ id: matrixId, spec: record.spec, cells: record.cells, progress, summary });
   }],
 
@@ -186,7 +200,7 @@ const routes: [string, string, Handler][] = [
   ["POST", "/api/matrices/:id/link", async (req, _env, d, { id }) => {
     const matrixId = idParam(id, MATRIX_ID, "id");
     const body = await parseBody(req, z.object({ ttlSeconds: z.number().int().min(60).max(RESULTS_LINK_TTL_SECONDS.max).default(RESULTS_LINK_TTL_SECONDS.default) }).strict());
-    if (!(await readMatrixProgress(d.kv, matrixId))) throw apiError("not_found", `no matrix with id ${matrixId}`, "id");
+    if (!(await readMatrix(d.store, matrixId))) throw apiError("not_found", `no matrix with id ${matrixId}`, "id");
     const exp = Math.floor(Date.now() / 1000) + body.ttlSeconds;
     const path = await signResultsLink(d.config.API_TOKEN, matrixId, exp);
     return json({ url: new URL(path, req.url).href, expiresAt: new Date(exp * 1000).toISOString() }, 201);
@@ -208,8 +222,10 @@ export async function handleApi(req: Request, env: Env): Promise<Response> {
     // A page cannot send a header on navigation: it takes a signed link for this one matrix (results-link.ts).
     const id = idParam(page.pathname.groups.id, MATRIX_ID, "id");
     await checkResultsLink(d.config.API_TOKEN, id, url.searchParams, Math.floor(Date.now() / 1000));
-    const [progress, summary] = await Promise.all([readMatrixProgress(d.kv, id), readSummary(d.store, id)]);
-    if (!progress) throw apiError("not_found", `no matrix with id ${id}`, "id");
+    const [record, runs] = await Promise.all([readMatrix(d.store, id), readRuns(d.store, id)]);
+    if (!record) throw apiError("not_found", `no matrix with id ${id}`, "id");
+    const progress = await readMatrixStatus(d, id, { record, runs });
+    const summary = buildSummary(id, record.spec.name, record.cells, record.spec.runs, runs);
     const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
     return new Response(resultsPage(id, progress, summary, nonce), { headers: resultsPageHeaders(nonce) });
   }

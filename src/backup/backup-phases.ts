@@ -47,11 +47,13 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   let delta: ArchiveResult["delta"];
   let archiveRoot: string | undefined;
   if (s.delta === "overlay-upper") {
-    // The merged view is what a restore must reproduce; the upper directory is what changed.
-    text = await (await agent.manifest(p.path)).text();
+    // The merged view is what a restore must reproduce; the upper directory is what changed, so only its files are
+    // read: the rest keep the base manifest's hashes (the lower is the base image, verified when it was restored).
     const overlay = (await agent.mounts()).mounts.find((m) => m.kind === "overlay" && m.path === p.path);
     if (!overlay?.upper) throw new SnapflowError("bad_request", `no overlay is mounted at ${p.path} in sandbox ${p.sandboxId}; restore the base snapshot there with overlay-restore first`, { field: "path" });
     archiveRoot = overlay.upper;
+    const planned = await planDelta(d, p, agent, overlay.upper);
+    text = planned.manifestText;
   } else if (s.delta) {
     const planned = await planDelta(d, p, agent);
     text = planned.manifestText;
@@ -111,13 +113,16 @@ async function stagingFits<T>(p: BackupParams, s: BackupStrategy, treeBytes: num
   }
 }
 
-/** What changed since the base snapshot: the agent compares the tree with the base's manifest. */
-async function planDelta(d: Deps, p: BackupParams, agent: AgentClient) {
+/**
+ * What changed since the base snapshot: the agent compares the tree with the base's manifest. An overlay's delta
+ * (`upper`) carries its deletions as whiteouts in its own archive: no list of them is stored.
+ */
+async function planDelta(d: Deps, p: BackupParams, agent: AgentClient, upper?: string) {
   const base = await d.store.get(manifestKey(p.baseSnapshotId!));
   if (!base) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId}'s manifest is missing from the store`);
   const list = sandboxPaths.deltaList(p.snapshotId);
-  const plan = await agent.delta(p.path, list, base.body);
-  await d.store.put(deletedKey(p.snapshotId), JSON.stringify(plan.deleted), { contentType: "application/json" });
+  const plan = await agent.delta(p.path, list, base.body, upper);
+  if (!upper) await d.store.put(deletedKey(p.snapshotId), JSON.stringify(plan.deleted), { contentType: "application/json" });
   return {
     manifestText: JSON.stringify(plan.manifest),
     delta: { list, changed: plan.changed, deleted: plan.deleted.length, changedBytes: plan.changedBytes },

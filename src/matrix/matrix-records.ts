@@ -1,6 +1,8 @@
-// Where a matrix lives. Store: matrices/<id>/matrix.json (spec + cells), runs/<runKey>.json (one per finished run),
-// summary.json, summary.md, dead/<runKey or n>.json (poison messages). KV: matrix:<id> → progress (for listing
-// and the results page), nightly:latest → the id of the latest cron matrix.
+// Where a matrix lives. Store (the source of truth): matrices/<id>/matrix.json (spec + cells), runs/<runKey>.json
+// (one per finished run), sent.json (how many runs were sent, advanced by compare-and-swap: sent-count.ts),
+// dead/<messageId>.json (one per dead-lettered message: dead-letters.ts), summary.json, summary.md.
+// KV: matrix:<id> → the progress, a cache rebuilt from the store (progress-cache.ts) that only listing reads;
+// nightly:latest → the id of the latest cron matrix.
 import { KV_KEYS } from "../kv-keys.ts";
 import { listAll } from "../store/list-all.ts";
 import type { ObjectStore } from "../store/object-store.ts";
@@ -38,11 +40,12 @@ export const matrixKeys = (id: string) => ({
   runs: `matrices/${id}/runs/`,
   summaryJson: `matrices/${id}/summary.json`,
   summaryMd: `matrices/${id}/summary.md`,
+  sent: `matrices/${id}/sent.json`,
+  dead: (messageId: string) => `matrices/${id}/dead/${messageId}.json`,
+  deadPrefix: `matrices/${id}/dead/`,
 });
 
 export const readMatrix = (store: ObjectStore, id: string) => getJson<MatrixRecord>(store, matrixKeys(id).record);
-export const readProgress = (kv: KVNamespace, id: string) => kv.get<MatrixProgress>(KV_KEYS.matrix(id), "json");
-export const writeProgress = (kv: KVNamespace, p: MatrixProgress) => kv.put(KV_KEYS.matrix(p.id), JSON.stringify(p), { metadata: { name: p.name, status: p.status, createdAt: p.createdAt } });
 export const readSummary = (store: ObjectStore, id: string) => getJson<Summary>(store, matrixKeys(id).summaryJson);
 export const writeRun = (store: ObjectStore, r: RunResult) => putJson(store, matrixKeys(r.matrixId).run(r.runKey), r);
 
@@ -53,6 +56,7 @@ export async function readRuns(store: ObjectStore, id: string): Promise<RunResul
   return runs.filter((r): r is RunResult => r !== null);
 }
 
+/** Listing reads KV's cached metadata (one list call, not one store read per matrix): a status there may lag the store's. */
 export async function listMatrices(kv: KVNamespace, cursor?: string) {
   const r = await kv.list<{ name: string; status: string; createdAt: string }>({ prefix: KV_KEYS.matrixPrefix, cursor, limit: 100 });
   return {

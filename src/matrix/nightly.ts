@@ -2,6 +2,7 @@
 // re-fired trigger restarts nothing new), and point nightly:latest at it.
 import { depsFrom } from "../deps.ts";
 import { KV_KEYS } from "../kv-keys.ts";
+import { writeAfterKvWindow } from "../kv-write-retry.ts";
 import { MatrixSpec } from "./matrix-spec.ts";
 import { MATRIX_PRESETS } from "./presets.ts";
 import { startMatrix } from "./schedule.ts";
@@ -14,6 +15,7 @@ export async function startNightly(env: Env, when: Date): Promise<string> {
   const id = `nightly-${name}-${when.toISOString().slice(0, 10).replaceAll("-", "")}`;
   const d = depsFrom(env);
   await startMatrix(d, env.MATRIX_QUEUE, id, spec, "cron");
-  await d.kv.put(KV_KEYS.nightlyLatest, id);
+  // A re-fired trigger writes the same id again within the second: wait out KV's window rather than fail the cron.
+  await writeAfterKvWindow(() => d.kv.put(KV_KEYS.nightlyLatest, id));
   return id;
 }

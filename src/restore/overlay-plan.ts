@@ -4,30 +4,46 @@
 // a new upper directory; overlayfs then joins them at the target, where writes land in the upper again, ready for
 // the next overlay-delta backup. Restoring a plain squashfs snapshot this way gives the same writable workspace
 // with an empty layer.
+//
+// A chunked base (lazy-overlay-restore) is not downloaded: the transfer brings its index, and the base is mounted
+// lazily (snapflow-lazy, as the lazy materialization does), so a fork — a chunked parent plus the few megabytes its
+// overlay delta holds — is usable before the parent is local; verify waits until every chunk is.
 import { SnapflowError } from "../errors.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
-import { formatName } from "../strategies/registry.ts";
+import { archiveFamily, formatName } from "../strategies/registry.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { Layer } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
+import { chunkUrls, PREFETCH } from "./materialize/lazy.ts";
+import { walkThenComplete } from "./materialize/lazy-completion.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive });
 
 /** The base image first, then the upper layer when the snapshot is an overlay delta. */
-async function overlayLayers({ d }: RestoreContext, snapshot: SnapshotRecord): Promise<Layer[]> {
+async function overlayLayers({ d, s }: RestoreContext, snapshot: SnapshotRecord): Promise<Layer[]> {
+  // A whole image is downloaded and mounted (overlay-restore); a chunked one mounted lazily (lazy-overlay-restore).
+  const readable = (base: SnapshotRecord) => {
+    if (archiveFamily(base.format) !== archiveFamily(s.format)) {
+      throw new SnapflowError("bad_request", `${s.name} mounts a ${formatName(s.format)} base; ${base.id} is ${formatName(base.format)}${base.format.kind === "squashfs" ? `: restore it with ${base.format.chunks ? "lazy-overlay-restore" : "overlay-restore"}` : ""}`, { field: "strategy" });
+    }
+  };
   if (snapshot.delta?.kind === "overlay-upper") {
     const base = await readSnapshot(d.store, d.kv, snapshot.delta.base);
     if (!base) throw new SnapflowError("snapshot_unusable", `overlay delta ${snapshot.id} is on ${snapshot.delta.base}, which does not exist any more`);
     if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay delta ${snapshot.id}'s base ${base.id} is ${formatName(base.format)}, not a squashfs image`);
+    readable(base);
     return [layer(base), layer(snapshot)];
   }
-  if (snapshot.format.kind !== "squashfs") throw new SnapflowError("bad_request", `overlay-restore mounts a squashfs base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
+  if (snapshot.format.kind !== "squashfs") throw new SnapflowError("bad_request", `${s.name} mounts a squashfs base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
+  readable(snapshot);
   return [layer(snapshot)];
 }
+
+const isChunked = (l: Layer) => l.format.kind === "squashfs" && !!l.format.chunks;
 
 export const overlayPlan: RestorePlan = {
   async probe(c, snapshot) {
@@ -56,7 +72,8 @@ export const overlayPlan: RestorePlan = {
     return { ms: since(t), bytes: got.reduce((n, g) => n + g.bytes, 0), layers: layers.length };
   },
 
-  async materialize({ p, agent }, { layers, swap }) {
+  async materialize(c, { layers, swap }) {
+    const { p, agent } = c;
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
     const base = layers[0]!;
@@ -67,9 +84,18 @@ export const overlayPlan: RestorePlan = {
     // The upper layer is this restore's own (it follows the overlay from beside the target to the target): a
     // plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
     if (layers.length === 1) await agent.deleteFile(where.upper);
-    const mounted = await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" });
+    let baseMountMs: number;
+    if (isChunked(base)) {
+      // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
+      const lazy = sandboxPaths.lazy(p.restoreId);
+      await agent.unmount(`${lazy.work}/fuse`).catch(() => {});
+      const { urls } = await chunkUrls(c, base.id);
+      baseMountMs = (await agent.lazyMount({ index: where.image, urls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH })).ms;
+    } else {
+      baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
+    }
     const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
-    return { ms: since(t), bytes: 0, baseMountMs: mounted.ms, overlayMs: overlay.ms, upper: overlay.upper };
+    return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper, ...(isChunked(base) ? { lazy: true } : {}) };
   },
 
   async swapIn(c, { swap }) {
@@ -91,7 +117,22 @@ export const overlayPlan: RestorePlan = {
     await agent.unmount(swap.staged).catch(() => {});
     if (await ownOverlayAt(c)) await agent.unmount(p.path);
     await agent.unmount(where.lower).catch(() => {});
-    for (const path of [where.image, where.lower, where.layer]) await agent.deleteFile(path).catch(() => {});
+    // A lazy base's FUSE file (unmounting it stops its helper), and its work directory.
+    const lazy = sandboxPaths.lazy(p.restoreId);
+    await agent.unmount(`${lazy.work}/fuse`).catch(() => {});
+    for (const path of [where.image, where.lower, where.layer, lazy.work]) await agent.deleteFile(path).catch(() => {});
+  },
+
+  // A lazy base serves only chunks checked against their SHA-256, and its delta arrived hash-checked: the metadata
+  // walk can wait until the tree is at the target (afterSwap), so the fork answers there at once, as lazy ones do.
+  async verify(_c, { layers }, check) {
+    return isChunked(layers[0]!) ? { ms: 0, bytes: 0, deferred: "the metadata walk runs at the target, after the swap" } : check();
+  },
+
+  // Then the walk at the target, and a wait until every chunk is local and verified (or a failure naming the chunk
+  // that cannot be had); the restore records both moments.
+  async afterSwap(c, { layers }, check) {
+    return isChunked(layers[0]!) ? walkThenComplete(c, sandboxPaths.lazy(c.p.restoreId).work, check) : {};
   },
 };
 

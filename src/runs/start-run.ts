@@ -18,7 +18,8 @@ export async function startRunUnderLease<P>(env: Env, d: Deps, kind: LeaseKind, 
   const got = await takeTargetLease(d.store, { ...target, runId: id, kind }, (holder) => runIsLive(env, holder));
   if (!got.taken) {
     const h = got.holder;
-    throw new SnapflowError("target_busy", `${target.path} in sandbox ${target.sandboxId} is in use by ${h.kind} ${h.runId} (since ${h.takenAt}); one backup or restore of a path at a time: wait for it to end (GET /api/${h.kind}s/${h.runId})`, { field: "path" });
+    const where = h.path === target.path ? `${target.path} in sandbox ${target.sandboxId} is in use` : `${target.path} in sandbox ${target.sandboxId} ${h.path.length < target.path.length ? "lies inside" : "holds"} ${h.path}, which is in use`;
+    throw new SnapflowError("target_busy", `${where} by ${h.kind} ${h.runId} (since ${h.takenAt}); one backup or restore of a path (or of a path inside it) at a time: wait for it to end (GET /api/${h.kind}s/${h.runId})`, { field: "path" });
   }
   try {
     await workflowOf(env, kind).create({ id, params });

@@ -1,11 +1,14 @@
 // Progress of a backup or restore in KV, for status pages and the CLI. Best-effort: KV allows about one write per
 // second per key and may refuse one; a refused progress write is logged and never fails (or undoes) a run, whose
-// outcome lives in its steps and the store.
+// outcome lives in its steps and the store. The final progress (complete or errored) is tried again once the
+// one-second window has passed, so that a run's status shows all its steps, not the last accepted write's.
+import { writeAfterKvWindow } from "../kv-write-retry.ts";
 import { writeProgress, type RunProgress } from "./records.ts";
 
 export async function reportProgress(kv: KVNamespace, progress: RunProgress): Promise<void> {
   try {
-    await writeProgress(kv, progress);
+    const write = () => writeProgress(kv, progress);
+    await (progress.status === "running" ? write() : writeAfterKvWindow(write));
   } catch (e) {
     console.warn(`progress of ${progress.id} not written: ${e instanceof Error ? e.message : String(e)}`);
   }

@@ -14,6 +14,7 @@
 import { extensionOf, type ArchiveFormat, type SelectionSpec } from "../../container/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { KV_KEYS } from "../kv-keys.ts";
+import { writeAfterKvWindow } from "../kv-write-retry.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import { addDependant } from "./dependants.ts";
 import type { Labels } from "./snapshot-meta.ts";
@@ -141,7 +142,10 @@ export async function recordSnapshot(store: ObjectStore, kv: KVNamespace, record
     }
   }
   await putJson(store, snapshotRecordKey(record.id), record);
-  await indexSnapshot(kv, record);
+  // The record is the truth; the index entry is tried again after KV's one-write-per-second window (a retried
+  // step rewrites it within the second). Still refused, the step fails and is retried; failing for good, the run's
+  // cleanup sees the record (the snapshot is good) and the cron's reconcile indexes it from the store.
+  await writeAfterKvWindow(() => indexSnapshot(kv, record));
 }
 
 export async function readProgress(kv: KVNamespace, id: string): Promise<RunProgress | null> {

@@ -6,6 +6,12 @@
 //
 // A run that dies without releasing (a killed isolate, a stopped stack) does not block the path for ever: its
 // lease is taken over, again by compare-and-swap, once its Workflow is no longer running (or its expiry passed).
+//
+// Nested paths are one target too: a restore swapping /workspace/app out while a backup archives /workspace would
+// archive half a swap. Keys are per path, so after taking its own key a run lists its sandbox's leases and backs off
+// (releasing its key) if one on an enclosing or enclosed path is held. Each run writes before it lists, so of two
+// racing runs on nested paths the later lister sees the other: at least one is refused (both may be; a retry wins).
+import { listAll } from "../store/list-all.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 
 export type LeaseKind = "backup" | "restore";
@@ -45,6 +51,45 @@ export async function takeTargetLease(
   isLive: (holder: TargetLease) => Promise<boolean>,
   now = Date.now(),
 ): Promise<{ taken: true } | { taken: false; holder: TargetLease }> {
+  const own = await takeOwnKey(store, want, isLive, now);
+  if (!own.taken) return own;
+  const nested = await nestedHolder(store, want, isLive, now);
+  if (!nested) return own;
+  await releaseTargetLease(store, want.sandboxId, want.path, want.runId);
+  return { taken: false, holder: nested };
+}
+
+/** Whether one of the two paths is the other or lies below it. */
+export function pathsNest(a: string, b: string): boolean {
+  const below = (inner: string, outer: string) => outer === "/" || inner === outer || inner.startsWith(`${outer}/`);
+  return below(a, b) || below(b, a);
+}
+
+/** A held lease of the same sandbox on an enclosing or enclosed path, other than `want`'s own. */
+async function nestedHolder(store: ObjectStore, want: Pick<TargetLease, "sandboxId" | "path" | "runId">, isLive: (holder: TargetLease) => Promise<boolean>, now: number): Promise<TargetLease | null> {
+  const ownKey = await targetLeaseKey(want.sandboxId, want.path);
+  for await (const o of listAll(store, `targets/${want.sandboxId}/`)) {
+    if (o.key === ownKey) continue;
+    const held = await readLease(store, o.key);
+    if (!held || held.lease.runId === want.runId || !pathsNest(held.lease.path, want.path)) continue;
+    if (await holds(held.lease, isLive, now)) return held.lease;
+  }
+  return null;
+}
+
+/** A lease holds while it is young (its Workflow may not exist yet), or unexpired with its run still going. */
+async function holds(lease: TargetLease, isLive: (holder: TargetLease) => Promise<boolean>, now: number): Promise<boolean> {
+  const young = now - Date.parse(lease.takenAt) < TARGET_LEASE_GRACE_MS;
+  const expired = Date.parse(lease.expiresAt) <= now;
+  return young || (!expired && (await isLive(lease)));
+}
+
+async function takeOwnKey(
+  store: ObjectStore,
+  want: Pick<TargetLease, "sandboxId" | "path" | "runId" | "kind">,
+  isLive: (holder: TargetLease) => Promise<boolean>,
+  now: number,
+): Promise<{ taken: true } | { taken: false; holder: TargetLease }> {
   const key = await targetLeaseKey(want.sandboxId, want.path);
   const body = JSON.stringify({ ...want, takenAt: new Date(now).toISOString(), expiresAt: new Date(now + TARGET_LEASE_MS).toISOString() } satisfies TargetLease);
   // Each round either writes, or sees a holder that another writer put there since: a few rounds settle any race.
@@ -53,9 +98,7 @@ export async function takeTargetLease(
     const held = await readLease(store, key);
     if (!held) continue; // released between our write and our read
     if (held.lease.runId === want.runId) return { taken: true };
-    const young = now - Date.parse(held.lease.takenAt) < TARGET_LEASE_GRACE_MS;
-    const expired = Date.parse(held.lease.expiresAt) <= now;
-    if (young || (!expired && (await isLive(held.lease)))) return { taken: false, holder: held.lease };
+    if (await holds(held.lease, isLive, now)) return { taken: false, holder: held.lease };
     if (await store.putIf(key, body, { etag: held.etag }, { contentType: "application/json" })) return { taken: true };
   }
   const held = await readLease(store, key);

@@ -133,7 +133,7 @@ function imageTools(format: ImageFormat, how: Materialize): ToolName[] {
   if (how === "extract") return [format.kind === "squashfs" ? "unsquashfs" : "fsck.erofs"];
   // Lazy: the helper and fusermount3 always; the image over it is the kernel's when it may mount, else squashfuse
   // (the agent picks; without either the mount fails naming what is missing).
-  if (how === "lazy" || how === "lazy-overlay") return ["snapflow-lazy", "fusermount3"];
+  if (how === "lazy" || how === "lazy-overlay" || (how === "overlay" && format.kind === "squashfs" && format.chunks)) return ["snapflow-lazy", "fusermount3"];
   return how === "mount-kernel" ? [] : ["squashfuse", "fusermount3"];
 }
 const NEEDS: Record<Materialize, (f: ImageFormat) => Capability[]> = {
@@ -233,6 +233,8 @@ export const STRATEGIES: readonly Strategy[] = [
   // chunked snapshots: the index is what the transfer brings (presigned GET, hash-checked); the chunks follow lazily
   restore({ name: "lazy-squashfs", format: chunkedSquashfs, path: "presigned-file", what: "chunked squashfs (the index)", materialize: "lazy" }),
   restore({ name: "lazy-squashfs-overlay", format: chunkedSquashfs, path: "presigned-file", what: "chunked squashfs (the index)", materialize: "lazy-overlay" }),
+  // forks: a chunked base mounted lazily under a writable overlay, with an overlay-delta's upper extracted into it
+  restore({ name: "lazy-overlay-restore", format: chunkedSquashfs, path: "presigned-file", what: "chunked squashfs base, mounted lazily (+ an overlay-delta)", materialize: "overlay" }),
 ];
 
 export const DEFAULT_BACKUP = "tar-zst-pipe";
@@ -288,10 +290,13 @@ export function restoresFor(format: ArchiveFormat): RestoreStrategy[] {
   return STRATEGIES.filter((s): s is RestoreStrategy => s.kind === "restore" && archiveFamily(s.format) === archiveFamily(format));
 }
 
-/** Restore strategies that can restore a snapshot, deltas included (they need a pipe, or the overlay). */
-export function restoresForSnapshot(snapshot: { format: ArchiveFormat; delta?: { kind: string } }): RestoreStrategy[] {
+/**
+ * Restore strategies that can restore a snapshot, deltas included (they need a pipe, or the overlay: the one that
+ * mounts the delta's base, `baseFormat`, whole or lazily).
+ */
+export function restoresForSnapshot(snapshot: { format: ArchiveFormat; delta?: { kind: string } }, baseFormat?: ArchiveFormat): RestoreStrategy[] {
   const restores = STRATEGIES.filter((s): s is RestoreStrategy => s.kind === "restore");
-  if (snapshot.delta?.kind === "overlay-upper") return restores.filter((s) => s.materialize === "overlay");
+  if (snapshot.delta?.kind === "overlay-upper") return restores.filter((s) => s.materialize === "overlay" && (!baseFormat || archiveFamily(s.format) === archiveFamily(baseFormat)));
   const fits = restoresFor(snapshot.format);
   return snapshot.delta ? fits.filter((s) => s.path.endsWith("-pipe")) : fits;
 }

@@ -120,9 +120,9 @@ describe("parseMountinfo", () => {
       "",
     ].join("\n");
     expect(parseMountinfo(text)).toEqual([
-      { mountPoint: "/", fstype: "ext4", source: "/dev/vda", options: ["rw", "relatime"] },
-      { mountPoint: "/w/with space", fstype: "fuse.squashfuse_ll", source: "squashfuse_ll", options: ["rw", "nosuid"] },
-      { mountPoint: "/w/tab\tand\\slash", fstype: "overlay", source: "overlay", options: ["rw"] },
+      { mountPoint: "/", fstype: "ext4", source: "/dev/vda", options: ["rw", "relatime"], superOptions: ["rw"] },
+      { mountPoint: "/w/with space", fstype: "fuse.squashfuse_ll", source: "squashfuse_ll", options: ["rw", "nosuid"], superOptions: ["rw", "user_id=0"] },
+      { mountPoint: "/w/tab\tand\\slash", fstype: "overlay", source: "overlay", options: ["rw"], superOptions: ["rw", "lowerdir=/l"] },
     ]);
   });
 });

@@ -64,22 +64,26 @@ describe("dispatch tables", () => {
     }
   });
 
-  it("a delta snapshot is restored by piped strategies only, an overlay delta by overlay-restore only", () => {
+  it("a delta snapshot is restored by piped strategies only, an overlay delta by the overlay restore that mounts its base", () => {
     const zstd = findBackup("tar-zst-pipe")!.format;
     expect(restoresForSnapshot({ format: zstd, delta: { kind: "changed-files" } }).every((s) => RESTORE_TRANSFERS[s.path].piped)).toBe(true);
-    expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }).map((s) => s.name)).toEqual(["overlay-restore"]);
+    expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }).map((s) => s.name)).toEqual(["overlay-restore", "lazy-overlay-restore"]);
+    // By the base: a whole squashfs image is downloaded and mounted, a chunked one mounted lazily.
+    expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }, findBackup("squashfs-zstd")!.format).map((s) => s.name)).toEqual(["overlay-restore"]);
+    expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }, findBackup("squashfs-chunked")!.format).map((s) => s.name)).toEqual(["lazy-overlay-restore"]);
   });
 
   it("a chunked snapshot (its archive is an index) is read by the lazy restores only, and they read nothing else", () => {
     const chunked = findBackup("squashfs-chunked")!;
     expect(chunked.path).toBe("chunked");
     expect(extensionOf(chunked.format)).toBe("sqsh.index.json");
-    expect(restoresFor(chunked.format).map((s) => s.name).sort()).toEqual(["lazy-squashfs", "lazy-squashfs-overlay"]);
+    expect(restoresFor(chunked.format).map((s) => s.name).sort()).toEqual(["lazy-overlay-restore", "lazy-squashfs", "lazy-squashfs-overlay"]);
     for (const b of STRATEGIES) {
       if (b.kind !== "backup" || b.name === chunked.name) continue;
-      expect(restoresFor(b.format).filter((r) => r.materialize.startsWith("lazy")), b.name).toEqual([]);
+      expect(restoresFor(b.format).filter((r) => r.materialize.startsWith("lazy") || r.name === "lazy-overlay-restore"), b.name).toEqual([]);
     }
     expect(findRestore("lazy-squashfs")?.requires).toEqual(["snapflow-lazy", "fusermount3"]);
     expect(findRestore("lazy-squashfs-overlay")?.needs).toEqual(["fuse", "cap_sys_admin", "fs:overlay"]);
+    expect(findRestore("lazy-overlay-restore")?.requires).toEqual(["snapflow-lazy", "fusermount3"]);
   });
 });

@@ -28,6 +28,17 @@ async function snapshotAndOccupiedTarget(seed: number, strategy = "tar-zst-pipe"
 }
 
 /** Overwrites the middle of a stored archive with other bytes, keeping its length: damage the store did not see. */
+/** Polls a run's status through the API until it ends; fails unless it completed. */
+async function waitForRun(kind: "backups" | "restores", id: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = (await api("GET", `/api/${kind}/${id}`)).json;
+    if (s.status === "complete") return;
+    if (s.status === "errored" || Date.now() > deadline) throw new Error(`${kind} ${id}: ${s.status} ${s.error ?? ""}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function damageArchive(snapshotId: string): Promise<void> {
   const store = await testStore();
   const [o] = (await store.list(`snapshots/${snapshotId}/archive.`)).objects;
@@ -166,6 +177,34 @@ describe("one writer per target", () => {
     const next = await api("POST", "/api/backups", { sandboxId: dst, path: "/workspace/app" });
     expect(next.status).toBe(202);
     faultRow({ fault: "two restores (and a backup) racing for one target", phase: "API, before any Workflow", outcome: "one runs and completes; the others 409 target_busy naming it", retries: 0, ms: 0, leftovers: await leftovers(dst, "/workspace/app") });
+  });
+
+  it("nested paths are one target: backups of /workspace (enclosing) and /workspace/app/node_modules (enclosed) are refused while a restore swaps /workspace/app; a sibling path is not", async () => {
+    const { dst, snapshotId } = await snapshotAndOccupiedTarget(38);
+    await agent(dst, "POST", "/v1/datasets", { path: "/workspace/sibling", kind: "tricky", seed: 39 });
+    await using wf = await introspectWorkflow(env.RESTORE_WORKFLOW);
+    await wf.modifyAll(async (m) => m.disableRetryDelays());
+    const restore = await api("POST", "/api/restores", { snapshotId, sandboxId: dst, path: "/workspace/app", replace: true });
+    expect(restore.status).toBe(202);
+    const outer = await api("POST", "/api/backups", { sandboxId: dst, path: "/workspace" });
+    expect(outer.status).toBe(409);
+    expect(outer.json.error).toMatchObject({ code: "target_busy", field: "path" });
+    expect(outer.json.error.message).toContain(restore.json.id);
+    expect(outer.json.error.message).toContain("/workspace/app");
+    const inner = await api("POST", "/api/backups", { sandboxId: dst, path: "/workspace/app/node_modules" });
+    expect(inner.status).toBe(409);
+    // The refused run left no lease of its own behind: only the restore's key is there.
+    expect((await (await testStore()).list(`targets/${dst}/`)).objects.map((o) => o.key)).toEqual([await targetLeaseKey(dst, "/workspace/app")]);
+    const sibling = await api("POST", "/api/backups", { sandboxId: dst, path: "/workspace/sibling" });
+    expect(sibling.status).toBe(202);
+
+    const [instance] = await wf.get();
+    await instance!.waitForStatus("complete");
+    await waitForRun("backups", sibling.json.id);
+    // Both ended: the enclosing path is free again.
+    const after = await api("POST", "/api/backups", { sandboxId: dst, path: "/workspace" });
+    expect(after.status).toBe(202);
+    await waitForRun("backups", after.json.id);
   });
 
   it("a lease whose run is gone (killed before it could release) is taken over", async () => {

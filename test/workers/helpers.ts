@@ -143,6 +143,12 @@ export async function killAgent(): Promise<void> {
   if (!r.ok) throw new Error(`killing the agent: ${r.status} ${await r.text()}`);
 }
 
+/** Mount points the kernel has under one sandbox's root (`<sandbox>/…` relative to the sandboxes directory), whatever the agent remembers. */
+export async function kernelMounts(sandbox: string): Promise<string[]> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__mounts`);
+  return ((await r.json()) as { mounts: string[] }).mounts.filter((m) => m === sandbox || m.startsWith(`${sandbox}/`));
+}
+
 /** Requests the store saw (through the fault proxy) whose path holds `match`, by method and `?uploads` / `?partNumber=n`. */
 export async function storeRequests(match: string): Promise<string[]> {
   const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__requests`);

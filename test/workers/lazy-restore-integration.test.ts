@@ -9,7 +9,8 @@ import { depsFrom } from "../../src/deps.ts";
 import { readIndex } from "../../src/chunks/chunk-index.ts";
 import { chunkKey } from "../../src/chunks/chunk-keys.ts";
 import { getJson, restoreRecordKey, type SnapshotRecord } from "../../src/snapshots/records.ts";
-import { agent, api, freshSandbox, putFile, runWorkflow as run } from "./helpers.ts";
+import { introspectWorkflow } from "cloudflare:test";
+import { agent, api, armStoreFault, faultRow, firedStoreFaults, freshSandbox, kernelMounts, killAgent, putFile, runWorkflow as run } from "./helpers.ts";
 
 const d = depsFrom(env);
 const APP = "/workspace/app";
@@ -29,6 +30,18 @@ function sandbox(label: string): string {
 /** A tree whose image has several chunks: a small node_modules-like base and 6 MB of incompressible data. */
 async function severalChunks(sb: string, seed: number): Promise<void> {
   await agent(sb, "POST", "/v1/datasets", { path: APP, kind: "added-data", seed, files: 400, bytes: 2e6, addedBytes: 6e6 });
+}
+
+/**
+ * A chunked snapshot of a several-chunk tree, and a chunk in the middle of its image: file data, fetched by the
+ * prefetcher rather than by the mount's first reads (the superblock and the tables at the end).
+ */
+async function chunkedWithMiddleChunk(seed: number) {
+  const src = sandbox("src");
+  await severalChunks(src, seed);
+  const backup = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
+  const index = await readIndex(d.store, (await record(backup.snapshotId)).archive.key);
+  return { src, backup, victim: index.chunks[Math.floor(index.chunks.length / 2)]! };
 }
 
 /** After a failed restore: nothing mounted (no FUSE file, no image, no overlay) and the target empty. */
@@ -155,6 +168,108 @@ describe("squashfs-chunked → lazy restores", () => {
     expect(failed.error).toContain(victim.sha256);
     expect(failed.error).toContain("missing");
     await nothingLeft(dst);
+  });
+
+  it("a fork — a chunked parent restored lazily and writable, changed — backs up as an overlay delta of its changes only, restores lazily, and so does a fork of it", async () => {
+    const src = sandbox("src");
+    await severalChunks(src, 39);
+    const parent = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
+    const imageBytes = (await record(parent.snapshotId)).chunks!.imageBytes;
+
+    // Opened writable over the lazily mounted parent.
+    const fork = sandbox("fork");
+    const opened = await run("restore", { snapshotId: parent.snapshotId, sandboxId: fork, path: APP, strategy: "lazy-overlay-restore" });
+    expect(opened.steps.materialize.lazy).toBe(true);
+    expect(opened.steps.verify.usableMs).toBeGreaterThan(0);
+    expect((await manifest(fork)).entries).toEqual((await manifest(src)).entries);
+    // A new file, an edited one, a deleted one (a whiteout in the upper directory).
+    await putFile(fork, `${APP}/zz-fork/work.txt`, "the fork's own work\n".repeat(500));
+    await putFile(fork, `${APP}/package.json`, '{"name":"forked"}\n');
+    const gone = (await manifest(fork)).entries.find((e: any) => e.type === "file" && e.path.startsWith("node_modules/"))!.path;
+    await agent(fork, "DELETE", `/v1/files?path=${encodeURIComponent(`${APP}/${gone}`)}`);
+    const forked = await manifest(fork);
+
+    const child = await run("backup", { sandboxId: fork, path: APP, strategy: "overlay-delta", baseSnapshotId: parent.snapshotId });
+    const childRecord = await record(child.snapshotId);
+    expect(childRecord.delta).toEqual({ kind: "overlay-upper", base: parent.snapshotId });
+    // Only the changes travel: a small fraction of the image.
+    expect(childRecord.archive.bytes).toBeLessThan(imageBytes / 10);
+    console.log(`fork as an overlay delta: ${childRecord.archive.bytes} bytes stored (the image: ${imageBytes}), backup wall ${child.wallMs ?? "?"} ms`);
+
+    // Restored elsewhere, by default with the lazy overlay restore: the fork's tree, every chunk verified.
+    const dst = sandbox("dst");
+    const restored = await run("restore", { snapshotId: child.snapshotId, sandboxId: dst, path: APP });
+    expect(restored.strategy).toBe("lazy-overlay-restore");
+    expect(restored.steps.transfer.layers).toBe(2);
+    expect(restored.steps.verify.completeMs).toBeGreaterThan(0);
+    expect((await manifest(dst)).entries).toEqual(forked.entries);
+
+    // A fork of the fork: its delta is taken against the parent image (the upper holds both forks' changes).
+    await putFile(dst, `${APP}/zz-fork/second.txt`, "the second fork's work\n");
+    const grandchild = await run("backup", { sandboxId: dst, path: APP, strategy: "overlay-delta", baseSnapshotId: child.snapshotId });
+    expect((await record(grandchild.snapshotId)).delta).toEqual({ kind: "overlay-upper", base: parent.snapshotId });
+    const dst2 = sandbox("dst");
+    await run("restore", { snapshotId: grandchild.snapshotId, sandboxId: dst2, path: APP });
+    expect((await manifest(dst2)).entries).toEqual((await manifest(dst)).entries);
+
+    // The whole-image overlay restore cannot read a chunked base, and says which can.
+    const wrong = await api("POST", "/api/restores", { snapshotId: child.snapshotId, sandboxId: sandbox("dst"), path: APP, strategy: "overlay-restore" });
+    expect(wrong.status).toBe(400);
+    expect(wrong.json.error.message).toContain("lazy-overlay-restore");
+  });
+
+  it("a store that stalls mid-prefetch is abandoned after the silence bound and asked again: the restore completes, every chunk verified", async () => {
+    const { src, backup, victim } = await chunkedWithMiddleChunk(37);
+    // Longer than the helper's per-attempt bound (the agent's store silence bound: 6 s in tests). Twice: the first
+    // stalled GET may belong to the mount beside the target, which the swap replaces (its helper stopped, the
+    // attempt with it); the second then meets the helper at the target, which must give up on it and ask again.
+    await armStoreFault({ match: chunkKey(victim.sha256), method: "GET", action: "stall", ms: 15_000, times: 2 });
+    const dst = sandbox("dst");
+    const t = Date.now();
+    const restored = await run("restore", { snapshotId: backup.snapshotId, sandboxId: dst, path: APP, strategy: "lazy-squashfs" });
+    const ms = Date.now() - t;
+    const stalls = (await firedStoreFaults(chunkKey(victim.sha256))).length;
+    expect(stalls).toBeGreaterThan(0);
+    const stored = await getJson<any>(d.store, restoreRecordKey(restored.id));
+    expect(stored.chunks.chunks.local).toBe(stored.chunks.chunks.total);
+    expect((await manifest(dst)).entries).toEqual((await manifest(src)).entries);
+    // Left: the restore's own mounts (FUSE file and image), nothing else.
+    expect((await agent(dst, "GET", "/v1/mounts")).mounts.map((x: any) => x.kind).sort()).toEqual(["image", "lazy"]);
+    faultRow({ fault: "one chunk's GET stalled 15 s mid-prefetch (agent ⇄ store)", phase: "restore verify (lazy-squashfs, prefetch)", outcome: "stalled GETs abandoned (6 s of silence, or with the mount the swap replaces), chunk fetched again; complete, verified", retries: `${stalls} stalled GET(s), then one that answered`, ms, leftovers: [] });
+  });
+
+  it("the agent killed mid-prefetch (its helper with it): the restore completes or fails naming the cause, and no mount is left behind", async () => {
+    const { src, backup, victim } = await chunkedWithMiddleChunk(38);
+    // Hold the prefetch open long enough to kill the agent while it runs.
+    await armStoreFault({ match: chunkKey(victim.sha256), method: "GET", action: "stall", ms: 5_000, times: 1 });
+    const dst = sandbox("dst");
+    // Real retry delays: the step's next attempt must meet the restarted agent, as it would in production.
+    await using wf = await introspectWorkflow(env.RESTORE_WORKFLOW);
+    const t = Date.now();
+    const started = await api("POST", "/api/restores", { snapshotId: backup.snapshotId, sandboxId: dst, path: APP, strategy: "lazy-squashfs" });
+    expect(started.status).toBe(202);
+    // Mounted: the FUSE file and the image are up, the stalled chunk not yet local.
+    for (let i = 0; (await kernelMounts(dst)).length < 2; i++) {
+      if (i > 300) throw new Error("the lazy mount never came up");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await killAgent();
+    const [instance] = await wf.get();
+    // waitForStatus("complete") rejects once the instance has errored: either way it has ended.
+    const ended = await instance!.waitForStatus("complete").then(() => "complete", () => "errored");
+    const status = (await api("GET", `/api/restores/${started.json.id}`)).json;
+    const ms = Date.now() - t;
+    console.log(`agent killed mid-prefetch: ${ended}${status.error ? ` (${status.error})` : ""}; kernel mounts after: ${JSON.stringify(await kernelMounts(dst))}`);
+    if (ended === "complete") {
+      expect((await manifest(dst)).entries).toEqual((await manifest(src)).entries);
+      // Only the live restore's two mounts, at the target and its FUSE file; none of the dead helper's.
+      expect((await kernelMounts(dst)).length).toBe(2);
+    } else {
+      expect(status.error).toMatch(/agent|helper|restart|connection/i);
+      expect(await kernelMounts(dst)).toEqual([]);
+      await nothingLeft(dst);
+    }
+    faultRow({ fault: "agent SIGKILLed (with its FUSE helper) mid-prefetch, restarted", phase: "restore verify (lazy-squashfs)", outcome: ended === "complete" ? "complete, verified; the dead helper's mounts gone" : `failed, naming it; nothing mounted`, retries: "1 (verify step)", ms, leftovers: [] });
   });
 
   it("lazy restores read only chunked snapshots, and chunked snapshots only lazily", async () => {

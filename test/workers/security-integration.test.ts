@@ -7,12 +7,13 @@ import { describe, expect, it } from "vitest";
 import { agentTokenFor } from "../../container/agent-token.ts";
 import { signResultsLink } from "../../src/api/results-link.ts";
 import { readConfig } from "../../src/config.ts";
-import { writeProgress } from "../../src/matrix/matrix-records.ts";
+import { matrixKeys } from "../../src/matrix/matrix-records.ts";
+import { cellsOf, MatrixSpec } from "../../src/matrix/matrix-spec.ts";
 import { StoreError } from "../../src/store/object-store.ts";
 import { phase } from "../../workflows/step-config.ts";
 import worker from "../../worker.ts";
 import { depsFrom } from "../../src/deps.ts";
-import { archiveKey } from "../../src/snapshots/records.ts";
+import { archiveKey, putJson } from "../../src/snapshots/records.ts";
 import { agent, api, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
@@ -20,7 +21,9 @@ const page = (path: string) => exports.default.fetch(`http://snapflow.test${path
 async function runningMatrix(): Promise<string> {
   const id = `mx-sec-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
   const now = new Date().toISOString();
-  await writeProgress(env.INDEX, { id, name: "security", trigger: "http", status: "running", total: 1, sent: 0, done: 0, failed: 0, deadLettered: [], createdAt: now, updatedAt: now });
+  // A matrix exists when its record does (the store is the status's source): one with no runs yet, so it stays running.
+  const spec = MatrixSpec.parse({ name: "security", datasets: [{ name: "tricky", kind: "tricky", seed: 3 }], backups: ["tar-zst-pipe"], restores: ["presigned-tar-zst-pipe"], runs: 1 });
+  await putJson(depsFrom(env).store, matrixKeys(id).record, { id, spec, cells: cellsOf(spec), createdAt: now, trigger: "http" });
   return id;
 }
 

@@ -16,6 +16,7 @@ import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { apiClient } from "../api-client.ts";
 import { machineDescription } from "../bench.ts";
+import { removePrivateStackData } from "../private-stack-data.ts";
 import { BUCKET, freePort, PROJECT, startStack, STATE, type Stack } from "../stack.ts";
 import { applyChange, CHANGE_DIR } from "./change.ts";
 import { FLOOR_COMMANDS, floors } from "./floors.ts";
@@ -95,11 +96,7 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
   const stop = async () => {
     await stack?.stop();
     stack = undefined;
-    // A mount restore whose unmount failed would keep its image busy and its directory undeletable.
-    const mounts = readFileSync("/proc/mounts", "utf8").split("\n").map((l) => l.split(" ")[1] ?? "").filter((m) => m.startsWith(stackDir + "/"));
-    for (const m of mounts.reverse()) await sh(`umount ${q(m)}`).catch((e: Error) => log(`peers: could not unmount ${m}: ${e.message}`));
-    // Data only; logs stay in .snapflow/peers/stack/logs for a look afterwards.
-    for (const d of ["s3", "sandboxes", "wrangler-state"]) await sh(`rm -rf ${q(join(stackDir, d))}`).catch((e: Error) => log(`peers: could not remove ${d}: ${e.message}`));
+    await removePrivateStackData(stackDir, (l) => log(`peers: ${l}`));
     rmSync(scratch, { recursive: true, force: true });
   };
   const onSignal = () => void stop().finally(() => process.exit(130));

@@ -5,6 +5,8 @@
 import type { LazyStatus } from "../../../container/protocol.ts";
 import { SnapflowError } from "../../errors.ts";
 import type { AgentClient } from "../../sandbox/agent-client.ts";
+import type { StepResult } from "../../snapshots/records.ts";
+import type { RestoreContext } from "../restore-context.ts";
 
 /** One wait request's bound; the verify step's own timeout bounds the whole wait. */
 const WAIT_MS = 60_000;
@@ -42,4 +44,24 @@ export function completionOf(s: LazyStatus, requestedAt: string | undefined) {
       onDemandChunks: s.onDemandChunks.slice(0, LISTED).map((c) => ({ index: c.index, sha256: c.sha256, atMs: c.atMs })),
     },
   };
+}
+
+/**
+ * After a lazy tree's swap, for the lazy materializations and a lazy overlay base: the tree answers at the target
+ * now (usable); walk it there (the reads fetch what they need; one that fails with EIO is a chunk the helper could
+ * not have, named in the error), then wait until every chunk is local and verified (complete).
+ */
+export async function walkThenComplete(c: RestoreContext, work: string, check: (path: string) => Promise<StepResult>) {
+  const usableMs = c.p.startedAt ? Date.now() - Date.parse(c.p.startedAt) : undefined;
+  let checked;
+  try {
+    checked = await check(c.p.path);
+  } catch (e) {
+    // The helper writes its status at most every 200 ms: give a failure just made a moment to show.
+    const failed = failedChunks(await c.agent.lazyWait({ work, timeoutMs: 1000 }).catch(() => null));
+    if (failed) throw new SnapflowError("snapshot_unusable", `reading the restored tree failed: ${failed}`, { cause: e });
+    throw e;
+  }
+  const status = await waitComplete(c.agent, work);
+  return { ...checked, ...(usableMs !== undefined ? { usableMs } : {}), ...completionOf(status, c.p.startedAt) };
 }

@@ -19,19 +19,20 @@ import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { readSnapshot } from "../../snapshots/records.ts";
 import { formatName } from "../../strategies/registry.ts";
 import type { RestoreContext } from "../restore-context.ts";
-import { completionOf, failedChunks, waitComplete } from "./lazy-completion.ts";
+import { walkThenComplete } from "./lazy-completion.ts";
 import type { Materialization } from "./materialization.ts";
 
 const PRESIGNS_IN_FLIGHT = 32;
 /** Background fetches; 4 met the completion target in native/lazy/MEASUREMENTS.md (8 gained little). */
-const PREFETCH = 4;
+export const PREFETCH = 4;
 
 /** Milliseconds from the restore request (the API's startedAt) to now, when the request time is known. */
 const sinceRequest = (c: RestoreContext, at = Date.now()) => (c.p.startedAt ? at - Date.parse(c.p.startedAt) : undefined);
 
-async function chunkUrls(c: RestoreContext): Promise<{ urls: Record<string, string>; index: { bytes: number; chunks: number } }> {
-  const record = await readSnapshot(c.d.store, c.d.kv, c.p.snapshotId);
-  if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${c.p.snapshotId} was deleted during its restore`);
+/** A GET URL for each distinct chunk of a chunked snapshot (`snapshotId`: the one whose index is mounted). */
+export async function chunkUrls(c: RestoreContext, snapshotId = c.p.snapshotId): Promise<{ urls: Record<string, string>; index: { bytes: number; chunks: number } }> {
+  const record = await readSnapshot(c.d.store, c.d.kv, snapshotId);
+  if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${snapshotId} was deleted during its restore`);
   const index = await readIndex(c.d.store, record.archive.key, record.archive.sha256);
   const distinct = distinctChunks(index);
   const pairs = await mapBounded(distinct, PRESIGNS_IN_FLIGHT, async (ch) => [ch.sha256, await c.d.presigner.url(chunkKey(ch.sha256), "GET")] as const);
@@ -84,21 +85,6 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
   },
 
   async afterSwap(c, check) {
-    const usableMs = sinceRequest(c);
-    const where = sandboxPaths.lazy(c.p.restoreId);
-    let checked;
-    try {
-      checked = await check(c.p.path);
-    } catch (e) {
-      // A read through the mount that failed with EIO is a chunk the helper could not have: name it.
-      // The helper writes its status at most every 200 ms: give a failure just made a moment to show.
-      const failed = failedChunks(await c.agent.lazyWait({ work: where.work, timeoutMs: 1000 }).catch(() => null));
-      if (failed) throw new SnapflowError("snapshot_unusable", `reading the restored tree failed: ${failed}`, { cause: e });
-      throw e;
-    }
-    // Then the step waits until every chunk is local and verified (complete), or fails naming the chunk; either
-    // failure rolls the swap back.
-    const status = await waitComplete(c.agent, where.work);
-    return { ...checked, ...(usableMs !== undefined ? { usableMs } : {}), ...completionOf(status, c.p.startedAt) };
+    return walkThenComplete(c, sandboxPaths.lazy(c.p.restoreId).work, check);
   },
 });

@@ -1,0 +1,60 @@
+// "Usable before it is downloaded", measured as a user meets it: POST a lazy restore, wait until the workspace
+// answers at its target (the host directory the sandbox's /workspace is), run a first-use command there, and read
+// the lazy mount's status at that moment — how many bytes of the image were local then, and how many of them the
+// reads asked for (on demand) rather than the background prefetcher (ahead). Then follow the restore to its end
+// (every chunk local and verified). Pure orchestration over the API and the host's view of the sandbox.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { LazyStatus } from "../../../container/protocol.ts";
+import type { apiClient, RunStatus } from "../api-client.ts";
+import { sh } from "../peers/shell.ts";
+
+export interface FirstUse {
+  restoreId: string;
+  /** POST → the marker file answers at the target */
+  usableSeenMs: number;
+  /** the first-use command's own time, and POST → it succeeded */
+  commandMs: number;
+  firstUseDoneMs: number;
+  /** the lazy mount's bytes when the command had succeeded */
+  atFirstUse: { imageBytes: number; localBytes: number; onDemandBytes: number; aheadBytes: number; onDemandChunks: number; chunks: number };
+  /** POST → complete (every chunk local and verified), and the Workflow's own moments */
+  completeMs: number;
+  usableMs?: number;
+  workflowCompleteMs?: number;
+}
+
+const POLL_MS = 10;
+
+/**
+ * `sandboxDir`: the host directory of the sandbox's root; `marker`: a path below /workspace whose presence means
+ * the tree answers; `command`: run with cwd = the target's host directory.
+ */
+export async function measureFirstUse(api: ReturnType<typeof apiClient>, o: { snapshotId: string; sandboxId: string; sandboxDir: string; strategy: string; marker: string; command: string; timeoutMs?: number }): Promise<FirstUse> {
+  const target = join(o.sandboxDir, "workspace");
+  const t0 = performance.now();
+  const { id } = await api.startRestore({ snapshotId: o.snapshotId, sandboxId: o.sandboxId, path: "/workspace", strategy: o.strategy });
+  const deadline = t0 + (o.timeoutMs ?? 10 * 60_000);
+  while (!existsSync(join(target, o.marker))) {
+    if (performance.now() > deadline) throw new Error(`restore ${id}: ${o.marker} never appeared at ${target}`);
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  const usableSeenMs = Math.round(performance.now() - t0);
+  const ran = await sh(o.command, { cwd: target });
+  const firstUseDoneMs = Math.round(performance.now() - t0);
+  const status = JSON.parse(readFileSync(join(o.sandboxDir, "snapflow", "lazy", id, "status.json"), "utf8")) as LazyStatus;
+  let final: RunStatus;
+  for (;;) {
+    final = await api.restore(id);
+    if (final.status === "complete") break;
+    if (final.status === "errored" || final.status === "terminated") throw new Error(`restore ${id} ${final.status}: ${final.error ?? ""}`);
+    if (performance.now() > deadline) throw new Error(`restore ${id} still ${final.status}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const verify = final.steps.verify as { usableMs?: number; completeMs?: number } | undefined;
+  return {
+    restoreId: id, usableSeenMs, commandMs: ran.ms, firstUseDoneMs,
+    atFirstUse: { imageBytes: status.bytes.total, localBytes: status.bytes.local, onDemandBytes: status.bytes.onDemand, aheadBytes: status.bytes.ahead, onDemandChunks: status.chunks.onDemand, chunks: status.chunks.total },
+    completeMs: Math.round(performance.now() - t0), usableMs: verify?.usableMs, workflowCompleteMs: verify?.completeMs,
+  };
+}
