@@ -155,9 +155,11 @@ describe("the agent SIGKILLed mid-operation (its whole process group), then star
   });
 
   it("mid-archive: the backup's transfer fails, its upload is aborted, the retry completes; no partial snapshot", async () => {
-    // 30 MB in 5 MiB parts, one upload at a time: while part 1 stalls, the Worker holds at most two parts and
-    // tar is held back by the stream, so the kill lands while the agent is still archiving.
-    const src = await tree(30, 68);
+    // 48 MB in 5 MiB parts, one upload at a time: while part 1 stalls, the Worker holds at most two parts and
+    // tar is held back by the stream, so the kill lands while the agent is still archiving. (More than the two
+    // parts, the socket buffers and the fault proxy between the Worker and the agent can hold: with 30 MB the agent
+    // sometimes finished its stream before the kill.)
+    const src = await tree(48, 68);
     const before = await manifest(src, "/workspace/app");
     const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe", tuning: { partSizeMiB: 5, concurrency: 1 } }, async (id) => {
       const match = `snapshots/${id}/archive`;
