@@ -33,6 +33,11 @@ function workersProject(name: string, include: string[], extraBindings: Record<s
               // tests only: the sandbox whose root is a small tmpfs (test/global-setup.ts), as JSON
               TEST_SMALL_DISK: JSON.stringify(stack.smallDisk),
               TEST_FAULT_PROXY: stack.faultProxyUrl,
+              TEST_AGENT_FAULT_PROXY: stack.agentFaultProxyUrl,
+              // The Worker's deadlines on the agent (src/sandbox/agent-deadlines.ts), shortened so that the
+              // deadline tests run in seconds: 8 s of silence on a streamed call, 15 s for a short call.
+              AGENT_IDLE_SECONDS: "8",
+              AGENT_CALL_SECONDS: "15",
               ...extraBindings,
             },
           },

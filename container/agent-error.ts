@@ -13,6 +13,7 @@ export type AgentErrorCode =
   | "no_space" // the disk the request writes to is full (ENOSPC): permanent, the message names what and how much is free
   | "verify_failed" // restored bytes or tree differ from the snapshot's manifest (the message names the first differences)
   | "store_refused" // the object store refused the bytes for good: not the SHA-256 the URL was signed for, or an overwrite
+  | "url_expired" // a presigned URL expired before it was used: the same URL never works again, fresh ones would (so 5xx: the Worker's retry signs anew)
   | "injected_fault"; // a test-only fault (see faults.ts)
 
 const STATUS: Record<AgentErrorCode, number> = {
@@ -25,6 +26,7 @@ const STATUS: Record<AgentErrorCode, number> = {
   unavailable: 501,
   verify_failed: 422,
   store_refused: 422,
+  url_expired: 502,
   no_space: 507,
   injected_fault: 503,
 };

@@ -22,7 +22,7 @@ export const IDLE_TIMEOUT_MS = 60_000;
 export class TransferError extends AgentError {
   readonly retryable: boolean;
   readonly httpStatus: number | undefined;
-  constructor(message: string, retryable: boolean, httpStatus?: number, code: "tool_failed" | "store_refused" = "tool_failed") {
+  constructor(message: string, retryable: boolean, httpStatus?: number, code: "tool_failed" | "store_refused" | "url_expired" = "tool_failed") {
     super(code, message);
     this.retryable = retryable;
     this.httpStatus = httpStatus;
@@ -30,6 +30,16 @@ export class TransferError extends AgentError {
 }
 
 const retryableStatus = (s: number) => s >= 500 || s === 429;
+
+/**
+ * The store refusing a presigned URL because its X-Amz-Expires has passed: S3 and SeaweedFS answer 403
+ * AccessDenied "Request has expired" (R2 is S3-compatible here; not checked against R2 itself). Trying the same URL
+ * again cannot help, fresh URLs would: TransferError url_expired, which the Worker retries by signing again.
+ */
+export function expiredUrlError(what: string, status: number, body: string): TransferError | undefined {
+  if (status !== 403 || !/<Message>[^<]*expired[^<]*<\/Message>|<Code>(ExpiredToken|RequestExpired|TokenRefreshRequired)<\/Code>/i.test(body)) return undefined;
+  return new TransferError(`${what}: presigned URL expired before it was used (${describeS3Error(status, body)}); a retry signs fresh URLs`, false, status, "url_expired");
+}
 
 /**
  * The store refusing these bytes for good: their SHA-256 is not the one the URL was signed for (BadDigest), or the
@@ -76,6 +86,8 @@ export function putBody(u: URL, body: Uint8Array | Readable, length: number, wha
       res.on("end", () => {
         const status = res.statusCode ?? 0;
         if (status < 200 || status >= 300) {
+          const expired = expiredUrlError(what, status, text);
+          if (expired) return fail(expired);
           const refused = refusedForGood(status, text);
           return fail(new TransferError(`${what} answered ${describeS3Error(status, text)}`, !refused && retryableStatus(status), status, refused ? "store_refused" : "tool_failed"));
         }
@@ -112,7 +124,7 @@ export function getRange(u: URL, first: number, last: number, total: number, wha
         let text = "";
         res.setEncoding("utf8");
         res.on("data", (d: string) => (text = (text + d).slice(0, 4000)));
-        res.on("end", () => reject(new TransferError(`${what} answered ${describeS3Error(status, text)}`, retryableStatus(status), status)));
+        res.on("end", () => reject(expiredUrlError(what, status, text) ?? new TransferError(`${what} answered ${describeS3Error(status, text)}`, retryableStatus(status), status)));
         res.on("error", (e) => reject(new TransferError(`${what}: response broke: ${e.message}`, true)));
         return;
       }

@@ -47,8 +47,8 @@
 // unauthorized 401, not_found 404, verify_failed 422 (a restore differs from its manifest), store_refused 422 (the
 // store refused the bytes for good: BadDigest, PreconditionFailed), tool_failed 500 (a tool exited non-zero, or
 // the store or pipe around it failed), internal_error 500 (an exception nothing classified: a bug in the agent),
-// unavailable 501 (a tool or kernel feature is missing here), injected_fault 503 (test-only), no_space 507 (the
-// disk filled: permanent).
+// unavailable 501 (a tool or kernel feature is missing here), url_expired 502 (a presigned URL expired before it
+// was used: fresh URLs would work), injected_fault 503 (test-only), no_space 507 (the disk filled: permanent).
 import { z } from "zod";
 import { R2_MULTIPART } from "./r2-limits.ts";
 import { sandboxRoots } from "./sandbox-roots.ts";

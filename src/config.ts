@@ -1,6 +1,7 @@
 // The Worker's settings, read once from env and validated, so that a misconfigured deployment fails with a
 // message naming the variable instead of a TypeError deep in a step.
 import { z } from "zod";
+import { AgentDeadlineVars } from "./sandbox/agent-deadlines.ts";
 import { parseRoots, useSandboxRoots } from "../container/sandbox-roots.ts";
 import { weakSecretReason } from "../container/secret-strength.ts";
 import { SnapflowError } from "./errors.ts";
@@ -27,6 +28,8 @@ const Config = z.object({
   S3_ACCESS_KEY_ID: z.string().min(1, "set the S3_ACCESS_KEY_ID secret (an R2 API token's access key)"),
   S3_SECRET_ACCESS_KEY: z.string().min(1, "set the S3_SECRET_ACCESS_KEY secret"),
   PRESIGN_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600),
+  // How long the Worker waits for the agent (src/sandbox/agent-deadlines.ts has the defaults and what each bounds).
+  ...AgentDeadlineVars.shape,
   /** comma-separated roots callers may name (container/sandbox-roots.ts); absent or empty: the SDK's defaults */
   SANDBOX_ROOTS: z.string().optional().transform((text, ctx) => {
     const r = parseRoots(text);

@@ -2,6 +2,7 @@
 // reach the same bucket), the sandbox transport and the index (KV). The choice of implementations is
 // configuration (see config.ts).
 import { readConfig, type Config } from "./config.ts";
+import { agentDeadlinesFrom } from "./sandbox/agent-deadlines.ts";
 import { localTransport } from "./sandbox/local-transport.ts";
 import { sdkTransport } from "./sandbox/sdk-transport.ts";
 import type { SandboxTransport } from "./sandbox/transport.ts";
@@ -25,6 +26,7 @@ export function depsFrom(env: Env): Deps {
     endpoint: config.S3_ENDPOINT, bucket: config.S3_BUCKET, region: config.S3_REGION,
     accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY,
   };
+  const deadlines = agentDeadlinesFrom(config);
   return {
     config,
     presigner: s3Presigner(s3, config.PRESIGN_EXPIRY_SECONDS),
@@ -32,7 +34,7 @@ export function depsFrom(env: Env): Deps {
     kv: indexKv(env),
     store: config.OBJECT_STORE === "r2" ? r2Store(env.SNAPSHOTS) : s3Store(s3),
     transport: config.SANDBOX_TRANSPORT === "local"
-      ? localTransport(config.AGENT_URL, config.AGENT_SECRET)
-      : sdkTransport(env.SANDBOX as never, config.AGENT_SECRET, config.AGENT_PORT, config.S3_ENDPOINT),
+      ? localTransport(config.AGENT_URL, config.AGENT_SECRET, deadlines)
+      : sdkTransport(env.SANDBOX as never, config.AGENT_SECRET, config.AGENT_PORT, config.S3_ENDPOINT, deadlines),
   };
 }

@@ -1,14 +1,18 @@
 // A fault proxy of our own, for tests: an HTTP proxy on loopback in front of the object store, through which
-// every part of the test stack reaches it (the Worker's store and the URLs it presigns, and so the agent). With
+// every part of the test stack reaches it (the Worker's store and the URLs it presigns, and so the agent), and a
+// second instance in front of the agent, through which the Worker reaches it (its AGENT_URL). With
 // no fault armed it passes bytes through unchanged — Host included, so S3 signatures made for the proxy's address
 // hold at the store. Armed (POST /__faults), it breaks one kind of request for real, mid-stream:
 //
 //   status  answer `status` (an S3 error body) without forwarding: the store failing one request
 //   cut     forward, then destroy both connections after `afterBytes` bytes of the body (request or response)
 //   stall   forward, then stop passing bytes for `ms` after `afterBytes`, then go on
+//   refuse  close the connection at once, answering nothing (nothing listening, a crashed peer)
 //
-// A fault matches requests whose method (optional) and path + query (substrings) match, `times` times, so a test
-// aims at its own keys and cannot break another test's. GET /__faults lists what fired, GET /__requests every
+// A fault matches requests whose method (optional) and path + query (substrings) match, and whose headers hold the
+// values in `headers` (optional; the agent's x-snapflow-sandbox names the sandbox), `times` times, so a test aims at
+// its own keys or sandboxes and cannot break another test's. A client that goes away (a deadline that aborted its
+// request) closes the upstream connection too, as a real network path would. GET /__faults lists what fired, GET /__requests every
 // request passed (path, and the query's uploads / partNumber), so a test can count attempts. The harness also answers
 // POST /__agent/kill (SIGKILL the agent process mid-whatever and start it again on the same port), set up by
 // test/global-setup.ts, because a test in workerd cannot signal a process.
@@ -19,11 +23,15 @@ export interface Fault {
   /** substrings the request's path + query must all hold */
   match: string | string[];
   method?: string;
-  action: "status" | "cut" | "stall";
+  /** header name → a substring its value must hold */
+  headers?: Record<string, string>;
+  action: "status" | "cut" | "stall" | "refuse";
   /** status */
   status?: number;
-  /** cut, stall: after this many body bytes (of the request for PUT/POST, else of the response); default 0 */
+  /** cut, stall: after this many body bytes (of `body`); default 0 */
   afterBytes?: number;
+  /** cut, stall: which body to break; default the request's for PUT/POST, else the response's */
+  body?: "request" | "response";
   /** stall */
   ms?: number;
   times: number;
@@ -34,6 +42,8 @@ export interface FiredFault {
   method: string;
   path: string;
   at: string;
+  /** how the exchange ended: "completed", "client went away", "upstream failed: …" */
+  ended?: string;
 }
 
 export interface FaultProxy {
@@ -63,7 +73,8 @@ function breaker(fault: Fault, onCut: () => void): Transform {
         onCut();
         return done();
       }
-      setTimeout(() => done(null, tail), fault.ms ?? 1000);
+      // unref: a stall still pending when the suite ends must not keep the test process alive
+      setTimeout(() => done(null, tail), fault.ms ?? 1000).unref();
     },
   });
 }
@@ -73,10 +84,11 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
   const armed: Fault[] = [];
   const fired: FiredFault[] = [];
   // Every request passed, so a test can count attempts (a retry is a second request for the same thing).
-  const seen: { method: string; path: string }[] = [];
+  const seen: { method: string; path: string; sandbox?: string }[] = [];
 
   const take = (req: IncomingMessage): Fault | undefined => {
-    const i = armed.findIndex((f) => (!f.method || f.method === req.method) && [f.match].flat().every((m) => (req.url ?? "").includes(m)));
+    const i = armed.findIndex((f) => (!f.method || f.method === req.method) && [f.match].flat().every((m) => (req.url ?? "").includes(m))
+      && Object.entries(f.headers ?? {}).every(([name, value]) => String(req.headers[name.toLowerCase()] ?? "").includes(value)));
     if (i < 0) return undefined;
     const f = armed[i]!;
     if (--f.times <= 0) armed.splice(i, 1);
@@ -109,8 +121,15 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
       control(req, res).catch((e: Error) => res.writeHead(500).end(e.message));
       return;
     }
-    if (seen.length < 100_000) seen.push({ method: req.method ?? "", path: (req.url ?? "").split("?")[0] + ((req.url ?? "").match(/[?&](uploads|partNumber=\d+)/)?.[0] ?? "") });
+    if (seen.length < 100_000) {
+      const sandbox = req.headers["x-snapflow-sandbox"];
+      seen.push({ method: req.method ?? "", path: (req.url ?? "").split("?")[0] + ((req.url ?? "").match(/[?&](uploads|partNumber=\d+)/)?.[0] ?? ""), ...(typeof sandbox === "string" ? { sandbox } : {}) });
+    }
     const fault = take(req);
+    if (fault?.action === "refuse") {
+      req.socket.destroy();
+      return;
+    }
     if (fault?.action === "status") {
       req.resume();
       req.on("end", () => res.writeHead(fault.status ?? 500, { "content-type": "application/xml" }).end(`<Error><Code>InternalError</Code><Message>injected by the test fault proxy</Message></Error>`));
@@ -118,17 +137,36 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
     }
     const up = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers });
     const cut = () => {
+      ended("cut by the proxy");
       up.destroy();
       req.destroy();
       res.destroy();
     };
-    const onRequestBody = fault && (req.method === "PUT" || req.method === "POST");
+    const onRequestBody = fault && (fault.body ? fault.body === "request" : req.method === "PUT" || req.method === "POST");
+    // How a faulted exchange ended, first cause only: a test tells "the client's deadline gave up" from "the upstream hung up".
+    const record = fault ? fired.at(-1) : undefined;
+    const ended = (how: string) => {
+      if (record && !record.ended) record.ended = how;
+    };
     up.on("response", (r) => {
+      // An upstream that dies mid-answer (the agent SIGKILLed) breaks the client's connection too, at once.
+      r.on("error", (e) => {
+        ended(`upstream failed: ${e.message}`);
+        res.destroy();
+      });
       res.writeHead(r.statusCode ?? 502, r.headers);
       (fault && !onRequestBody ? r.pipe(breaker(fault, cut)) : r).pipe(res);
     });
-    up.on("error", () => res.destroy());
+    up.on("error", (e) => {
+      ended(`upstream failed: ${e.message}`);
+      res.destroy();
+    });
     req.on("error", () => up.destroy());
+    // The client gave up (or was cut): so does the connection to the upstream, which then sees its peer go away.
+    res.on("close", () => {
+      ended(res.writableFinished ? "completed" : "client went away");
+      if (!res.writableFinished) up.destroy();
+    });
     (onRequestBody ? req.pipe(breaker(fault, cut)) : req).pipe(up);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -17,10 +17,13 @@ export interface TestStack {
    * reason when it could not be made (the tests that need it say so and skip).
    */
   smallDisk: { sandboxId: string; bytes: number } | { skipped: string };
+  /** where the Worker reaches the agent: the fault proxy in front of it (faults armed at agentFaultProxyUrl) */
   agentUrl: string;
   agentSecret: string;
   /** the fault proxy in front of the store (test/fault-proxy.ts): POST /__faults arms a fault, GET lists what fired */
   faultProxyUrl: string;
+  /** the fault proxy between the Worker and the agent (the same URL as agentUrl; its /__faults arm Worker ⇄ agent faults) */
+  agentFaultProxyUrl: string;
   apiToken: string;
   s3: { endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string };
 }
@@ -97,9 +100,13 @@ export default async function setup(project: TestProject) {
     },
   });
   agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url });
+  // And every request from the Worker (and the tests' helpers) to the agent passes a second instance, so a test can
+  // cut or stall the Worker ⇄ agent connection too. The agent keeps its port across a kill, so this one address holds.
+  const agentProxy = await startFaultProxy(agent.url);
   project.provide("stack", {
     smallDisk,
-    agentUrl: agent.url,
+    agentUrl: agentProxy.url,
+    agentFaultProxyUrl: agentProxy.url,
     agentSecret,
     apiToken: randomBytes(32).toString("hex"),
     faultProxyUrl: proxy.url,
@@ -108,6 +115,7 @@ export default async function setup(project: TestProject) {
   project.provide("hostile", hostileCorpus());
   return async () => {
     await agent.process.stop();
+    await agentProxy.stop();
     await proxy.stop();
     if ("sandboxId" in smallDisk) spawnSync("umount", ["-l", join(dir, "sandboxes", smallDisk.sandboxId)]);
     await store.stop();

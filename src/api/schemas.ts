@@ -21,6 +21,8 @@ const strategyOf = (kind: "backup" | "restore") =>
 export const Tuning = z.object({
   partSizeMiB: z.number().int().min(5, "R2 parts are at least 5 MiB").max(5 * 1024).optional(),
   concurrency: z.number().int().min(1).max(16).optional(),
+  /** presigned multipart: every part URL expires this many seconds after signing, instead of the fitted expiry (tests) */
+  partUrlExpirySeconds: z.number().int().min(1).max(7 * 24 * 3600).optional(),
 }).strict();
 
 export const RUN_ID = z.string().regex(/^[a-z]{2}-\d{14}-[0-9a-f]{8}$/, "not a snapflow run id");

@@ -12,7 +12,7 @@ export interface BackupParams {
   /** drop the page cache in the probe step (cold-cache runs) */
   dropCaches?: boolean;
   /** multipart paths: part size and parts in flight */
-  tuning?: { partSizeMiB?: number; concurrency?: number };
+  tuning?: { partSizeMiB?: number; concurrency?: number; partUrlExpirySeconds?: number };
   /** when the API accepted the request (progress shows it) */
   startedAt?: string;
   name?: string;

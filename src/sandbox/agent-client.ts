@@ -1,10 +1,15 @@
 // Typed calls to the agent over a SandboxTransport. Agent errors arrive as {error:{code,message,field}} and become
-// AgentCallError, which keeps the HTTP status so callers can tell a permanent 4xx from a retryable 5xx.
+// AgentCallError, which keeps the HTTP status so callers can tell a permanent 4xx from a retryable 5xx. Every call
+// has a deadline fitted to it (agent-deadlines.ts: short, streamed or long); one that is hit is AgentCallError
+// `agent_timeout` (504, transient), and a connection that fails is `agent_unreachable` (502, transient), both
+// naming the call and the sandbox.
 import type { z } from "zod";
 import type { Manifest, ProbeResult } from "../../container/protocol.ts";
 import type * as P from "../../container/protocol.ts";
 import type { SwapJournal } from "../../container/protocol.ts";
 import { SELECTION_HEADER } from "../../container/protocol.ts";
+import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
+import { fetchWithDeadline } from "./deadline-fetch.ts";
 import type { SandboxTransport } from "./transport.ts";
 
 export class AgentCallError extends Error {
@@ -52,9 +57,11 @@ export class AgentClient {
   private readonly transport: SandboxTransport;
   readonly sandboxId: string;
   private selectionHeader: string | undefined;
-  constructor(transport: SandboxTransport, sandboxId: string) {
+  readonly deadlines: AgentDeadlines;
+  constructor(transport: SandboxTransport, sandboxId: string, deadlines: AgentDeadlines = transport.deadlines ?? DEFAULT_AGENT_DEADLINES) {
     this.transport = transport;
     this.sandboxId = sandboxId;
+    this.deadlines = deadlines;
   }
 
   /**
@@ -68,12 +75,28 @@ export class AgentClient {
 
   /** The selection's rules as the agent compiled them for `path`, with its warnings (git missing, say). */
   checkSelection(path: string, selection: P.SelectionSpec) {
-    return this.json<P.SelectionRecord>("check selection", "/v1/selection", { path, selection });
+    return this.json<P.SelectionRecord>("check selection", "/v1/selection", { path, selection }, "POST", "short");
   }
 
-  /** A raw call: the response when it is 2xx, AgentCallError otherwise. */
-  async call(what: string, path: string, init: RequestInit = {}): Promise<Response> {
-    const r = await this.transport.agentFetch(this.sandboxId, path, this.selectionHeader ? { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), [SELECTION_HEADER]: this.selectionHeader } } : init);
+  /**
+   * A raw call under the deadline of its kind: the response when it is 2xx (its body still under the deadline
+   * until read to the end or cancelled), AgentCallError otherwise.
+   */
+  async call(what: string, path: string, init: RequestInit = {}, kind: CallKind = "stream"): Promise<Response> {
+    const deadline = deadlineFor(kind, this.deadlines);
+    const sandbox = this.sandboxId;
+    const r = await fetchWithDeadline(
+      (withSignal) => this.transport.agentFetch(sandbox, path, withSignal),
+      this.selectionHeader ? { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), [SELECTION_HEADER]: this.selectionHeader } } : init,
+      deadline,
+      {
+        timeout: (how, ms) => new AgentCallError(what, 504, "agent_timeout", how === "silence"
+          ? `the agent in sandbox ${sandbox} sent or took nothing for ${ms / 1000} s (AGENT_IDLE_SECONDS); aborted`
+          : `the agent in sandbox ${sandbox} did not finish within ${ms / 1000} s (${deadline.totalVar}); aborted`),
+        broken: (during, cause) => new AgentCallError(what, 502, "agent_unreachable",
+          `the connection to the agent in sandbox ${sandbox} failed ${during === "request" ? "before its answer" : "while it was answering"}: ${cause instanceof Error ? cause.message : String(cause)}`),
+      },
+    );
     if (r.ok) return r;
     const text = await r.text();
     let body: { error?: { code?: string; message?: string; field?: string } } = {};
@@ -85,16 +108,17 @@ export class AgentClient {
     throw new AgentCallError(what, r.status, body.error?.code ?? "http_error", body.error?.message ?? (text.slice(0, 500) || `HTTP ${r.status}`), body.error?.field);
   }
 
-  async json<T>(what: string, path: string, body?: unknown, method = "POST"): Promise<T> {
+  /** A JSON call: the whole answer under the call's deadline (long unless said otherwise). */
+  async json<T>(what: string, path: string, body?: unknown, method = "POST", kind: CallKind = { long: {} }): Promise<T> {
     const init: RequestInit = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } };
-    return (await this.call(what, path, init)).json() as Promise<T>;
+    return (await this.call(what, path, init, kind)).json() as Promise<T>;
   }
 
   probe() {
-    return this.json<ProbeResult>("probe", "/v1/probe", undefined, "GET");
+    return this.json<ProbeResult>("probe", "/v1/probe", undefined, "GET", "short");
   }
   dropCaches() {
-    return this.json<{ dropped: boolean; ms: number; reason?: string }>("drop caches", "/v1/drop-caches", {});
+    return this.json<{ dropped: boolean; ms: number; reason?: string }>("drop caches", "/v1/drop-caches", {}, "POST", "short");
   }
   generateDataset(body: z.input<typeof P.DatasetBody>) {
     return this.json<{ files: number; bytes: number; ms: number }>("generate dataset", "/v1/datasets", body);
@@ -124,7 +148,7 @@ export class AgentClient {
     return this.json<P.WrittenBytes | SinglePassResult>("archive to file", "/v1/archive", body);
   }
   stat(path: string) {
-    return this.json<{ exists: boolean; type?: string; size?: number; entries?: number }>("stat", `/v1/stat?${qs({ path })}`, undefined, "GET");
+    return this.json<{ exists: boolean; type?: string; size?: number; entries?: number }>("stat", `/v1/stat?${qs({ path })}`, undefined, "GET", "short");
   }
   readFile(path: string) {
     return this.call("read file", `/v1/files?${qs({ path })}`);
@@ -133,7 +157,7 @@ export class AgentClient {
     return this.call("write file", `/v1/files?${qs({ path })}`, { method: "PUT", body }).then((r) => r.json() as Promise<P.WrittenBytes>);
   }
   deleteFile(path: string) {
-    return this.json<{ deleted: boolean }>("delete file", `/v1/files?${qs({ path })}`, undefined, "DELETE");
+    return this.json<{ deleted: boolean }>("delete file", `/v1/files?${qs({ path })}`, undefined, "DELETE", "short");
   }
   extractStream(q: z.input<typeof P.ExtractQuery>, body: ReadableStream<Uint8Array>) {
     return this.call("extract", `/v1/extract?${qs(q as Query)}`, { method: "PUT", body }).then((r) => r.json() as Promise<P.WrittenBytes>);
@@ -160,18 +184,19 @@ export class AgentClient {
   hashUrl(url: string) {
     return this.json<P.WrittenBytes>("hash stored object", "/v1/hash-url", { url });
   }
-  uploadToUrl(body: z.input<typeof P.UploadBody>) {
-    return this.json<P.WrittenBytes>("presigned upload", "/v1/upload", body);
+  /** `bytes`, when known, fits the call's deadline to the work (agent-deadlines.ts); likewise below. */
+  uploadToUrl(body: z.input<typeof P.UploadBody>, bytes?: number) {
+    return this.json<P.WrittenBytes>("presigned upload", "/v1/upload", body, "POST", { long: { bytes } });
   }
-  downloadFromUrl(body: z.input<typeof P.DownloadBody>) {
-    return this.json<P.WrittenBytes>("presigned download", "/v1/download", body);
+  downloadFromUrl(body: z.input<typeof P.DownloadBody>, bytes?: number) {
+    return this.json<P.WrittenBytes>("presigned download", "/v1/download", body, "POST", { long: { bytes } });
   }
-  uploadMultipart(body: z.input<typeof P.UploadMultipartBody>) {
+  uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number) {
     return this.json<{ bytes: number; sha256: string; ms: number; peakBufferedBytes: number; parts: { partNumber: number; etag: string; bytes: number }[] }>(
-      "presigned multipart upload", "/v1/upload-multipart", body);
+      "presigned multipart upload", "/v1/upload-multipart", body, "POST", { long: { bytes } });
   }
-  downloadRanged(body: z.input<typeof P.DownloadRangedBody>) {
-    return this.json<P.WrittenBytes & { tool: string; ranges?: number; peakBufferedBytes?: number }>("ranged download", "/v1/download-ranged", body);
+  downloadRanged(body: z.input<typeof P.DownloadRangedBody>, bytes?: number) {
+    return this.json<P.WrittenBytes & { tool: string; ranges?: number; peakBufferedBytes?: number }>("ranged download", "/v1/download-ranged", body, "POST", { long: { bytes } });
   }
   makeImage(body: z.input<typeof P.ImageBody> & { manifestOut: string }): Promise<SinglePassResult & { onePass: boolean }>;
   makeImage(body: z.input<typeof P.ImageBody>): Promise<P.WrittenBytes>;
@@ -186,10 +211,10 @@ export class AgentClient {
     return this.json<{ upper: string; work: string; ms: number; mounted: P.MountEntry }>("mount overlay", "/v1/overlay", body);
   }
   mounts() {
-    return this.json<{ mounts: P.MountEntry[] }>("list mounts", "/v1/mounts", undefined, "GET");
+    return this.json<{ mounts: P.MountEntry[] }>("list mounts", "/v1/mounts", undefined, "GET", "short");
   }
   unmount(path: string) {
-    return this.json<{ unmounted: string[] }>("unmount", `/v1/mounts?${qs({ path })}`, undefined, "DELETE");
+    return this.json<{ unmounted: string[] }>("unmount", `/v1/mounts?${qs({ path })}`, undefined, "DELETE", "short");
   }
   /** Cuts a staged image into content-addressed chunks; the index is also left at `output` for the upload. */
   indexChunks(body: z.input<typeof P.ChunkIndexBody>) {
@@ -205,30 +230,30 @@ export class AgentClient {
   }
   /** Waits (at most timeoutMs) until a lazy mount's image is complete or its prefetch has ended. */
   lazyWait(body: z.input<typeof P.LazyWaitBody>) {
-    return this.json<P.LazyStatus & { waitedMs: number; running: boolean }>("wait for lazy mount", "/v1/lazy/wait", body);
+    return this.json<P.LazyStatus & { waitedMs: number; running: boolean }>("wait for lazy mount", "/v1/lazy/wait", body, "POST", { long: { extraMs: body.timeoutMs ?? 0 } });
   }
   /** A restore's swap (container/tree-swap.ts): plan, swap in, commit, roll back, or read its journal. */
   planSwap(target: string, id: string) {
-    return this.json<SwapJournal>("plan the swap", "/v1/swap/plan", { target, id });
+    return this.json<SwapJournal>("plan the swap", "/v1/swap/plan", { target, id }, "POST", "short");
   }
   swapIn(target: string, id: string) {
-    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }>("swap the new tree in", "/v1/swap/in", { target, id });
+    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }>("swap the new tree in", "/v1/swap/in", { target, id }, "POST", "short");
   }
   commitSwap(target: string, id: string) {
-    return this.json<{ committed: boolean; removedOld: boolean }>("commit the swap", "/v1/swap/commit", { target, id });
+    return this.json<{ committed: boolean; removedOld: boolean }>("commit the swap", "/v1/swap/commit", { target, id }, "POST", "short");
   }
   rollbackSwap(target: string, id: string) {
-    return this.json<{ rolledBack: string; restoredOld: boolean }>("roll the swap back", "/v1/swap/rollback", { target, id });
+    return this.json<{ rolledBack: string; restoredOld: boolean }>("roll the swap back", "/v1/swap/rollback", { target, id }, "POST", "short");
   }
   swapState(target: string, id: string) {
-    return this.json<SwapJournal | { id: string; state: "none" }>("read the swap", `/v1/swap?${qs({ target, id })}`, undefined, "GET");
+    return this.json<SwapJournal | { id: string; state: "none" }>("read the swap", `/v1/swap?${qs({ target, id })}`, undefined, "GET", "short");
   }
   /** Free space on the filesystem that holds `path` (or would), and its device (two paths on one share it). */
   space(path: string) {
-    return this.json<{ path: string; freeBytes: number; totalBytes: number; device: string }>("disk space", `/v1/space?${qs({ path })}`, undefined, "GET");
+    return this.json<{ path: string; freeBytes: number; totalBytes: number; device: string }>("disk space", `/v1/space?${qs({ path })}`, undefined, "GET", "short");
   }
   armFault(route: string, times: number) {
-    return this.json<unknown>("arm fault", "/v1/faults", { route, times });
+    return this.json<unknown>("arm fault", "/v1/faults", { route, times }, "POST", "short");
   }
 }
 

@@ -3,9 +3,10 @@
 import { agentTokenFor } from "../../container/agent-token.ts";
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
 import { decodeBase64Events } from "./base64-events.ts";
+import type { AgentDeadlines } from "./agent-deadlines.ts";
 import type { SandboxTransport } from "./transport.ts";
 
-export function localTransport(agentUrl: string, secret: string): SandboxTransport {
+export function localTransport(agentUrl: string, secret: string, deadlines?: AgentDeadlines): SandboxTransport {
   const base = agentUrl.replace(/\/+$/, "");
   const agentFetch = async (sandboxId: string, path: string, init: RequestInit = {}) => {
     const headers = new Headers(init.headers);
@@ -16,6 +17,7 @@ export function localTransport(agentUrl: string, secret: string): SandboxTranspo
   };
   return {
     kind: "local",
+    deadlines,
     agentFetch,
     async readFileBase64(sandboxId, path) {
       // The agent base64-encodes inside the sandbox, as the SDK's container does.

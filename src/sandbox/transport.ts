@@ -10,8 +10,12 @@
 // contract: test/workers/transport-conformance-integration.test.ts, run against local; sandbox needs a real
 // container (Docker, a Cloudflare account), so there it is type-checked only.
 
+import type { AgentDeadlines } from "./agent-deadlines.ts";
+
 export interface SandboxTransport {
   readonly kind: "sandbox" | "local";
+  /** how long AgentClient waits for this transport's agents (agent-deadlines.ts); absent: the defaults */
+  readonly deadlines?: AgentDeadlines;
   agentFetch(sandboxId: string, path: string, init?: RequestInit): Promise<Response>;
   readFileBase64(sandboxId: string, path: string): Promise<string>;
   /** the file's bytes, decoded from the SDK's base64 event stream */

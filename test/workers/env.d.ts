@@ -4,5 +4,7 @@ declare module "cloudflare:test" {
     TEST_SMALL_DISK: string;
     /** the fault proxy in front of the store (test/fault-proxy.ts) */
     TEST_FAULT_PROXY: string;
+    /** the fault proxy between the Worker and the agent (test/fault-proxy.ts); AGENT_URL points at it */
+    TEST_AGENT_FAULT_PROXY: string;
   }
 }

@@ -174,3 +174,23 @@ export function faultRow(row: { fault: string; phase: string; outcome: string; r
   expect(row.leftovers, `left behind after: ${row.fault}`).toEqual([]);
   console.log(`FAULT-ROW | ${row.fault} | ${row.phase} | ${row.outcome} | ${row.retries} | ${(row.ms / 1000).toFixed(1)} s | ${row.leftovers.length} |`);
 }
+
+/** A fault between the Worker and the agent (test/fault-proxy.ts in front of the agent): aim it at a sandbox and a route. */
+export async function armAgentFault(sandboxId: string, fault: { match: string | string[]; method?: string; action: "status" | "cut" | "stall" | "refuse"; body?: "request" | "response"; status?: number; afterBytes?: number; ms?: number; times?: number }): Promise<void> {
+  const r = await fetch(`${(env as unknown as { TEST_AGENT_FAULT_PROXY: string }).TEST_AGENT_FAULT_PROXY}/__faults`, { method: "POST", body: JSON.stringify({ ...fault, headers: { "x-snapflow-sandbox": sandboxId } }) });
+  if (!r.ok) throw new Error(`arming an agent fault: ${r.status} ${await r.text()}`);
+}
+
+/** The agent faults that fired for `sandboxId`'s requests whose path holds `match`. */
+type FiredAgentFault = { fault: { action: string; headers?: Record<string, string> }; method: string; path: string; ended?: string };
+export async function firedAgentFaults(sandboxId: string, match: string): Promise<FiredAgentFault[]> {
+  const r = await fetch(`${(env as unknown as { TEST_AGENT_FAULT_PROXY: string }).TEST_AGENT_FAULT_PROXY}/__faults`);
+  return ((await r.json()) as { fired: FiredAgentFault[] }).fired
+    .filter((f) => f.path.includes(match) && f.fault.headers?.["x-snapflow-sandbox"] === sandboxId);
+}
+
+/** Requests the agent saw from anyone (through its fault proxy) for `sandboxId`, as "METHOD /path", whose path holds `match`. */
+export async function agentRequests(sandboxId: string, match: string): Promise<string[]> {
+  const r = await fetch(`${(env as unknown as { TEST_AGENT_FAULT_PROXY: string }).TEST_AGENT_FAULT_PROXY}/__requests`);
+  return ((await r.json()) as { seen: { method: string; path: string; sandbox?: string }[] }).seen.filter((x) => x.sandbox === sandboxId && x.path.includes(match)).map((x) => `${x.method} ${x.path}`);
+}

@@ -155,9 +155,11 @@ describe("the agent SIGKILLed mid-operation (its whole process group), then star
   });
 
   it("mid-archive: the backup's transfer fails, its upload is aborted, the retry completes; no partial snapshot", async () => {
-    // 30 MB in 5 MiB parts, one upload at a time: while part 1 stalls, the Worker holds at most two parts and
-    // tar is held back by the stream, so the kill lands while the agent is still archiving.
-    const src = await tree(30, 68);
+    // 48 MB in 5 MiB parts, one upload at a time: while part 1 stalls, the Worker holds at most two parts and
+    // tar is held back by the stream, so the kill lands while the agent is still archiving. (More than the two
+    // parts, the socket buffers and the fault proxy between the Worker and the agent can hold: with 30 MB the agent
+    // sometimes finished its stream before the kill.)
+    const src = await tree(48, 68);
     const before = await manifest(src, "/workspace/app");
     const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe", tuning: { partSizeMiB: 5, concurrency: 1 } }, async (id) => {
       const match = `snapshots/${id}/archive`;
@@ -177,5 +179,39 @@ describe("the agent SIGKILLed mid-operation (its whole process group), then star
     // The killed attempt's upload and the retry's: the kill did land mid-archive.
     expect(creates.length).toBeGreaterThanOrEqual(2);
     faultRow({ fault: "agent SIGKILLed (process group) mid-archive, restarted", phase: "backup transfer (Worker multipart)", outcome: "complete, verified, restored equal", retries: `${creates.length - 1} (transfer step)`, ms: b.testMs, leftovers: await leftovers(src, "/workspace/app", b.snapshotId) });
+  });
+});
+
+describe("a presigned part URL that expires mid-transfer (agent ⇄ store)", () => {
+  // Every part URL expires 3 s after signing (tuning.partUrlExpirySeconds; the fitted default is 60 s and more), and
+  // part 1's upload is held 5 s by the store: parts 2 and 3 then meet URLs that have expired, and the store answers
+  // 403 "Request has expired".
+  const body = (src: string) => ({ sandboxId: src, path: "/workspace/app", strategy: "tar-zst-presigned-multipart", tuning: { partSizeMiB: 5, concurrency: 1, partUrlExpirySeconds: 3 } });
+  const holdPart1 = (id: string, times: number) => armStoreFault({ method: "PUT", match: [`snapshots/${id}/archive`, "partNumber=1&"], action: "stall", afterBytes: 1_000_000, ms: 5000, times });
+
+  it("the agent reports the expired URL (url_expired), the upload is aborted, and the step's retry signs fresh URLs: complete, verified", async () => {
+    const src = await tree(12, 71);
+    const b = await runWithFault("backup", body(src), (id) => holdPart1(id, 1));
+    expect(b.status).toBe("complete");
+    expect(b.steps.verify.sha256).toBe(b.steps.transfer.sha256);
+    // Two uploads opened (the expired attempt's, aborted, and the retry's), none left open.
+    const creates = (await storeRequests(`snapshots/${b.snapshotId}/archive`)).filter((x) => x.startsWith("POST") && x.includes("uploads"));
+    expect(creates).toHaveLength(2);
+    await nothingLeftInStore(b.snapshotId);
+    expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
+    faultRow({ fault: "presigned part URLs expired mid-upload (3 s expiry, part 1 held 5 s)", phase: "backup transfer (presigned multipart)", outcome: "agent reports url_expired; upload aborted; retry re-signs, complete, verified", retries: `${creates.length - 1} (transfer step)`, ms: b.testMs, leftovers: await leftovers(src, "/workspace/app", b.snapshotId) });
+  });
+
+  it("when every attempt meets expired URLs, the backup fails naming the expired presigned URL and leaves no open upload", async () => {
+    const src = await tree(12, 72);
+    const b = await runWithFault("backup", body(src), (id) => holdPart1(id, 10), "errored");
+    expect(b.error).toMatch(/presigned URL expired/);
+    expect(b.error).not.toMatch(/X-Amz-Signature/);
+    const creates = (await storeRequests(`snapshots/${b.snapshotId}/archive`)).filter((x) => x.startsWith("POST") && x.includes("uploads"));
+    expect(creates.length).toBeGreaterThanOrEqual(2);
+    await nothingLeftInStore(b.snapshotId);
+    expect((await (await testStore()).list(`snapshots/${b.snapshotId}/`)).objects).toEqual([]);
+    expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
+    faultRow({ fault: "presigned part URLs expire on every attempt", phase: "backup transfer (presigned multipart)", outcome: "failed, naming 'presigned URL expired'; no open upload", retries: creates.length - 1, ms: b.testMs, leftovers: await leftovers(src, "/workspace/app", b.snapshotId) });
   });
 });

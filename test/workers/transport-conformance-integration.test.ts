@@ -9,26 +9,32 @@
 // The contract: agentFetch reaches the agent of the sandbox named (token and sandbox header added), raw bytes
 // travel unchanged both ways, streamed bodies arrive whole, agent errors come back as responses (not exceptions);
 // the two SDK-style reads return the file's bytes and refuse a missing file; destroy ends the sandbox and may be
-// repeated.
+// repeated; after the agent process dies, the next call (a replayable one) reaches a running agent again — for
+// sandbox the transport restarts it itself, for local the harness restarts the host agent (test/global-setup.ts's
+// /__agent/kill) and the transport, which keeps no state about it, simply reaches the new one.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { localTransport } from "../../src/sandbox/local-transport.ts";
 import { sdkTransport } from "../../src/sandbox/sdk-transport.ts";
 import type { SandboxTransport } from "../../src/sandbox/transport.ts";
-import { firstDifference, freshSandbox, sha256Hex } from "./helpers.ts";
+import { getSandbox } from "@cloudflare/sandbox";
+import { firstDifference, freshSandbox, killAgent, sha256Hex } from "./helpers.ts";
 
 const MiB = 2 ** 20;
 
 interface Implementation {
   make: () => SandboxTransport;
+  /** SIGKILLs the agent that serves `sandboxId` (local: the host agent, which the harness starts again) */
+  killAgent: (sandboxId: string) => Promise<void>;
   /** why this implementation cannot run here; the suite is then skipped and says so */
   skip?: string;
 }
 
 const TRANSPORTS: Record<SandboxTransport["kind"], Implementation> = {
-  local: { make: () => localTransport(env.AGENT_URL, env.AGENT_SECRET) },
+  local: { make: () => localTransport(env.AGENT_URL, env.AGENT_SECRET), killAgent: () => killAgent() },
   sandbox: {
     make: () => sdkTransport(env.SANDBOX as never, env.AGENT_SECRET, Number(env.AGENT_PORT), env.S3_ENDPOINT),
+    killAgent: (sandboxId) => getSandbox(env.SANDBOX as never, sandboxId).killProcess("snapflow-agent", "SIGKILL"),
     skip: "needs Docker and a Cloudflare account (a real Sandbox container); type-checked only here",
   },
 };
@@ -57,7 +63,7 @@ async function stat(t: SandboxTransport, sandbox: string, path: string): Promise
   return r.json();
 }
 
-function conformance(kind: SandboxTransport["kind"], make: () => SandboxTransport) {
+function conformance(kind: SandboxTransport["kind"], { make, killAgent: kill }: Implementation) {
   it("says which implementation it is", () => {
     expect(make().kind).toBe(kind);
   });
@@ -161,6 +167,18 @@ function conformance(kind: SandboxTransport["kind"], make: () => SandboxTranspor
     });
   });
 
+  describe("a dead agent", () => {
+    it("after the agent process is killed, the next call answers (the agent started again), and the sandbox's files are there", async () => {
+      const t = make();
+      const sb = freshSandbox("transport-restart");
+      expect((await putFile(t, sb, "/workspace/kept.txt", "kept")).status).toBe(200);
+      await kill(sb);
+      expect(await stat(t, sb, "/workspace/kept.txt")).toMatchObject({ exists: true, type: "file", size: 4 });
+      const health = await t.agentFetch(sb, "/v1/health");
+      expect(await health.json()).toEqual({ ok: true });
+    });
+  });
+
   describe("destroy", () => {
     it("ends the sandbox: its files are gone, and destroying again is fine", async () => {
       const t = make();
@@ -176,6 +194,6 @@ function conformance(kind: SandboxTransport["kind"], make: () => SandboxTranspor
 
 for (const [kind, implementation] of Object.entries(TRANSPORTS) as [SandboxTransport["kind"], Implementation][]) {
   describe.skipIf(implementation.skip !== undefined)(`SandboxTransport: ${kind}${implementation.skip ? ` — SKIPPED: ${implementation.skip}` : ""}`, () => {
-    conformance(kind, implementation.make);
+    conformance(kind, implementation);
   });
 }

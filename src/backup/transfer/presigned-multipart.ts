@@ -1,12 +1,28 @@
 // presigned-multipart: the agent cuts the live tar stream into equal parts and PUTs them in parallel to presigned
 // part URLs; the Worker only opens the upload (over the S3 API, which the URLs address), signs URLs and completes
 // or aborts. No archive byte crosses the Worker.
+//
+// Part URLs are all signed up front (the agent cannot ask the Worker for more mid-stream), each with an expiry
+// fitted to when it will be used: part n cannot start before n - 1 parts have been cut from the stream, so its URL
+// lives 60 s plus those bytes at a slow 2 MB/s of archive output (partUrlExpirySeconds), never longer than
+// PRESIGN_EXPIRY_SECONDS (the presigner's cap: no URL outlives the deployment's policy). A leaked early URL is
+// useless within a minute or so; a late one lives as long as the stream plausibly needs to reach it. When the
+// stream is slower than that (or the upload outlasts the cap), the store answers 403 "Request has expired" to the
+// late part: the agent reports it as `url_expired` (502, not its generic tool failure), this step aborts the
+// upload, and the step's retry signs fresh URLs for a new upload. An upload that can never finish within
+// PRESIGN_EXPIRY_SECONDS fails after the retries naming the expired URL: raise the cap or use the Worker's
+// multipart path. (Signing in batches as the upload proceeds would need the agent to call back to the Worker.)
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { R2_MULTIPART } from "../../../container/r2-limits.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
 import { partSizeOf } from "./part-size.ts";
 import { tarOnly } from "./tar-only.ts";
+
+/** Part `n`'s URL: a minute, plus the n - 1 parts cut before it at a slow 2 MB/s of archive output. */
+export function partUrlExpirySeconds(partNumber: number, partSize: number): number {
+  return 60 + Math.ceil(((partNumber - 1) * partSize) / 2e6);
+}
 
 export const presignedMultipartTransfer: BackupTransfer = {
   streamsArchive: true,
@@ -21,8 +37,9 @@ export const presignedMultipartTransfer: BackupTransfer = {
     const count = Math.min(R2_MULTIPART.maxParts, Math.ceil((expected * 1.25) / partSize) + 1);
     const upload = await d.presigner.createMultipartUpload(key);
     try {
-      const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1)));
-      const up = await agent.uploadMultipart({ source: { archive: { path: p.path, format } }, partSize, concurrency: p.tuning?.concurrency ?? 4, urls });
+      const fixed = p.tuning?.partUrlExpirySeconds;
+      const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, fixed ?? partUrlExpirySeconds(i + 1, partSize))));
+      const up = await agent.uploadMultipart({ source: { archive: { path: p.path, format } }, partSize, concurrency: p.tuning?.concurrency ?? 4, urls }, expected);
       // R2's equal-part rule, checked on what the agent reports before completing.
       const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
       if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);

@@ -16,7 +16,7 @@ export const presignedPutTransfer: BackupTransfer = {
     // The URL binds the staged archive's SHA-256 (the store refuses other bytes), can only create the object (no
     // overwrite after the snapshot is recorded) and lives about as long as the upload needs.
     const url = await d.presigner.url(key, "PUT", { sha256: archived.sha256!, createOnly: true, expiresSeconds: uploadExpirySeconds(archived.bytes) });
-    const sent = await agent.uploadToUrl({ path: archived.staged!, url, createOnly: true });
+    const sent = await agent.uploadToUrl({ path: archived.staged!, url, createOnly: true }, archived.bytes);
     if (sent.sha256 !== archived.sha256) throw new SnapflowError("transfer_damaged", `uploaded bytes (sha256 ${sent.sha256}) are not the staged archive (sha256 ${archived.sha256})`);
     await agent.deleteFile(archived.staged!).catch(() => {});
     return { ms: since(started), bytes: sent.bytes, sha256: sent.sha256 };

@@ -6,6 +6,6 @@ export const presignedRangedTransfer = (piped: boolean): RestoreTransfer => ({
   piped,
   async bring({ d, s, agent }, layer, to) {
     const url = await d.presigner.url(layer.archive.key, "GET");
-    return agent.downloadRanged({ url, size: layer.archive.bytes, ...to, tool: s.downloader ?? "node", concurrency: 4 });
+    return agent.downloadRanged({ url, size: layer.archive.bytes, ...to, tool: s.downloader ?? "node", concurrency: 4 }, layer.archive.bytes);
   },
 });

@@ -6,6 +6,6 @@ export const presignedTransfer = (piped: boolean): RestoreTransfer => ({
   piped,
   async bring({ d, agent }, layer, to) {
     const url = await d.presigner.url(layer.archive.key, "GET");
-    return agent.downloadFromUrl({ url, ...to });
+    return agent.downloadFromUrl({ url, ...to }, layer.archive.bytes);
   },
 });

@@ -1,0 +1,162 @@
+// One request to the agent under a Deadline (agent-deadlines.ts): a bound on the whole call, and for streamed calls
+// a bound on the agent's silence. Both bodies are wrapped so that the silence can be measured where it belongs and
+// so that a deadline that fires really ends everything: the fetch is aborted (its signal), the request body's
+// source is cancelled (our reader released, the store's GET it came from closed), the response body is cancelled
+// upstream and errors downstream with the deadline's error. No reader is left waiting and no timer left running.
+// The same release happens when the exchange ends any other way before the request body's source was read to its
+// end (the connection broke, the agent answered early with an error): that source is cancelled, not left open.
+//
+// Silence is counted only while we wait on the agent:
+//   - before the answer's headers, except while the request body waits on its own source (the store);
+//   - on the request body: from handing a chunk over until the agent's connection takes the next one;
+//   - on the response body: while the consumer has asked for bytes and none came. A consumer that is not reading
+//     (an upload to the store applying backpressure) is not the agent's silence.
+import type { Deadline } from "./agent-deadlines.ts";
+
+export interface DeadlineFailures {
+  /** the error a deadline that fired becomes */
+  timeout(kind: "silence" | "total", ms: number): Error;
+  /** the error a connection that failed becomes (refused, reset, cut mid-body) */
+  broken(during: "request" | "response body", cause: unknown): Error;
+}
+
+export async function fetchWithDeadline(
+  send: (init: RequestInit) => Promise<Response>,
+  init: RequestInit,
+  deadline: Deadline,
+  failures: DeadlineFailures,
+): Promise<Response> {
+  const abort = new AbortController();
+  const onFail: (() => void)[] = [];
+  let failed: Error | undefined;
+  let finished = false;
+  let paused = 0;
+  let idleTimer: ReturnType<typeof setTimeout> | null = null;
+
+  const stopTimers = () => {
+    clearTimeout(idleTimer);
+    clearTimeout(totalTimer);
+  };
+  const fail = (e: Error) => {
+    if (failed || finished) return;
+    failed = e;
+    stopTimers();
+    abort.abort(e);
+    for (const f of onFail) f();
+  };
+  /** Set when the request body is a stream: cancels its source unless it was read to the end. */
+  let releaseSource: (reason: unknown) => void = () => {};
+  const finish = () => {
+    finished = true;
+    stopTimers();
+    releaseSource(new Error("the agent's answer ended before the request body was sent whole"));
+  };
+  const totalTimer = setTimeout(() => fail(failures.timeout("total", deadline.totalMs)), deadline.totalMs);
+  /** Bytes moved (or we started waiting on the agent): the silence is counted from now. */
+  const touch = () => {
+    if (deadline.idleMs === undefined) return;
+    clearTimeout(idleTimer);
+    if (paused === 0 && !failed && !finished) idleTimer = setTimeout(() => fail(failures.timeout("silence", deadline.idleMs!)), deadline.idleMs);
+  };
+  /** Waiting on someone other than the agent: silence is not counted until resume. */
+  const pause = () => {
+    paused++;
+    clearTimeout(idleTimer);
+  };
+  const resume = () => {
+    paused--;
+    touch();
+  };
+
+  let body = init.body;
+  if (body instanceof ReadableStream) {
+    const source = (body as ReadableStream<Uint8Array>).getReader();
+    let sourceEnded = false;
+    releaseSource = (reason) => {
+      if (sourceEnded) return;
+      sourceEnded = true;
+      void source.cancel(reason).catch(() => {});
+    };
+    onFail.push(() => releaseSource(failed));
+    body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        pause();
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = await source.read();
+        } finally {
+          resume();
+        }
+        if (failed || sourceEnded) return;
+        if (next.done) {
+          sourceEnded = true;
+          c.close();
+        } else c.enqueue(next.value);
+      },
+      cancel: (reason) => releaseSource(reason),
+    }, { highWaterMark: 0 });
+  }
+
+  touch();
+  let r: Response;
+  try {
+    r = await send({ ...init, body, signal: abort.signal });
+  } catch (e) {
+    if (failed) throw failed;
+    const broken = failures.broken("request", e);
+    releaseSource(broken);
+    finish();
+    throw broken;
+  }
+  if (failed) {
+    await r.body?.cancel().catch(() => {});
+    throw failed;
+  }
+  if (!r.body) {
+    finish();
+    return r;
+  }
+  const upstream = r.body.getReader();
+  // The consumer has not asked for bytes yet: not the agent's silence.
+  pause();
+  let out!: ReadableStreamDefaultController<Uint8Array>;
+  onFail.push(() => {
+    void upstream.cancel(failed).catch(() => {});
+    try {
+      out.error(failed);
+    } catch {
+      // already closed or errored
+    }
+  });
+  const wrapped = new ReadableStream<Uint8Array>({
+    start(c) {
+      out = c;
+    },
+    async pull(c) {
+      resume();
+      let next: ReadableStreamReadResult<Uint8Array>;
+      try {
+        next = await upstream.read();
+      } catch (e) {
+        if (failed) return;
+        finish();
+        throw failures.broken("response body", e);
+      } finally {
+        pause();
+      }
+      if (failed) return;
+      if (next.done) {
+        finish();
+        c.close();
+      } else {
+        touch();
+        c.enqueue(next.value);
+      }
+    },
+    cancel(reason) {
+      finish();
+      return upstream.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+  return new Response(wrapped, { status: r.status, statusText: r.statusText, headers: r.headers });
+}
