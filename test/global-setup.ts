@@ -72,7 +72,8 @@ function hostileCorpus(): HostileCorpus {
 }
 
 export default async function setup(project: TestProject) {
-  const dir = join(STATE, `test-${process.pid}`);
+  // One stack per project that asks for it (workers, workers-kv-limit): each its own directory and ports.
+  const dir = join(STATE, `test-${process.pid}-${project.name}`);
   mkdirSync(dir, { recursive: true });
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
   const agentSecret = randomBytes(32).toString("hex");
