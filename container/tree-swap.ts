@@ -120,11 +120,18 @@ export async function commitSwap(site: SwapSite): Promise<{ committed: boolean; 
   const removedOld = await exists(site.host.old);
   if (removedOld) {
     await site.refuseIfMounted(site.host.old, "old");
-    await rm(site.host.old, { recursive: true, force: true });
+    await rm(site.host.old, REMOVE_TREE);
   }
   await rm(site.host.journal, { force: true });
   return { committed: true, removedOld };
 }
+
+/**
+ * Removing a tree of ours. A run the Worker abandoned (a terminated Workflow, a killed isolate) may still have its
+ * extraction writing into the staged tree here: the agent does not stop work whose caller went away. rm then meets a
+ * directory that fills again (ENOTEMPTY); Node's own retries (linear back-off) give that writer time to end.
+ */
+const REMOVE_TREE = { recursive: true, force: true, maxRetries: 8, retryDelay: 100 } as const;
 
 /**
  * The restore failed (or was abandoned): the target goes back to exactly what it was, and nothing of ours is left.
@@ -145,7 +152,7 @@ export async function rollbackSwap(site: SwapSite): Promise<{ rolledBack: SwapSt
         // Whatever is at the target is ours (the new tree, or nothing yet): it makes way for the old one.
         if (await exists(host.target)) {
           await site.refuseIfMounted(host.target, "path");
-          await rm(host.target, { recursive: true, force: true });
+          await rm(host.target, REMOVE_TREE);
         }
         await rename(host.old, host.target);
         restoredOld = true;
@@ -153,12 +160,12 @@ export async function rollbackSwap(site: SwapSite): Promise<{ rolledBack: SwapSt
     } else if (!(await exists(host.staged)) && (await exists(host.target))) {
       // There was nothing at the target and the staged tree went in: the target is ours to remove.
       await site.refuseIfMounted(host.target, "path");
-      await rm(host.target, { recursive: true, force: true });
+      await rm(host.target, REMOVE_TREE);
     }
   }
   if (await exists(host.staged)) {
     await site.refuseIfMounted(host.staged, "staged");
-    await rm(host.staged, { recursive: true, force: true });
+    await rm(host.staged, REMOVE_TREE);
   }
   await rm(host.journal, { force: true });
   return { rolledBack: j?.state ?? "none", restoredOld };

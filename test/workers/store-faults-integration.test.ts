@@ -182,6 +182,32 @@ describe("the agent SIGKILLed mid-operation (its whole process group), then star
   });
 });
 
+describe("the agent SIGKILLed mid-upload (presigned multipart: the agent PUTs the parts itself)", () => {
+  it("the upload it opened is aborted, the step's retry uploads again and completes; no partial snapshot, no open upload", async () => {
+    const src = await tree(24, 69);
+    const before = await manifest(src, "/workspace/app");
+    const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-presigned-multipart", tuning: { partSizeMiB: 5, concurrency: 1 } }, async (id) => {
+      const match = `snapshots/${id}/archive`;
+      // Part 2 held half-way: the agent is mid-upload, part 1 already in the store.
+      await armStoreFault({ method: "PUT", match: [match, "partNumber=2&"], action: "stall", afterBytes: 1_000_000, ms: 4000 });
+      for (let i = 0; i < 200 && !(await firedStoreFaults(match)).length; i++) await new Promise((r) => setTimeout(r, 25));
+      await new Promise((r) => setTimeout(r, 300));
+      await killAgent();
+    });
+    expect(b.status).toBe("complete");
+    await nothingLeftInStore(b.snapshotId);
+    expect((await manifest(src, "/workspace/app")).entries).toEqual(before.entries);
+    const dst = freshSandbox("dst");
+    await runWithFault("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app" }, async () => {});
+    expect((await manifest(dst, "/workspace/app")).entries).toEqual(before.entries);
+    expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
+    const creates = (await storeRequests(`snapshots/${b.snapshotId}/archive`)).filter((x) => x.startsWith("POST") && x.includes("uploads"));
+    // The killed attempt's upload and the retry's: the kill did land mid-upload.
+    expect(creates.length).toBeGreaterThanOrEqual(2);
+    faultRow({ fault: "agent SIGKILLed (process group) mid-upload, restarted", phase: "backup transfer (presigned multipart, agent ⇄ store)", outcome: "complete, verified, restored equal", retries: `${creates.length - 1} (transfer step)`, ms: b.testMs, leftovers: await leftovers(src, "/workspace/app", b.snapshotId) });
+  });
+});
+
 describe("a presigned part URL that expires mid-transfer (agent ⇄ store)", () => {
   // Every part URL expires 3 s after signing (tuning.partUrlExpirySeconds; the fitted default is 60 s and more), and
   // part 1's upload is held 5 s by the store: parts 2 and 3 then meet URLs that have expired, and the store answers
