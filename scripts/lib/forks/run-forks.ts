@@ -44,7 +44,8 @@ export const FORKS_DEFAULTS: ForksOptions = { datasets: ["npm-workspace", "added
 /** What first use means per dataset: a file whose presence says the tree answers, and the command. */
 const FIRST_USE: Record<ForksDatasetName, { marker: string; command: string }> = {
   "npm-workspace": { marker: "node_modules/typescript/package.json", command: `node -e "require('typescript')"` },
-  "added-data": { marker: "package.json", command: "find node_modules -maxdepth 3 -name package.json | head -50 | xargs cat > /dev/null" },
+  // sed, not head: head would close the pipe early, and find's SIGPIPE fails the pipeline (pipefail).
+  "added-data": { marker: "package.json", command: "find node_modules -maxdepth 3 -name package.json | sed -n 1,50p | xargs cat > /dev/null" },
 };
 
 /** A fork: the parent opened writable over its lazily mounted image, then backed up as its overlay's changes. */
