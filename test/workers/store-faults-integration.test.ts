@@ -128,13 +128,40 @@ describe("a store that goes silent", () => {
   });
 });
 
-describe("the agent SIGKILLed mid-operation (its whole process group), then started again", () => {
-  /** Waits until the proxy has served the stalled request, so the kill lands in the middle of it. */
-  const stalled = async (match: string) => {
-    for (let i = 0; i < 200 && !(await firedStoreFaults(match)).length; i++) await new Promise((r) => setTimeout(r, 25));
-    await new Promise((r) => setTimeout(r, 300));
-  };
+/** Waits until the proxy has served the stalled request, so the kill lands in the middle of it. */
+async function stalled(match: string): Promise<void> {
+  for (let i = 0; i < 200 && !(await firedStoreFaults(match)).length; i++) await new Promise((r) => setTimeout(r, 25));
+  await new Promise((r) => setTimeout(r, 300));
+}
 
+/**
+ * A backup whose agent is SIGKILLed while the store holds part `stalledPart` half-way (5 MiB parts, one at a time):
+ * it must complete through the step's retry with nothing left in the store, the source untouched and restorable.
+ */
+async function backupKilledMidTransfer(o: { mb: number; seed: number; strategy: string; stalledPart: number; fault: string; phase: string }): Promise<void> {
+  const src = await tree(o.mb, o.seed);
+  const before = await manifest(src, "/workspace/app");
+  const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", strategy: o.strategy, tuning: { partSizeMiB: 5, concurrency: 1 } }, async (id) => {
+    const match = `snapshots/${id}/archive`;
+    await armStoreFault({ method: "PUT", match: [match, `partNumber=${o.stalledPart}&`], action: "stall", afterBytes: 1_000_000, ms: 4000 });
+    await stalled(match);
+    await killAgent();
+  });
+  expect(b.status).toBe("complete");
+  await nothingLeftInStore(b.snapshotId);
+  // The source is untouched, and what was recorded restores to it.
+  expect((await manifest(src, "/workspace/app")).entries).toEqual(before.entries);
+  const dst = freshSandbox("dst");
+  await runWithFault("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app" }, async () => {});
+  expect((await manifest(dst, "/workspace/app")).entries).toEqual(before.entries);
+  expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
+  const creates = (await storeRequests(`snapshots/${b.snapshotId}/archive`)).filter((x) => x.startsWith("POST") && x.includes("uploads"));
+  // The killed attempt's upload and the retry's: the kill did land mid-transfer.
+  expect(creates.length).toBeGreaterThanOrEqual(2);
+  faultRow({ fault: o.fault, phase: o.phase, outcome: "complete, verified, restored equal", retries: `${creates.length - 1} (transfer step)`, ms: b.testMs, leftovers: await leftovers(src, "/workspace/app", b.snapshotId) });
+}
+
+describe("the agent SIGKILLed mid-operation (its whole process group), then started again", () => {
   it("mid-extract: the restore's transfer fails, is retried against the new agent, and completes; the old tree was never touched", async () => {
     const src = await tree(6, 66);
     const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app" }, async () => {});
@@ -159,52 +186,14 @@ describe("the agent SIGKILLed mid-operation (its whole process group), then star
     // tar is held back by the stream, so the kill lands while the agent is still archiving. (More than the two
     // parts, the socket buffers and the fault proxy between the Worker and the agent can hold: with 30 MB the agent
     // sometimes finished its stream before the kill.)
-    const src = await tree(48, 68);
-    const before = await manifest(src, "/workspace/app");
-    const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe", tuning: { partSizeMiB: 5, concurrency: 1 } }, async (id) => {
-      const match = `snapshots/${id}/archive`;
-      await armStoreFault({ method: "PUT", match: [match, "partNumber=1&"], action: "stall", afterBytes: 1_000_000, ms: 4000 });
-      await stalled(match);
-      await killAgent();
-    });
-    expect(b.status).toBe("complete");
-    await nothingLeftInStore(b.snapshotId);
-    // The source is untouched, and what was recorded restores to it.
-    expect((await manifest(src, "/workspace/app")).entries).toEqual(before.entries);
-    const dst = freshSandbox("dst");
-    await runWithFault("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app" }, async () => {});
-    expect((await manifest(dst, "/workspace/app")).entries).toEqual(before.entries);
-    expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
-    const creates = (await storeRequests(`snapshots/${b.snapshotId}/archive`)).filter((x) => x.startsWith("POST") && x.includes("uploads"));
-    // The killed attempt's upload and the retry's: the kill did land mid-archive.
-    expect(creates.length).toBeGreaterThanOrEqual(2);
-    faultRow({ fault: "agent SIGKILLed (process group) mid-archive, restarted", phase: "backup transfer (Worker multipart)", outcome: "complete, verified, restored equal", retries: `${creates.length - 1} (transfer step)`, ms: b.testMs, leftovers: await leftovers(src, "/workspace/app", b.snapshotId) });
+    await backupKilledMidTransfer({ mb: 48, seed: 68, strategy: "tar-zst-pipe", stalledPart: 1, fault: "agent SIGKILLed (process group) mid-archive, restarted", phase: "backup transfer (Worker multipart)" });
   });
 });
 
 describe("the agent SIGKILLed mid-upload (presigned multipart: the agent PUTs the parts itself)", () => {
   it("the upload it opened is aborted, the step's retry uploads again and completes; no partial snapshot, no open upload", async () => {
-    const src = await tree(24, 69);
-    const before = await manifest(src, "/workspace/app");
-    const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-presigned-multipart", tuning: { partSizeMiB: 5, concurrency: 1 } }, async (id) => {
-      const match = `snapshots/${id}/archive`;
-      // Part 2 held half-way: the agent is mid-upload, part 1 already in the store.
-      await armStoreFault({ method: "PUT", match: [match, "partNumber=2&"], action: "stall", afterBytes: 1_000_000, ms: 4000 });
-      for (let i = 0; i < 200 && !(await firedStoreFaults(match)).length; i++) await new Promise((r) => setTimeout(r, 25));
-      await new Promise((r) => setTimeout(r, 300));
-      await killAgent();
-    });
-    expect(b.status).toBe("complete");
-    await nothingLeftInStore(b.snapshotId);
-    expect((await manifest(src, "/workspace/app")).entries).toEqual(before.entries);
-    const dst = freshSandbox("dst");
-    await runWithFault("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app" }, async () => {});
-    expect((await manifest(dst, "/workspace/app")).entries).toEqual(before.entries);
-    expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
-    const creates = (await storeRequests(`snapshots/${b.snapshotId}/archive`)).filter((x) => x.startsWith("POST") && x.includes("uploads"));
-    // The killed attempt's upload and the retry's: the kill did land mid-upload.
-    expect(creates.length).toBeGreaterThanOrEqual(2);
-    faultRow({ fault: "agent SIGKILLed (process group) mid-upload, restarted", phase: "backup transfer (presigned multipart, agent ⇄ store)", outcome: "complete, verified, restored equal", retries: `${creates.length - 1} (transfer step)`, ms: b.testMs, leftovers: await leftovers(src, "/workspace/app", b.snapshotId) });
+    // Part 2 held half-way: the agent is mid-upload, part 1 already in the store.
+    await backupKilledMidTransfer({ mb: 24, seed: 69, strategy: "tar-zst-presigned-multipart", stalledPart: 2, fault: "agent SIGKILLed (process group) mid-upload, restarted", phase: "backup transfer (presigned multipart, agent ⇄ store)" });
   });
 });
 
