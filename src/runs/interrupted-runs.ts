@@ -33,6 +33,7 @@ import { listAll } from "../store/list-all.ts";
 import { findBackup, findRestore } from "../strategies/registry.ts";
 import { noteInterruption, readInterruptions, type Interruption } from "./interruptions.ts";
 import { resumeInterruptedCells } from "./interrupted-cells.ts";
+import { instanceOf } from "./run-liveness.ts";
 import { pauseThenResume, StillPausing, terminateQuietly } from "./workflow-controls.ts";
 
 /** Longer than any step may take with all its retries (the transfer: 4 attempts of 60 min, plus delays). */
@@ -71,16 +72,6 @@ export interface WatchdogReport {
 
 type Status = InstanceStatus["status"] | "gone";
 
-const workflowOf = (env: Env, kind: "backup" | "restore"): Workflow => (kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
-
-async function instanceOf(env: Env, lease: TargetLease): Promise<WorkflowInstance | null> {
-  try {
-    return await workflowOf(env, lease.kind).get(lease.runId);
-  } catch {
-    return null;
-  }
-}
-
 /**
  * The scheduled handler's entry: on the cron, stalls only; on the local stack's start-up trigger (its scheduled time
  * is the moment the stack came up), every run begun before that and still running was cut off by the restart.
@@ -117,7 +108,7 @@ export async function watchRuns(env: Env, d: Deps, options: WatchdogOptions = {}
 }
 
 async function checkRun(env: Env, d: Deps, lease: TargetLease, now: number, options: WatchdogOptions, report: WatchdogReport): Promise<void> {
-  const instance = await instanceOf(env, lease);
+  const instance = await instanceOf(env, lease.kind, lease.runId);
   const status: Status = instance ? (await instance.status()).status : "gone";
   const progress = await readProgress(d.kv, lease.runId);
   const notes = await readInterruptions(d.kv, lease.runId);

@@ -4,10 +4,9 @@
 // here by its Workflow's status and its lease taken over.
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
-import { runState } from "./run-liveness.ts";
+import { runState, workflowOf } from "./run-liveness.ts";
 import { releaseTargetLease, takeTargetLease, type LeaseKind, type TargetLease } from "../snapshots/target-leases.ts";
 
-const workflowOf = (env: Env, kind: LeaseKind): Workflow => (kind === "backup" ? env.BACKUP_WORKFLOW : env.RESTORE_WORKFLOW);
 
 /** Is the holder's Workflow still going? One that cannot be found (never created, or gone) is not. */
 export async function runIsLive(env: Env, holder: TargetLease): Promise<boolean> {
