@@ -28,7 +28,7 @@ import { cleanupRestore } from "../restore/restore-phases.ts";
 import type { RestoreParams, RestoreProbeResult } from "../restore/restore-params.ts";
 import { reportProgress } from "../snapshots/progress.ts";
 import { readProgress, type RunProgress } from "../snapshots/records.ts";
-import { releaseTargetLease, TARGET_LEASE_GRACE_MS, TARGETS_PREFIX, type TargetLease } from "../snapshots/target-leases.ts";
+import { releaseTargetLease, TARGET_LEASE_GRACE_MS, TARGETS_PREFIX, TargetLeaseSchema, type TargetLease } from "../snapshots/target-leases.ts";
 import { listAll } from "../store/list-all.ts";
 import { findBackup, findRestore } from "../strategies/registry.ts";
 import { noteInterruption, readInterruptions, type Interruption } from "./interruptions.ts";
@@ -41,15 +41,6 @@ export const RUN_STALL_MS = 5 * 3600_000;
 /** A run interrupted this many times is failed rather than resumed again. */
 export const MAX_INTERRUPTIONS = 3;
 
-const Lease = z.object({
-  sandboxId: z.string(),
-  path: z.string(),
-  runId: z.string(),
-  kind: z.enum(["backup", "restore"]),
-  takenAt: z.string(),
-  expiresAt: z.string(),
-  params: z.record(z.string(), z.unknown()).optional(),
-});
 
 export interface WatchdogOptions {
   now?: number;
@@ -93,13 +84,13 @@ export async function watchRuns(env: Env, d: Deps, options: WatchdogOptions = {}
     try {
       const got = await d.store.get(o.key);
       if (!got) continue;
-      const parsed = Lease.safeParse(await new Response(got.body).json().catch(() => null));
+      const parsed = TargetLeaseSchema.safeParse(await new Response(got.body).json().catch(() => null));
       if (!parsed.success) {
         report.errors.push({ key: o.key, error: `not a lease: ${parsed.error.issues[0]?.message}` });
         continue;
       }
       report.checked++;
-      await checkRun(env, d, parsed.data as TargetLease, now, options, report);
+      await checkRun(env, d, parsed.data, now, options, report);
     } catch (e) {
       report.errors.push({ key: o.key, error: errorMessage(e) });
     }

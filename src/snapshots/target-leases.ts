@@ -11,24 +11,26 @@
 // archive half a swap. Keys are per path, so after taking its own key a run lists its sandbox's leases and backs off
 // (releasing its key) if one on an enclosing or enclosed path is held. Each run writes before it lists, so of two
 // racing runs on nested paths the later lister sees the other: at least one is refused (both may be; a retry wins).
+import { z } from "zod";
 import { listAll } from "../store/list-all.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 
-export type LeaseKind = "backup" | "restore";
-
-export interface TargetLease {
-  sandboxId: string;
-  path: string;
-  runId: string;
-  kind: LeaseKind;
-  takenAt: string;
-  expiresAt: string;
-  /**
-   * the run's Workflow params: the lease is the record of a run in flight, so the watchdog for interrupted runs
-   * (runs/interrupted-runs.ts) can run its cleanup when it cannot continue. Absent in leases written before.
-   */
-  params?: unknown;
-}
+/**
+ * A lease as stored, checked where a reader meets leases it did not write itself (the watchdog lists them all).
+ * params: the run's Workflow params — the lease is the record of a run in flight, so the watchdog for interrupted
+ * runs (runs/interrupted-runs.ts) can run its cleanup when it cannot continue. Absent in leases written before.
+ */
+export const TargetLeaseSchema = z.object({
+  sandboxId: z.string(),
+  path: z.string(),
+  runId: z.string(),
+  kind: z.enum(["backup", "restore"]),
+  takenAt: z.string(),
+  expiresAt: z.string(),
+  params: z.unknown().optional(),
+});
+export type TargetLease = z.infer<typeof TargetLeaseSchema>;
+export type LeaseKind = TargetLease["kind"];
 
 /** Longer than any run's steps with their retries (as restore-leases.ts): a lease this old holds nothing. */
 export const TARGET_LEASE_MS = 12 * 3600_000;
