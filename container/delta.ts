@@ -1,6 +1,6 @@
 // Changed-files deltas: what changed in a tree since a base snapshot, found from metadata as git's index and
 // restic do, so an incremental reads only what changed. (An overlay's delta needs no guessing: its upper directory
-// is the change set, and everything else is the base image's; see classifyByMetadata's `upper`.)
+// is the change set, and everything else is the base image's; see overlay-layer.ts.)
 //
 //   1. walk the tree (lstat only: tree-walk.ts) and compare each entry with the base manifest's entry:
 //        cheap fields   type, mode, size, mtime (s), symlink target, hard-link name  → differ: changed
@@ -39,13 +39,8 @@ function sameKey(a: ManifestEntry["stat"], b: WalkEntry["stat"]): boolean {
   return !!a && a.ino === b.ino && a.dev === b.dev && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
-/**
- * Pure: sorts the walk into changed, suspect and unchanged entries, and finds the deletions. `upper`: the paths an
- * overlay's upper directory holds. Whatever is not there is the lower's, and the lower is the base image, verified
- * against the base manifest when it was restored: it is unchanged whatever its lstat key (the walk sees the
- * overlay's inode numbers, not the source's), and what is there changed (copied up, or made).
- */
-export function classifyByMetadata(walk: WalkEntry[], base: Manifest, options: { rehash?: boolean; upper?: Set<string> } = {}): DeltaClassification {
+/** Pure: sorts the walk into changed, suspect and unchanged entries, and finds the deletions. */
+export function classifyByMetadata(walk: WalkEntry[], base: Manifest, options: { rehash?: boolean } = {}): DeltaClassification {
   const before = new Map(base.entries.map((e) => [e.path, e]));
   const changed = new Set<string>();
   const suspects: WalkEntry[] = [];
@@ -55,9 +50,7 @@ export function classifyByMetadata(walk: WalkEntry[], base: Manifest, options: {
     seen.add(e.path);
     const old = before.get(e.path);
     if (!old || CHEAP.some((k) => old[k] !== e[k])) changed.add(e.path);
-    else if (options.upper) {
-      if (options.upper.has(e.path)) changed.add(e.path);
-    } else if (e.type !== "file") {
+    else if (e.type !== "file") {
       // A directory's or symlink's header is all there is to archive: when its key moved (an entry removed in
       // the same second, say), archive it rather than trust whole-second mtimes.
       if (!sameKey(old.stat, e.stat)) changed.add(e.path);
@@ -148,11 +141,10 @@ export interface DeltaPlan {
  * manifest must carry the changed files' hashes before they are archived, so those files are read here and
  * again by tar. The single-pass archive with a base (archive.ts) reads them once.
  */
-export async function planDelta(dir: string, base: Manifest, listFile: string, options: { rehash?: boolean; exclude?: WalkOptions["exclude"]; upper?: string } = {}): Promise<DeltaPlan> {
+export async function planDelta(dir: string, base: Manifest, listFile: string, options: { rehash?: boolean; exclude?: WalkOptions["exclude"] } = {}): Promise<DeltaPlan> {
   // Excluded entries are not in the walk: a base entry that is excluded now counts as deleted.
   const walk = await walkAll(dir, { exclude: options.exclude });
-  const upper = options.upper === undefined ? undefined : new Set((await walkAll(options.upper)).map((e) => e.path));
-  const c = classifyByMetadata(walk, base, { rehash: options.rehash, upper });
+  const c = classifyByMetadata(walk, base, { rehash: options.rehash });
   await confirmSuspects(dir, c);
   const list = deltaList(walk, c.changed);
   const archived = new Map<string, ManifestEntry>();

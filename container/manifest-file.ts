@@ -1,14 +1,20 @@
 // Manifests as files: the single-pass archiver writes the manifest it made into the sandbox (the Worker copies it
 // to the store after the archive), and a restore or incremental reads the expected or base manifest from a
 // sandbox file or straight from the store over a presigned GET (so the Worker stays out of the byte path; a
-// 30k-file manifest is about 5 MB of JSON).
+// 30k-file manifest is about 5 MB of JSON). A stored manifest whose SHA-256 the record keeps is checked on arrival;
+// an overlay delta's layer manifest (version 2) is applied to its base's, fetched beside it.
+import { createHash } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
+import type { z } from "zod";
 import { AgentError } from "./agent-error.ts";
+import { applyLayer } from "./manifest-layer.ts";
 import { checkUrl } from "./presigned.ts";
-import { ManifestSchema, type Manifest } from "./protocol.ts";
+import { LayerManifestSchema, ManifestSchema, type Manifest } from "./protocol.ts";
 
-export type ManifestSource = { file: string } | { url: string };
+type Stored = { url: string; sha256?: string };
+/** A layer (version 2) names its base's manifest beside it: the tree's manifest is the base with the layer applied. */
+export type ManifestSource = { file: string } | (Stored & { base?: Stored });
 
 /** Writes the manifest as JSON; answers its size in bytes. */
 export async function writeManifest(file: string, manifest: Manifest): Promise<number> {
@@ -18,30 +24,44 @@ export async function writeManifest(file: string, manifest: Manifest): Promise<n
   return Buffer.byteLength(text);
 }
 
-/** Reads and validates a manifest; `field` names the request field in errors. */
-export async function loadManifest(source: ManifestSource, field: string): Promise<Manifest> {
-  let text: string;
+async function readText(source: { file: string } | Stored, field: string): Promise<string> {
   if ("file" in source) {
-    text = await readFile(source.file, "utf8").catch(() => {
+    return readFile(source.file, "utf8").catch(() => {
       throw new AgentError("not_found", `${field}.file: no manifest file there`, `${field}.file`);
     });
-  } else {
-    const r = await fetch(checkUrl(source.url, `${field}.url`)).catch((e: Error) => {
-      throw new AgentError("tool_failed", `${field}.url: GET failed: ${e.message}`);
-    });
-    if (!r.ok) throw new AgentError(r.status === 404 ? "not_found" : "tool_failed", `${field}.url: GET answered ${r.status}`, `${field}.url`);
-    text = await r.text();
   }
+  const r = await fetch(checkUrl(source.url, `${field}.url`)).catch((e: Error) => {
+    throw new AgentError("tool_failed", `${field}.url: GET failed: ${e.message}`);
+  });
+  if (!r.ok) throw new AgentError(r.status === 404 ? "not_found" : "tool_failed", `${field}.url: GET answered ${r.status}`, `${field}.url`);
+  const bytes = Buffer.from(await r.arrayBuffer());
+  // The record keeps the SHA-256 of a manifest the store was made to check on the way in: the same bytes, or none.
+  if (source.sha256 !== undefined) {
+    const got = createHash("sha256").update(bytes).digest("hex");
+    if (got !== source.sha256) throw new AgentError("verify_failed", `${field}: the stored manifest has sha256 ${got}, its snapshot's record says ${source.sha256}`, field);
+  }
+  return bytes.toString("utf8");
+}
+
+function parsed<T extends z.ZodType>(schema: T, json: unknown, field: string): z.infer<T> {
+  const result = schema.safeParse(json);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw new AgentError("bad_request", `${field}: not a manifest (${issue.path.join(".")}: ${issue.message})`, field);
+}
+
+/** Reads and validates a manifest, applying a layer to its base; `field` names the request field in errors. */
+export async function loadManifest(source: ManifestSource, field: string): Promise<Manifest> {
+  const text = await readText(source, field);
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
     throw new AgentError("bad_request", `${field}: not a JSON manifest`, field);
   }
-  const parsed = ManifestSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new AgentError("bad_request", `${field}: not a manifest (${issue.path.join(".")}: ${issue.message})`, field);
-  }
-  return parsed.data;
+  if ((json as { version?: unknown } | null)?.version !== 2) return parsed(ManifestSchema, json, field);
+  const layer = parsed(LayerManifestSchema, json, field);
+  if ("file" in source || !source.base) throw new AgentError("bad_request", `${field}: a layer manifest (over snapshot ${layer.base}) needs its base's manifest beside it (${field}.base)`, `${field}.base`);
+  // The base is a whole manifest: layers never stack (an overlay delta is always taken against its base image).
+  return applyLayer(await loadManifest({ ...source.base }, `${field}.base`), layer);
 }

@@ -11,6 +11,8 @@
 //   POST   /v1/verify-tree  VerifyTreeBody compare a tree with a manifest file/URL by metadata (lstat walk); deep:
 //                                          true hashes every file too (a mount whose image nobody hashed) → TreeCheck
 //   POST   /v1/delta        DeltaBody      changed entries since a base manifest → list file; deleted paths
+//   POST   /v1/overlay-layer OverlayLayerBody  an overlay delta's layer manifest (version 2) from its upper
+//                                          directory, written to a file → OverlayLayerResult
 //   POST   /v1/remove       RemoveBody     remove relative entries below a tree (applying a delta's deletions)
 //   GET    /v1/archive?     ArchiveQuery   the tree as an archive, streamed as the response body
 //   POST   /v1/archive      ArchiveToFile  the tree as an archive written to a file in the sandbox
@@ -220,10 +222,35 @@ export const ManifestSchema = z.object({
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
 
+/**
+ * Version 2: a layer over a base snapshot's (version 1) manifest, what an overlay delta stores. It lists only what
+ * the overlay's upper directory holds: `entries` as the merged tree shows them (files hashed), `removed` the paths
+ * whose base entry and everything below it are gone (whiteouts), `opaque` the directories whose base contents are
+ * all hidden. The tree's manifest is the base with the layer applied (manifest-layer.ts), made where it is read, so
+ * a backup neither reads the base manifest nor walks the base image. `totals` are the whole tree's.
+ */
+export const LayerManifestSchema = z.object({
+  version: z.literal(2),
+  /** the snapshot whose manifest this layer applies to */
+  base: z.string(),
+  entries: z.array(ManifestEntry),
+  removed: z.array(z.string()),
+  opaque: z.array(z.string()),
+  totals: ManifestTotals,
+});
+export type LayerManifest = z.infer<typeof LayerManifestSchema>;
+
 export const VerifyBody = z.object({ path: z.string(), expected: ManifestSchema, limit: z.number().int().positive().max(1000).default(20) });
 
-/** A manifest the agent reads itself: a file in the sandbox, or the store over a presigned GET (the Worker stays out of the byte path). */
-export const ManifestSource = z.union([z.object({ file: z.string() }).strict(), z.object({ url: z.string() }).strict()]);
+const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "a SHA-256 in lowercase hex");
+/** A stored manifest: its presigned GET, and its SHA-256 when the snapshot's record keeps one (checked on arrival). */
+const StoredManifest = z.object({ url: z.string(), sha256: Sha256Hex.optional() }).strict();
+
+/**
+ * A manifest the agent reads itself: a file in the sandbox, or the store over a presigned GET (the Worker stays out
+ * of the byte path). A layer (version 2) comes with its base's manifest, which the agent applies it to.
+ */
+export const ManifestSource = z.union([z.object({ file: z.string() }).strict(), StoredManifest.extend({ base: StoredManifest.optional() }).strict()]);
 export type ManifestSource = z.infer<typeof ManifestSource>;
 
 export const VerifyTreeBody = z.object({
@@ -269,11 +296,24 @@ export const ArchiveQuery = TarFormat.extend({
 });
 export const ArchiveToFile = z.object({ path: z.string(), output: z.string(), format: TarFormat, filesFrom: z.string().optional(), ...SinglePassFields });
 
-export const DeltaBody = z.object({
-  path: z.string(), base: z.lazy(() => ManifestSchema), list: z.string(), rehash: z.boolean().optional(),
-  /** the upper directory of the overlay mounted at `path`: what it holds is what changed; the rest is the base's */
-  upper: z.string().optional(),
-});
+export const DeltaBody = z.object({ path: z.string(), base: z.lazy(() => ManifestSchema), list: z.string(), rehash: z.boolean().optional() });
+
+/**
+ * POST /v1/overlay-layer: an overlay delta's layer manifest, from its upper directory alone (overlay-layer.ts).
+ * `path` the overlay's merged tree, `upper` and `lower` its layers; `baseTotals` the base manifest's, from its record.
+ */
+export const OverlayLayerBody = z.object({
+  path: z.string(), upper: z.string(), lower: z.string(),
+  base: z.string(), baseTotals: ManifestTotals,
+  /** where the layer manifest (JSON) is written */
+  manifestOut: z.string(),
+}).strict();
+export interface OverlayLayerResult {
+  /** the layer manifest file: its size and SHA-256 (the Worker binds the store's PUT to it) */
+  manifest: { bytes: number; sha256: string; entries: number; removed: number; opaque: number; totals: z.infer<typeof ManifestTotals> };
+  changedBytes: number;
+  ms: number;
+}
 export const RemoveBody = z.object({ path: z.string(), entries: z.array(z.string()) });
 
 export const ExtractQuery = TarFormat.extend({

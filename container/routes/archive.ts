@@ -18,7 +18,9 @@ import { requestedSelection } from "./selection-request.ts";
 export async function requestedManifest(c: Ctx, source: P.ManifestSource | undefined, field: string): Promise<P.Manifest | undefined> {
   if (!source) return undefined;
   // A manifest URL is fetched like any other: only from the store's origin.
-  return loadManifest("file" in source ? { file: await c.path(source.file, `${field}.file`) } : { url: c.storeUrl(source.url, `${field}.url`) }, field);
+  if ("file" in source) return loadManifest({ file: await c.path(source.file, `${field}.file`) }, field);
+  const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
+  return loadManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}) }, field);
 }
 
 /** The in-stream check a restore request asks for, if any. */

@@ -1,9 +1,11 @@
 // Routes over whole directory trees: generate a dataset, take a manifest (path, type, mode, size, mtime, hash of
-// every entry), verify a tree against an expected manifest, plan a changed-files delta against a base manifest,
-// and remove the entries a delta says are gone. Only JSON flows through here; the trees stay in the sandbox.
+// every entry), verify a tree against an expected manifest, plan a changed-files delta against a base manifest or
+// an overlay delta from its upper directory, and remove the entries a delta says are gone. Only JSON flows through
+// here; the trees stay in the sandbox.
 import { rm } from "node:fs/promises";
 import { generateDataset } from "../dataset.ts";
 import { planDelta } from "../delta.ts";
+import { takeOverlayLayer } from "../overlay-layer.ts";
 import { refuseIfMounted } from "../mount-guard.ts";
 import { removeEntriesSafely } from "../safe-remove.ts";
 import { compareManifests, takeManifest, type Manifest } from "../manifest.ts";
@@ -51,9 +53,14 @@ export const treeRoutes: Routes = {
     const body = await c.json(P.DeltaBody);
     const dir = await existingDir(await c.path(body.path, "path"), "path");
     const selection = await requestedSelection(c, dir);
-    const upper = body.upper === undefined ? undefined : await existingDir(await c.path(body.upper, "upper"), "upper");
-    const plan = await planDelta(dir, body.base as Manifest, await c.path(body.list, "list"), { rehash: body.rehash, exclude: selection?.exclude, upper });
+    const plan = await planDelta(dir, body.base as Manifest, await c.path(body.list, "list"), { rehash: body.rehash, exclude: selection?.exclude });
     return selection ? { ...plan, manifest: { ...plan.manifest, selection: selection.record() } } : plan;
+  },
+
+  "POST /v1/overlay-layer": async (c) => {
+    const body = await c.json(P.OverlayLayerBody);
+    const [merged, upper, lower] = await Promise.all((["path", "upper", "lower"] as const).map(async (f) => existingDir(await c.path(body[f], f), f)));
+    return takeOverlayLayer({ merged: merged!, upper: upper!, lower: lower!, base: body.base, baseTotals: body.baseTotals, manifestOut: await c.path(body.manifestOut, "manifestOut") });
   },
 
   "POST /v1/verify-tree": async (c) => {

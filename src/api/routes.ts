@@ -146,6 +146,10 @@ const routes: [string, string, Handler][] = [
       if (!base) throw apiError("not_found", `baseSnapshotId: ${body.baseSnapshotId} is an overlay delta whose base image does not exist any more`, "baseSnapshotId");
       body.baseSnapshotId = base.id;
     }
+    if (strategy.delta === "changed-files" && base?.delta?.kind === "overlay-upper") {
+      // Its manifest is a layer over its base image's, and a chain of tar layers cannot end in an image.
+      throw apiError("bad_request", `baseSnapshotId: ${base.id} is an overlay delta; a changed-files delta builds on a tar snapshot (take the fork's next delta with overlay-delta)`, "baseSnapshotId");
+    }
     if (strategy.delta === "overlay-upper" && base && base.format.kind !== "squashfs") {
       throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs base image; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }

@@ -47,6 +47,9 @@ export interface ManifestTotals {
   /** the walk (single pass: the metadata walk that named tar's entries; else the hashing walk) */
   ms: number;
   storeMs?: number;
+  /** the record keeps these: the stored manifest's SHA-256 (the store checked it), and the snapshot it is a layer over */
+  sha256?: string;
+  layerOf?: string;
 }
 
 export interface TransferResult extends StepResult {

@@ -19,6 +19,7 @@ import { abortRecordedUploads, withUploadRecords } from "../store/upload-records
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
 import type { ImageFormat, TarFormat } from "../../container/protocol.ts";
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
+import { storeOverlayLayer } from "./overlay-layer.ts";
 import { baseManifestSource, isSinglePass, storeSinglePassManifest } from "./single-pass.ts";
 import { backupAgent, checkSelection, selectionOf } from "./selection.ts";
 import { BACKUP_TRANSFERS } from "./transfer/index.ts";
@@ -42,19 +43,15 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const agent = backupAgent(d, p);
   if (isSinglePass(s)) return singlePassArchivePhase(d, p, s, agent, t);
   if (isImage(s.format) && !s.delta) return imageArchivePhase(d, p, s, agent, t);
-  // Overlay uppers and tar deltas on paths without single pass: the manifest is a walk of its own (a second read). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
+  if (s.delta === "overlay-upper") {
+    // The merged view is what a restore must reproduce; the upper directory is what changed, so only it is read.
+    const { manifest, archiveRoot } = await storeOverlayLayer(d, p, agent);
+    return archiveTail(d, p, s, agent, t, manifest, undefined, archiveRoot);
+  }
+  // Tar deltas on paths without single pass: the manifest is a walk of its own (a second read). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
   let text: string;
   let delta: ArchiveResult["delta"];
-  let archiveRoot: string | undefined;
-  if (s.delta === "overlay-upper") {
-    // The merged view is what a restore must reproduce; the upper directory is what changed, so only its files are
-    // read: the rest keep the base manifest's hashes (the lower is the base image, verified when it was restored).
-    const overlay = (await agent.mounts()).mounts.find((m) => m.kind === "overlay" && m.path === p.path);
-    if (!overlay?.upper) throw new SnapflowError("bad_request", `no overlay is mounted at ${p.path} in sandbox ${p.sandboxId}; restore the base snapshot there with overlay-restore first`, { field: "path" });
-    archiveRoot = overlay.upper;
-    const planned = await planDelta(d, p, agent, overlay.upper);
-    text = planned.manifestText;
-  } else if (s.delta) {
+  if (s.delta) {
     const planned = await planDelta(d, p, agent);
     text = planned.manifestText;
     delta = planned.delta;
@@ -63,16 +60,20 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   }
   const totals = (JSON.parse(text) as { totals: ManifestTotals }).totals;
   await d.store.put(manifestKey(p.snapshotId), text, { contentType: "application/json" });
-  const manifest = { ...totals, manifestBytes: text.length, ms: since(t) };
+  return archiveTail(d, p, s, agent, t, { ...totals, manifestBytes: text.length, ms: since(t) }, delta);
+}
+
+/** Once the manifest is stored: a streaming path archives during transfer; a staging one archives to a file now. */
+async function archiveTail(d: Deps, p: BackupParams, s: BackupStrategy, agent: AgentClient, t: number, manifest: ManifestTotals, delta?: ArchiveResult["delta"], archiveRoot?: string): Promise<ArchiveResult> {
   if (BACKUP_TRANSFERS[s.path].streamsArchive) {
     // Streaming paths archive during transfer; this phase only took the manifest (and planned a delta).
     return { ms: since(t), bytes: 0, overlapped: true, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
   }
   const staged = stagedArchive(p, s);
-  const made = await stagingFits(p, s, totals.bytes, () => isImage(s.format)
+  const made = await stagingFits(p, s, manifest.bytes, () => isImage(s.format)
     ? agent.makeImage({ path: p.path, output: staged, format: s.format })
-    : agent.archiveToFile({ path: p.path, output: staged, format: s.format, filesFrom: delta?.list }));
-  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest, delta };
+    : agent.archiveToFile({ path: archiveRoot ?? p.path, output: staged, format: s.format, filesFrom: delta?.list }));
+  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
 }
 
 /**
@@ -113,16 +114,13 @@ async function stagingFits<T>(p: BackupParams, s: BackupStrategy, treeBytes: num
   }
 }
 
-/**
- * What changed since the base snapshot: the agent compares the tree with the base's manifest. An overlay's delta
- * (`upper`) carries its deletions as whiteouts in its own archive: no list of them is stored.
- */
-async function planDelta(d: Deps, p: BackupParams, agent: AgentClient, upper?: string) {
+/** What changed since the base snapshot: the agent compares the tree with the base's manifest. */
+async function planDelta(d: Deps, p: BackupParams, agent: AgentClient) {
   const base = await d.store.get(manifestKey(p.baseSnapshotId!));
   if (!base) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId}'s manifest is missing from the store`);
   const list = sandboxPaths.deltaList(p.snapshotId);
-  const plan = await agent.delta(p.path, list, base.body, upper);
-  if (!upper) await d.store.put(deletedKey(p.snapshotId), JSON.stringify(plan.deleted), { contentType: "application/json" });
+  const plan = await agent.delta(p.path, list, base.body);
+  await d.store.put(deletedKey(p.snapshotId), JSON.stringify(plan.deleted), { contentType: "application/json" });
   return {
     manifestText: JSON.stringify(plan.manifest),
     delta: { list, changed: plan.changed, deleted: plan.deleted.length, changedBytes: plan.changedBytes },

@@ -18,6 +18,7 @@ import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
+import { manifestSource } from "../snapshots/manifest-source.ts";
 import { putJson, readSnapshot, restoreRecordKey, type StepResult } from "../snapshots/records.ts";
 import { releaseLease, takeLease } from "../snapshots/restore-leases.ts";
 import type { RestoreStrategy } from "../strategies/registry.ts";
@@ -95,7 +96,7 @@ async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResul
     return { ms: since(t), bytes, files, dirs, symlinks, verified: { ...(inStream as object), by: "in-stream while extracting, then a metadata walk" } };
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
-  const expected = { url: await d.presigner.url(probed.snapshot.manifest.key, "GET") };
+  const expected = await manifestSource(d.presigner, probed.snapshot.manifest);
   const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: p.deepVerify ?? false });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");

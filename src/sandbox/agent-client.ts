@@ -165,15 +165,16 @@ export class AgentClient {
   extractFile(body: z.input<typeof P.ExtractFile>) {
     return this.json<P.WrittenBytes>("extract file", "/v1/extract", body);
   }
-  /**
-   * Plans a delta against a base manifest, streamed to the agent (it can be megabytes). `upper`: the overlay's upper
-   * directory at `path`, which names what changed (container/delta.ts).
-   */
-  async delta(path: string, list: string, base: ReadableStream<Uint8Array>, upper?: string) {
-    const head = new TextEncoder().encode(`{"path":${JSON.stringify(path)},"list":${JSON.stringify(list)},${upper === undefined ? "" : `"upper":${JSON.stringify(upper)},`}"base":`);
+  /** Plans a delta against a base manifest, streamed to the agent (it can be megabytes). */
+  async delta(path: string, list: string, base: ReadableStream<Uint8Array>) {
+    const head = new TextEncoder().encode(`{"path":${JSON.stringify(path)},"list":${JSON.stringify(list)},"base":`);
     const body = concatStreams([head, base, new TextEncoder().encode("}")]);
     const r = await this.call("plan delta", "/v1/delta", { method: "POST", body, headers: { "content-type": "application/json" } });
     return r.json() as Promise<{ manifest: Manifest; changed: number; changedBytes: number; deleted: string[] }>;
+  }
+  /** An overlay delta's list and layer manifest, from the overlay's upper directory (container/overlay-layer.ts). */
+  overlayLayer(body: z.input<typeof P.OverlayLayerBody>) {
+    return this.json<P.OverlayLayerResult>("overlay layer", "/v1/overlay-layer", body);
   }
   removeEntries(path: string, entries: string[]) {
     return this.json<{ removed: number }>("remove entries", "/v1/remove", { path, entries });

@@ -37,7 +37,12 @@ export interface SnapshotRecord {
   strategy: string;
   format: ArchiveFormat;
   archive: { key: string; bytes: number; sha256: string };
-  manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number };
+  /**
+   * `sha256`: the stored manifest's, where the backup bound its upload to it (a restore checks it on arrival);
+   * `layerOf`: the manifest is a layer (version 2) over that snapshot's manifest, which a reader applies it to
+   * (an overlay delta's; snapshots from before layers hold the whole tree's manifest)
+   */
+  manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number; sha256?: string; layerOf?: string };
   /**
    * a chunked snapshot: `archive` is its index (snapshots/<id>/archive.sqsh.index.json, its SHA-256 kept above), the
    * chunks are shared under chunks/<sha256>; the image they make up, and what this backup uploaded of them
