@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { depsFrom } from "../../src/deps.ts";
 import { readIndex } from "../../src/chunks/chunk-index.ts";
 import { chunkKey } from "../../src/chunks/chunk-keys.ts";
-import { getJson, restoreRecordKey, type SnapshotRecord } from "../../src/snapshots/records.ts";
+import { getJson, restoreRecordKey, snapshotRecordKey, type SnapshotRecord } from "../../src/snapshots/records.ts";
 import { introspectWorkflow } from "cloudflare:test";
 import { agent, api, armStoreFault, faultRow, firedStoreFaults, freshSandbox, kernelMounts, killAgent, putFile, runWorkflow as run } from "./helpers.ts";
 
@@ -216,6 +216,56 @@ describe("squashfs-chunked → lazy restores", () => {
     const wrong = await api("POST", "/api/restores", { snapshotId: child.snapshotId, sandboxId: sandbox("dst"), path: APP, strategy: "overlay-restore" });
     expect(wrong.status).toBe(400);
     expect(wrong.json.error.message).toContain("lazy-overlay-restore");
+  });
+
+  it("a fork's manifest is a layer over its parent's, bound to its hash: a deleted directory restores, an overlay delta from before layers still restores, a layer changed in the store fails the restore", async () => {
+    const src = sandbox("src");
+    await severalChunks(src, 41);
+    const parent = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
+    const fork = sandbox("fork");
+    await run("restore", { snapshotId: parent.snapshotId, sandboxId: fork, path: APP, strategy: "lazy-overlay-restore" });
+    const dirs = (await manifest(fork)).entries.filter((e: any) => e.type === "dir" && e.path.split("/").length === 2 && e.path.startsWith("node_modules/")).map((e: any) => e.path);
+    const [deleted, remade] = dirs;
+    expect(remade).toBeDefined();
+    // A directory deleted with all it held: one whiteout in the upper directory.
+    await agent(fork, "DELETE", `/v1/files?path=${encodeURIComponent(`${APP}/${deleted}`)}`);
+    await putFile(fork, `${APP}/zz-fork/work.txt`, "the fork's own work\n");
+    const forked = await manifest(fork);
+
+    const child = await run("backup", { sandboxId: fork, path: APP, strategy: "overlay-delta", baseSnapshotId: parent.snapshotId });
+    const childRecord = await record(child.snapshotId);
+    expect(childRecord.manifest).toMatchObject({ layerOf: parent.snapshotId, sha256: expect.stringMatching(/^[0-9a-f]{64}$/), ...forked.totals });
+    const stored = await getJson<any>(d.store, childRecord.manifest.key);
+    expect(stored).toMatchObject({ version: 2, base: parent.snapshotId, removed: [deleted], opaque: [] });
+    expect(stored.entries.length).toBeLessThan(10);
+
+    const dst = sandbox("dst");
+    await run("restore", { snapshotId: child.snapshotId, sandboxId: dst, path: APP });
+    expect((await manifest(dst)).entries).toEqual(forked.entries);
+
+    // As an overlay delta was stored before layers: the whole tree's manifest, no hash and no layerOf on the record.
+    const { sha256: _sha256, layerOf: _layerOf, ...oldManifest } = childRecord.manifest;
+    await d.store.put(childRecord.manifest.key, JSON.stringify(forked), { contentType: "application/json" });
+    await d.store.put(snapshotRecordKey(child.snapshotId), JSON.stringify({ ...childRecord, manifest: oldManifest }), { contentType: "application/json" });
+    const old = sandbox("dst");
+    await run("restore", { snapshotId: child.snapshotId, sandboxId: old, path: APP });
+    expect((await manifest(old)).entries).toEqual(forked.entries);
+
+    // A layer changed in the store (one entry fewer) is not the one the record's hash names: the restore fails.
+    await d.store.put(childRecord.manifest.key, JSON.stringify({ ...stored, entries: stored.entries.slice(1) }), { contentType: "application/json" });
+    await d.store.put(snapshotRecordKey(child.snapshotId), JSON.stringify(childRecord), { contentType: "application/json" });
+    const tampered = await run("restore", { snapshotId: child.snapshotId, sandboxId: sandbox("dst"), path: APP }, "errored");
+    expect(tampered.error).toMatch(`its snapshot's record says ${childRecord.manifest.sha256}`);
+
+    // A directory deleted and made again is opaque over the lower one: the layer says so, and the totals count
+    // none of what it hid. (Not restored here: tar does not carry the upper's opaque mark, so the old contents
+    // would show through and the restore's walk would refuse the tree; see README, Forks.)
+    await agent(fork, "DELETE", `/v1/files?path=${encodeURIComponent(`${APP}/${remade}`)}`);
+    await putFile(fork, `${APP}/${remade}/index.js`, "module.exports = 'remade';\n");
+    const remadeTree = await manifest(fork);
+    const second = await record((await run("backup", { sandboxId: fork, path: APP, strategy: "overlay-delta", baseSnapshotId: parent.snapshotId })).snapshotId);
+    expect(second.manifest).toMatchObject(remadeTree.totals);
+    expect(await getJson<any>(d.store, second.manifest.key)).toMatchObject({ removed: [deleted], opaque: [remade] });
   });
 
   it("a store that stalls mid-prefetch is abandoned after the silence bound and asked again: the restore completes, every chunk verified", async () => {
