@@ -238,6 +238,10 @@ describe("squashfs-chunked → lazy restores", () => {
     const stored = await getJson<any>(d.store, childRecord.manifest.key);
     expect(stored).toMatchObject({ version: 2, base: parent.snapshotId, removed: [deleted], opaque: [] });
     expect(stored.entries.length).toBeLessThan(10);
+    // A changed-files delta cannot build on it: its chain of tar layers would end in an image.
+    const refused = await api("POST", "/api/backups", { sandboxId: fork, path: APP, strategy: "tar-zst-delta", baseSnapshotId: child.snapshotId });
+    expect(refused.status).toBe(400);
+    expect(refused.json.error.field).toBe("baseSnapshotId");
 
     const dst = sandbox("dst");
     await run("restore", { snapshotId: child.snapshotId, sandboxId: dst, path: APP });
