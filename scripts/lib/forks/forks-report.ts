@@ -51,11 +51,23 @@ export interface ForksResults {
   changeBytes: number;
   datasets: ForksDataset[];
   errors: string[];
+  /** os.loadavg() (1, 5, 15 min) when the bench started and ended: the machine may be shared */
+  load?: { start: number[]; end: number[]; cores: number };
 }
 
 const s = (ms: number | undefined) => (ms === undefined ? "—" : (ms / 1000).toFixed(2));
 const mb = (b: number | undefined) => (b === undefined ? "—" : (b / 1e6).toFixed(1));
 const verdict = (ok: boolean | undefined) => (ok === undefined ? "not measured" : ok ? "met" : "**missed**");
+
+const STEPS = ["probe", "archive", "transfer", "verify", "record"];
+
+/** Each step's median over the forks' backups, and the median of what no step accounts for. */
+function forkSteps(forks: ForkRun[]): string {
+  const median = (xs: number[]) => stats(xs).median ?? 0;
+  const steps = STEPS.map((k) => median(forks.map((f) => f.steps[k] ?? 0)));
+  const outside = median(forks.map((f) => f.ms - Object.values(f.steps).reduce((a, b) => a + b, 0)));
+  return `${steps.map((ms) => s(ms)).join(" / ")}; ${s(outside)} s`;
+}
 
 export function forksMarkdown(r: ForksResults): string {
   const out = [
@@ -63,6 +75,7 @@ export function forksMarkdown(r: ForksResults): string {
     "",
     `Machine: ${r.machine}. One run of each operation per dataset, ${r.forks} forks; every operation after a \`sync\`. ` +
       "Times are wall seconds through the HTTP API (POST → complete, polled every 100 ms), or as stated. Emulator figures: compare only within this file.",
+    ...(r.load ? ["", `Load average (1, 5, 15 min) at the start: ${r.load.start.map((x) => x.toFixed(2)).join(", ")}; at the end: ${r.load.end.map((x) => x.toFixed(2)).join(", ")} (${r.load.cores} cores).`] : []),
     "",
   ];
   for (const d of r.datasets) {
@@ -88,6 +101,7 @@ export function forksMarkdown(r: ForksResults): string {
       out.push(`| fork opened writable (lazy-overlay-restore of the parent): usable; complete — medians of ${d.forks.length} | ${s(usable.median)} s; ${s(opened.median)} s |`);
       out.push(`| fork backup (overlay-delta) after a ${mb(r.changeBytes)} MB change: uploaded, median (min–max) | ${mb(up.median)} MB (${mb(up.min)}–${mb(up.max)}) |`);
       out.push(`| fork backup (overlay-delta): POST → complete, median (min–max) | ${s(t.median)} s (${s(t.min)}–${s(t.max)}) |`);
+      out.push(`| … where its time went, medians: ${STEPS.join(" / ")}; outside the steps (the run's start, step bookkeeping, polling) | ${forkSteps(d.forks)} |`);
       if (d.wholeFork) out.push(`| the first fork backed up whole instead (squashfs-chunked: image rebuilt, new chunks only) | ${mb(d.wholeFork.uploadedBytes)} MB (${d.wholeFork.uploadedChunks}/${d.wholeFork.distinct} chunks) in ${s(d.wholeFork.ms)} s |`);
       if (d.forkRestore) out.push(`| the first fork's delta restored into a fresh sandbox (lazy-overlay-restore): usable; complete | ${s(d.forkRestore.usableMs)} s; ${s(d.forkRestore.ms)} s |`);
       const n = d.forks.length + 1;

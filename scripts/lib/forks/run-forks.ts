@@ -14,6 +14,7 @@
 //              archives (manifests apart: every snapshot has one)
 // Each operation after a `sync`. Results: results/<date>-<name>.{json,md}.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { apiClient } from "../api-client.ts";
 import { machineDescription } from "../bench.ts";
@@ -75,7 +76,7 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
       return (JSON.parse(out) as { bytes: number }).bytes;
     };
     const sandboxDir = (id: string) => join(stackDir, "sandboxes", id);
-    const results: ForksResults = { name: o.name, date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), forks: o.forks, changeBytes: o.changeBytes, datasets: [], errors };
+    const results: ForksResults = { name: o.name, date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), forks: o.forks, changeBytes: o.changeBytes, datasets: [], errors, load: { start: loadavg(), end: [], cores: cpus().length } };
 
     for (const name of o.datasets) {
       const source = `forks-${name}`;
@@ -159,6 +160,7 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
       await api.call("POST", "/api/chunks/gc", { graceSeconds: 0 }).catch(() => {});
       await api.destroySandbox(source).catch(() => {});
     }
+    results.load!.end = loadavg();
     mkdirSync(o.out, { recursive: true });
     const stem = join(o.out, `${results.date}-${o.name}`);
     writeFileSync(`${stem}.json`, JSON.stringify(results, null, 1) + "\n");
