@@ -13,7 +13,7 @@
 //      the upper's entries. A removed hard-linked file takes its bytes only with its last name (the base counts a
 //      group once).
 import { createHash } from "node:crypto";
-import { lstatSync, readdirSync } from "node:fs";
+import { lstatSync, readdirSync, type BigIntStats, type Stats } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { AgentError } from "./agent-error.ts";
@@ -36,7 +36,17 @@ export interface OverlayLayerRequest {
   manifestOut: string;
 }
 
-const lstatOf = (path: string) => lstatSync(path, { throwIfNoEntry: false });
+/** lstat, or undefined when nothing is there (also below a non-directory: the lower may hold a file where the upper has a directory). */
+function lstatOf(path: string): Stats | undefined;
+function lstatOf(path: string, bigint: true): BigIntStats | undefined;
+function lstatOf(path: string, bigint?: true): Stats | BigIntStats | undefined {
+  try {
+    return bigint ? lstatSync(path, { bigint, throwIfNoEntry: false }) : lstatSync(path, { throwIfNoEntry: false });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
+    throw e;
+  }
+}
 const isWhiteout = (hostPath: string) => {
   const st = lstatOf(hostPath);
   return !!st && st.isCharacterDevice() && st.rdev === 0;
@@ -61,7 +71,7 @@ function isOpaque(r: OverlayLayerRequest, rel: string, whiteouts: Set<string>): 
 
 /** The lower's entries at `rel` and below (lstat only), for the totals; nlink and inode for hard-link groups. */
 function lowerSubtree(lower: string, rel: string, out: { type: string; size: number; ino: bigint; nlink: bigint }[]): void {
-  const st = lstatSync(join(lower, rel), { bigint: true, throwIfNoEntry: false });
+  const st = lstatOf(join(lower, rel), true);
   if (!st) return;
   out.push({ type: st.isFile() ? "file" : st.isDirectory() ? "dir" : st.isSymbolicLink() ? "symlink" : "other", size: Number(st.size), ino: st.ino, nlink: st.nlink });
   if (st.isDirectory()) for (const name of readdirSync(join(lower, rel))) lowerSubtree(lower, `${rel}/${name}`, out);
