@@ -45,8 +45,8 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   if (isImage(s.format) && !s.delta) return imageArchivePhase(d, p, s, agent, t);
   if (s.delta === "overlay-upper") {
     // The merged view is what a restore must reproduce; the upper directory is what changed, so only it is read.
-    const { manifest, archiveRoot } = await storeOverlayLayer(d, p, agent);
-    return archiveTail(d, p, s, agent, t, manifest, undefined, archiveRoot);
+    const { manifest, archiveRoot, layer } = await storeOverlayLayer(d, p, agent);
+    return { ...(await archiveTail(d, p, s, agent, t, manifest, undefined, archiveRoot)), layer };
   }
   // Tar deltas on paths without single pass: the manifest is a walk of its own (a second read). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
   let text: string;

@@ -12,8 +12,11 @@ import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { manifestKey, readSnapshot } from "../snapshots/records.ts";
 import type { ArchiveResult, BackupParams } from "./backup-params.ts";
 
-/** The layer manifest stored, and the directory to archive: the upper itself, whiteouts included. */
-export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentClient): Promise<Required<Pick<ArchiveResult, "manifest" | "archiveRoot">>> {
+/**
+ * The layer manifest stored, the directory to archive (the upper itself, whiteouts included), and what the layer
+ * holds, for the step's result.
+ */
+export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentClient): Promise<Required<Pick<ArchiveResult, "manifest" | "archiveRoot">> & { layer: Record<string, number> }> {
   const overlay = (await agent.mounts()).mounts.find((m) => m.kind === "overlay" && m.path === p.path);
   if (!overlay?.upper) throw new SnapflowError("bad_request", `no overlay is mounted at ${p.path} in sandbox ${p.sandboxId}; restore the base snapshot there with overlay-restore first`, { field: "path" });
   // The API took the base's record as it was (a squashfs image); a base deleted since cannot be built on.
@@ -30,5 +33,6 @@ export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentCl
   if (sent.sha256 !== layer.manifest.sha256) throw new SnapflowError("transfer_damaged", `the layer manifest of ${p.snapshotId} changed between its hash and its upload`);
   await agent.deleteFile(manifestOut).catch(() => {});
   const manifest = { ...layer.manifest.totals, manifestBytes: layer.manifest.bytes, ms: layer.ms, storeMs: since(storeStarted), sha256: layer.manifest.sha256, layerOf: base.id };
-  return { manifest, archiveRoot: overlay.upper };
+  const { entries, removed, opaque } = layer.manifest;
+  return { manifest, archiveRoot: overlay.upper, layer: { entries, removed, opaque, changedBytes: layer.changedBytes } };
 }
