@@ -90,9 +90,11 @@ export class AgentClient {
       this.selectionHeader ? { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), [SELECTION_HEADER]: this.selectionHeader } } : init,
       deadline,
       {
-        timeout: (how, ms) => new AgentCallError(what, 504, "agent_timeout", how === "silence"
-          ? `the agent in sandbox ${sandbox} sent or took nothing for ${ms / 1000} s (AGENT_IDLE_SECONDS); aborted`
-          : `the agent in sandbox ${sandbox} did not finish within ${ms / 1000} s (${deadline.totalVar}); aborted`),
+        timeout: (how, ms) => new AgentCallError(what, 504, "agent_timeout", {
+          silence: `the agent in sandbox ${sandbox} sent or took nothing for ${ms / 1000} s (AGENT_IDLE_SECONDS); aborted`,
+          sized: `the agent in sandbox ${sandbox} did not send its answer within ${ms / 1000} s (AGENT_IDLE_SECONDS + its size at 1 MB/s); aborted`,
+          total: `the agent in sandbox ${sandbox} did not finish within ${ms / 1000} s (${deadline.totalVar}); aborted`,
+        }[how]),
         broken: (during, cause) => new AgentCallError(what, 502, "agent_unreachable",
           `the connection to the agent in sandbox ${sandbox} failed ${during === "request" ? "before its answer" : "while it was answering"}: ${cause instanceof Error ? cause.message : String(cause)}`),
       },
