@@ -422,6 +422,8 @@ export interface MaterializeResult {
 //   POST   /v1/lazy/mount     LazyMountBody    start the lazy FUSE file over the index, then mount the image from it
 //                                             read-only at `path` (kernel squashfs, or squashfuse), optionally under a
 //                                             writable overlay → {ms, readyMs, mounted, status}
+//   POST   /v1/lazy/remount   LazyRemountBody  mount the image again at `path` from a helper that still serves
+//                                             (a swap took the first image mount down) → {ms, how, mounted}; 404 if none
 //   POST   /v1/lazy/wait      LazyWaitBody     wait until the mount's image is complete or its prefetch ended → LazyStatus
 // Mounts made here are listed and undone by GET/DELETE /v1/mounts like any other (the FUSE file is kind "lazy").
 
@@ -480,6 +482,14 @@ export const LazyMountBody = z.object({
   overlay: z.object({ path: z.string() }).strict().optional(),
   /** parallel background fetches (0: on demand only) */
   prefetch: z.number().int().min(0).max(64).default(4),
+}).strict();
+
+export const LazyRemountBody = z.object({
+  /** the lazy mount's own directory (LazyMountBody.work), whose helper still serves */
+  work: z.string(),
+  /** where the image is mounted again, read-only */
+  path: z.string(),
+  format: SquashfsFormat,
 }).strict();
 
 export const LazyWaitBody = z.object({

@@ -116,11 +116,14 @@ export const archivePlan: RestorePlan = {
   async swapIn(c, probed) {
     const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
     // A mount point cannot be renamed: the verified image is unmounted beside the target and mounted again at it.
-    if (m?.mounts) await m.undo(c, probed.swap.staged);
+    if (m?.mounts) await (m.remount ? m.remount.unmount(c, probed.swap.staged) : m.undo(c, probed.swap.staged));
     const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId);
     if (m?.mounts && !(await ownMountAt(c, probed))) {
       const format = probed.snapshot.format;
+      if (await m.remount?.mountAt(c, c.p.path, format)) return { ...swapped, remounted: "over what still ran" as const };
+      if (m.remount) await m.undo(c, probed.swap.staged);
       await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, c.p.path);
+      return { ...swapped, remounted: "from scratch" as const };
     }
     return swapped;
   },

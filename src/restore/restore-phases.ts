@@ -84,7 +84,7 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   const swapped = await plan.swapIn(c, probed);
   const after = plan.afterSwap ? await plan.afterSwap(c, probed, check) : {};
   if (options.commit) await c.agent.commitSwap(p.path, p.restoreId);
-  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget };
+  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget, ...(swapped.remounted ? { remounted: swapped.remounted } : {}) };
 }
 
 async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>, path: string): Promise<StepResult> {

@@ -230,6 +230,10 @@ export class AgentClient {
   lazyMount(body: z.input<typeof P.LazyMountBody>) {
     return this.json<{ ms: number; readyMs: number; fuseMs: number; mountMs: number; how: string; mounted: P.MountEntry[]; status: string; chunks: number; local: number }>("lazy mount", "/v1/lazy/mount", body);
   }
+  /** The image mounted again at `path` from a lazy mount whose helper still serves (404 if none does). */
+  lazyRemount(body: z.input<typeof P.LazyRemountBody>) {
+    return this.json<{ ms: number; how: string; mounted: P.MountEntry }>("lazy remount", "/v1/lazy/remount", body, "POST", "short");
+  }
   /** Waits (at most timeoutMs) until a lazy mount's image is complete or its prefetch has ended. */
   lazyWait(body: z.input<typeof P.LazyWaitBody>) {
     return this.json<P.LazyStatus & { waitedMs: number; running: boolean }>("wait for lazy mount", "/v1/lazy/wait", body, "POST", { long: { extraMs: body.timeoutMs ?? 0 } });

@@ -76,6 +76,8 @@ describe("squashfs-chunked → lazy restores", () => {
       const v = restored.steps.verify;
       expect(m.mountedMs).toBeGreaterThan(0);
       expect(v.usableMs).toBeGreaterThanOrEqual(m.mountedMs);
+      // The swap made the tree again at the target over the helper that kept running: no URL signed twice.
+      expect(v.remounted).toBe("over what still ran");
       const stored = await getJson<any>(d.store, restoreRecordKey(restored.id));
       expect(stored.usableMs).toBe(v.usableMs);
       expect(stored.completeMs).toBeGreaterThanOrEqual(0);

@@ -4,13 +4,14 @@
 // and, for lazy-overlay, a writable overlayfs over that with its upper on local disk — beside the target, where every
 // restore builds its tree (tree-swap.ts). The step ends when that tree answers (`mountedMs`).
 //
-// Verify then swaps it in (the mount is made again at the target, from the chunk cache the first one filled): from the
-// restore request to that moment is `usableMs`. Then it checks the tree at the target (a metadata walk through the
+// Verify then swaps it in (the tree is made again at the target over the same FUSE file, whose helper keeps running):
+// from the restore request to that moment is `usableMs`. Then it checks the tree at the target (a metadata walk through the
 // mount: the reads it makes fetch what they need) and waits until every chunk is local and verified (`completeMs`)
 // or the prefetcher gave up on a chunk; either failure fails the restore naming the chunk, and the swap is rolled
 // back. Presigned URLs are the only credential the sandbox gets, one per chunk, as long-lived as the
 // presigner allows (PRESIGN_EXPIRY_SECONDS): once the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
+import { AgentCallError } from "../../sandbox/agent-client.ts";
 import { mapBounded } from "../../chunks/bounded.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
@@ -40,9 +41,28 @@ export async function chunkUrls(c: RestoreContext, snapshotId = c.p.snapshotId):
 }
 
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
-  // A mount cannot be renamed: the swap takes it down beside the target and mounts it again at the target, from the
-  // chunk cache the first mount filled (no chunk is fetched twice).
   mounts: true,
+  // A mount cannot be renamed: the swap takes the tree (the image mount, or the overlay over it) down beside the
+  // target and makes it again at the target, over the same FUSE file: its helper, URLs, cache and prefetch go on.
+  remount: {
+    async unmount({ agent }, from) {
+      await agent.unmount(from).catch(() => {});
+    },
+    async mountAt({ p, agent }, to, format) {
+      const where = sandboxPaths.lazy(p.restoreId);
+      if (format.kind !== "squashfs") return false;
+      if (overlay) {
+        const live = (await agent.mounts()).mounts;
+        if (!live.some((m) => m.path === where.lower) || !live.some((m) => m.path === `${where.work}/fuse`)) return false;
+        await agent.mountOverlay({ lower: where.lower, path: to, how: "kernel", upper: `${where.layer}/upper` });
+        return true;
+      }
+      return agent.lazyRemount({ work: where.work, path: to, format }).then(() => true, (e: unknown) => {
+        if (e instanceof AgentCallError && e.status === 404) return false;
+        throw e;
+      });
+    },
+  },
   async materialize(c, staged, format, _expected, dir) {
     const t = performance.now();
     const { p, agent } = c;
