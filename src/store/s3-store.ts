@@ -16,8 +16,14 @@ export interface S3Settings {
 
 const xml = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === "Contents" || name === "Upload" });
 
+/** One client per credentials, kept: aws4fetch caches the derived signing key in its client, for the next signature. */
+const clients = new Map<string, AwsClient>();
+
 export function s3Client(s: S3Settings): AwsClient {
-  return new AwsClient({ accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey, service: "s3", region: s.region, retries: 0 });
+  const id = [s.accessKeyId, s.secretAccessKey, s.region].join("\n");
+  let client = clients.get(id);
+  if (!client) clients.set(id, (client = new AwsClient({ accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey, service: "s3", region: s.region, retries: 0 })));
+  return client;
 }
 
 /** The URL of a key. Each segment is percent-encoded; '/' stays a separator. */

@@ -12,7 +12,6 @@
 // presigner allows (PRESIGN_EXPIRY_SECONDS): once the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
 import { AgentCallError } from "../../sandbox/agent-client.ts";
-import { mapBounded } from "../../chunks/bounded.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
 import { since } from "../../phases/phase-runner.ts";
@@ -23,7 +22,6 @@ import type { RestoreContext } from "../restore-context.ts";
 import { walkThenComplete } from "./lazy-completion.ts";
 import type { Materialization } from "./materialization.ts";
 
-const PRESIGNS_IN_FLIGHT = 32;
 /** Background fetches; 4 met the completion target in native/lazy/MEASUREMENTS.md (8 gained little). */
 export const PREFETCH = 4;
 
@@ -36,8 +34,8 @@ export async function chunkUrls(c: RestoreContext, snapshotId = c.p.snapshotId):
   if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${snapshotId} was deleted during its restore`);
   const index = await readIndex(c.d.store, record.archive.key, record.archive.sha256);
   const distinct = distinctChunks(index);
-  const pairs = await mapBounded(distinct, PRESIGNS_IN_FLIGHT, async (ch) => [ch.sha256, await c.d.presigner.url(chunkKey(ch.sha256), "GET")] as const);
-  return { urls: Object.fromEntries(pairs), index: { bytes: index.size, chunks: distinct.length } };
+  const urls = c.d.presigner.gets(distinct.map((ch) => chunkKey(ch.sha256)));
+  return { urls: Object.fromEntries(distinct.map((ch, i) => [ch.sha256, urls[i]!])), index: { bytes: index.size, chunks: distinct.length } };
 }
 
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
