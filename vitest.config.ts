@@ -75,6 +75,9 @@ export default defineConfig({
           include: ["test/node/**/*.test.ts"],
           environment: "node",
           testTimeout: 60_000,
+          // snapflow-lazy is built into the repository (native/lazy/build.sh at npm install), not installed: every
+          // extraction's merge and a delta's removals run it, as the agent finds it on PATH.
+          env: { PATH: `${new URL("native/lazy/bin", import.meta.url).pathname}:${process.env.PATH ?? ""}` },
         },
       },
     ],

@@ -176,6 +176,9 @@ export const ManifestEntry = z.object({
   sha256: z.string().optional(),
   /** for the second and later names of a hard-linked file: the first name (in walk order) */
   link: z.string().optional(),
+  /** numeric owner and group, as lstat (or the tar header) has them; absent in manifests made before owners were recorded */
+  uid: z.number().int().optional(),
+  gid: z.number().int().optional(),
   /** absent in manifests made before single-pass archives, and in manifests of restored trees */
   stat: EntryStat.optional(),
 });
@@ -222,6 +225,13 @@ export type Manifest = z.infer<typeof ManifestSchema>;
 
 export const VerifyBody = z.object({ path: z.string(), expected: ManifestSchema, limit: z.number().int().positive().max(1000).default(20) });
 
+/**
+ * A restore's "unless asked": give entries the owners (numeric uid/gid) and setuid/setgid bits the archive holds.
+ * Off, they go to the agent's user and the bits are cleared (container/sanitize-extracted.ts). Device nodes go
+ * either way.
+ */
+export const Ownership = { keepOwnership: z.boolean().optional() };
+
 /** A manifest the agent reads itself: a file in the sandbox, or the store over a presigned GET (the Worker stays out of the byte path). */
 export const ManifestSource = z.union([z.object({ file: z.string() }).strict(), z.object({ url: z.string() }).strict()]);
 export type ManifestSource = z.infer<typeof ManifestSource>;
@@ -231,6 +241,8 @@ export const VerifyTreeBody = z.object({
   expected: ManifestSource,
   /** hash every file as well (today's /v1/verify); default: metadata only */
   deep: z.boolean().default(false),
+  /** the restore kept owners and set-id bits: compare them too (else set-id bits are left out of the mode) */
+  ...Ownership,
   limit: z.number().int().positive().max(1000).default(20),
 });
 
@@ -282,8 +294,9 @@ export const ExtractQuery = TarFormat.extend({
   expectedUrl: z.string().optional(),
   complete: queryBool.optional(),
   walk: queryBool.optional(),
+  keepOwnership: queryBool.optional(),
 });
-export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat, ...ExtractExpectation });
+export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat, ...ExtractExpectation, ...Ownership });
 
 export const SplitBody = z.object({ path: z.string(), chunkBytes: z.number().int().min(1 << 20).max(1 << 30) });
 
@@ -296,7 +309,7 @@ export const UploadBody = z.object({
 });
 export const DownloadBody = z.union([
   z.object({ url: z.string(), output: z.string() }).strict(),
-  z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation }) }).strict(),
+  z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation, ...Ownership }) }).strict(),
 ]);
 
 // ---- Parallel presigned transfers (presigned-multipart.ts, presigned-ranged.ts) ----
@@ -338,7 +351,7 @@ export const DownloadRangedBody = z
     /** the object's size (the Worker HEADs it); every 206's Content-Range total must equal it */
     size: z.number().int().nonnegative(),
     output: z.string().optional(),
-    extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation }).strict().optional(),
+    extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation, ...Ownership }).strict().optional(),
     /** bytes per Range GET (node); the extract reorder buffer holds at most concurrency × rangeSize */
     rangeSize: z.number().int().min(64 * 2 ** 10).max(256 * 2 ** 20).default(8 * 2 ** 20),
     /** ranges in flight (node), or aria2c's -x/-s connections (≤ 16) */
@@ -374,7 +387,7 @@ export const ImageBody = z.object({
   manifestOut: z.string().optional(),
 });
 export const MaterializeHow = z.enum(["extract", "mount-kernel", "mount-fuse"]);
-export const MaterializeBody = z.object({ archive: z.string(), path: z.string(), format: ImageFormat, how: MaterializeHow });
+export const MaterializeBody = z.object({ archive: z.string(), path: z.string(), format: ImageFormat, how: MaterializeHow, ...Ownership });
 export const OverlayBody = z.object({
   lower: z.string(),
   path: z.string(),

@@ -27,7 +27,7 @@ export const transferRoutes: Routes = {
     if ("output" in body) return downloadToFile(body.url, await c.path(body.output, "output"));
     const { format } = body.extract;
     // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
-    return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v));
+    return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v), { keepOwnership: body.extract.keepOwnership });
   },
 
   "POST /v1/upload-multipart": async (c) => {
@@ -46,7 +46,7 @@ export const transferRoutes: Routes = {
     const o = { url: body.url, size: body.size, rangeSize: body.rangeSize, concurrency: body.concurrency, retries: body.retries };
     if (body.extract) {
       const { format } = body.extract;
-      return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadRangedAndExtract(o, format, into, v));
+      return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadRangedAndExtract(o, format, into, v), { keepOwnership: body.extract.keepOwnership });
     }
     const output = await c.path(body.output, "output");
     return body.tool === "aria2c" ? downloadWithAria2c(o, output) : downloadRangedToFile(o, output);

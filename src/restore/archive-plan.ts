@@ -37,7 +37,7 @@ async function destinationOf(c: RestoreContext, probed: RestoreProbeResult, i: n
   const chain = probed.layers.length > 1;
   const last = i === probed.layers.length - 1;
   // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
-  return { extract: { path: probed.swap.staged, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last } };
+  return { extract: { path: probed.swap.staged, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last, keepOwnership: c.p.keepOwnership } };
 }
 
 /** Is this restore's own image mounted at the target (a swap that got as far as mounting it there)? */

@@ -96,7 +96,7 @@ async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResul
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   const expected = { url: await d.presigner.url(probed.snapshot.manifest.key, "GET") };
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: p.deepVerify ?? false });
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: p.deepVerify ?? false, keepOwnership: p.keepOwnership });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);
