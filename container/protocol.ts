@@ -345,6 +345,27 @@ export const UploadMultipartBody = z
   });
 export type UploadMultipartBody = z.infer<typeof UploadMultipartBody>;
 
+const SHA256_HEX = z.string().regex(/^[0-9a-f]{64}$/, "64 lowercase hex characters (SHA-256)");
+
+/**
+ * What POST /v1/upload-multipart answers. The Worker parses it rather than trusting its shape: the ETags and
+ * hashes go into the CompleteMultipartUpload body it sends the store, so an ETag may not carry XML.
+ */
+export const UploadMultipartResult = z.object({
+  bytes: z.number().int().nonnegative(),
+  sha256: SHA256_HEX,
+  parts: z.array(z.object({
+    partNumber: z.number().int().min(1).max(R2_MULTIPART.maxParts),
+    etag: z.string().regex(/^[^<>&"'\s]{1,200}$/, "an ETag: 1–200 characters, no XML markup or spaces"),
+    bytes: z.number().int().nonnegative(),
+    /** of the part's bytes, hashed before its PUT: the store checks it at completion */
+    sha256: SHA256_HEX,
+  })).min(1).max(R2_MULTIPART.maxParts),
+  ms: z.number().nonnegative(),
+  peakBufferedBytes: z.number().int().nonnegative(),
+});
+export type UploadMultipartResult = z.infer<typeof UploadMultipartResult>;
+
 export const DownloadRangedBody = z
   .object({
     url: z.string(),
@@ -559,8 +580,10 @@ export const SweepBody = z.object({ olderThanSeconds: z.number().int().min(0).op
 export const FaultBody = z.object({
   /** the route the fault applies to, e.g. "POST /v1/archive" */
   route: z.string(),
-  /** how many of the next matching requests fail with a 503 */
+  /** how many of the next matching requests fail with a 503 (fail), or answer with a lie (lie) */
   times: z.number().int().positive().max(100),
+  /** lie: only routes that have a lie to tell use it (POST /v1/upload-multipart: parts other than those hashed are sent) */
+  action: z.enum(["fail", "lie"]).default("fail"),
 });
 
 /** What the agent answers for a file it wrote or an archive it made. */

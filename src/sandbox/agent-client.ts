@@ -7,7 +7,7 @@ import type { z } from "zod";
 import type { Manifest, ProbeResult } from "../../container/protocol.ts";
 import type * as P from "../../container/protocol.ts";
 import type { SwapJournal } from "../../container/protocol.ts";
-import { SELECTION_HEADER } from "../../container/protocol.ts";
+import { SELECTION_HEADER, UploadMultipartResult } from "../../container/protocol.ts";
 import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
 import { fetchWithDeadline } from "./deadline-fetch.ts";
 import type { SandboxTransport } from "./transport.ts";
@@ -193,9 +193,15 @@ export class AgentClient {
   downloadFromUrl(body: z.input<typeof P.DownloadBody>, bytes?: number) {
     return this.json<P.WrittenBytes>("presigned download", "/v1/download", body, "POST", { long: { bytes } });
   }
-  uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number) {
-    return this.json<{ bytes: number; sha256: string; ms: number; peakBufferedBytes: number; parts: { partNumber: number; etag: string; bytes: number }[] }>(
-      "presigned multipart upload", "/v1/upload-multipart", body, "POST", { long: { bytes } });
+  /** Parsed, not cast: its ETags and part hashes go into the completion the Worker sends the store. */
+  async uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number): Promise<P.UploadMultipartResult> {
+    const what = "presigned multipart upload";
+    const answer = UploadMultipartResult.safeParse(await this.json<unknown>(what, "/v1/upload-multipart", body, "POST", { long: { bytes } }));
+    if (!answer.success) {
+      const issue = answer.error.issues[0]!;
+      throw new AgentCallError(what, 502, "bad_answer", `the agent in sandbox ${this.sandboxId} answered a malformed result: ${issue.path.join(".")}: ${issue.message}`);
+    }
+    return answer.data;
   }
   downloadRanged(body: z.input<typeof P.DownloadRangedBody>, bytes?: number) {
     return this.json<P.WrittenBytes & { tool: string; ranges?: number; peakBufferedBytes?: number }>("ranged download", "/v1/download-ranged", body, "POST", { long: { bytes } });

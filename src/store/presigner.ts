@@ -4,7 +4,7 @@
 // binding and the S3 endpoint address the same bucket.
 import type { MultipartUpload } from "./object-store.ts";
 import { presignGets } from "./presign-many.ts";
-import { hexToBase64, listMultipartUploads, presign, s3Store, type S3Settings } from "./s3-store.ts";
+import { hexToBase64, listMultipartUploads, presign, s3Store, storedChecksumSha256, type S3Settings } from "./s3-store.ts";
 
 export interface Presigner {
   /**
@@ -17,7 +17,8 @@ export interface Presigner {
   gets(keys: readonly string[], expiresSeconds?: number): string[];
   /**
    * A multipart upload opened over the S3 API, whose part URLs this presigner signs (partUrl). R2's binding
-   * cannot open one that presigned part URLs may address.
+   * cannot open one that presigned part URLs may address. Opened with SHA-256 part checksums: complete() must give
+   * each part's sha256, and the store refuses the completion if a part it holds has another.
    */
   createMultipartUpload(key: string): Promise<MultipartUpload>;
   /** The URL the sandbox PUTs part `partNumber` of `upload` to. */
@@ -27,6 +28,11 @@ export interface Presigner {
    * the sweeper: an upload nobody recorded is still found. The first 1000; a sweep that finds more runs again.
    */
   listUploads(prefix: string): Promise<{ key: string; uploadId: string; initiated: string }[]>;
+  /**
+   * The SHA-256 checksum the store itself keeps for `key` (HeadObject in checksum mode over the S3 API): "base64-N"
+   * for an upload this presigner opened, null when the store reports none.
+   */
+  storedChecksum(key: string): Promise<string | null>;
   /** A handle on an open upload, to abort it (no request is made). */
   resumeMultipartUpload(key: string, uploadId: string): MultipartUpload;
 }
@@ -41,9 +47,10 @@ export function s3Presigner(s: S3Settings, defaultExpirySeconds: number): Presig
   return {
     url,
     gets: (keys, expiresSeconds) => presignGets(s, keys, Math.min(expiresSeconds ?? defaultExpirySeconds, defaultExpirySeconds)),
-    createMultipartUpload: (key) => store.createMultipartUpload(key),
+    createMultipartUpload: (key) => store.createMultipartUpload(key, { partChecksums: "sha256" }),
     partUrl: (upload, partNumber, expiresSeconds) => url(upload.key, "PUT", { expiresSeconds, query: { partNumber: String(partNumber), uploadId: upload.uploadId } }),
     listUploads: (prefix) => listMultipartUploads(s, prefix),
+    storedChecksum: (key) => storedChecksumSha256(s, key),
     resumeMultipartUpload: (key, uploadId) => store.resumeMultipartUpload(key, uploadId),
   };
 }
