@@ -37,7 +37,7 @@ export const transferRoutes: Routes = {
       "archive" in body.source
         ? { archive: { dir: await existingDir(await c.path(body.source.archive.path, "source.archive.path"), "source.archive.path"), format: body.source.archive.format } }
         : { file: await c.path(body.source.file, "source.file") };
-    return uploadMultipart(source, body);
+    return uploadMultipart(source, { ...body, lie: c.agent.faults.lie(`${c.sandboxId} POST /v1/upload-multipart`) });
   },
 
   "POST /v1/download-ranged": async (c) => {
