@@ -36,7 +36,11 @@ export interface SnapshotRecord {
   source: { sandboxId: string; path: string };
   strategy: string;
   format: ArchiveFormat;
-  archive: { key: string; bytes: number; sha256: string };
+  /**
+   * storeChecksum: the SHA-256 checksum the store itself checked and keeps for the archive (a presigned multipart
+   * upload: the composite of its part hashes, "base64-N"); backup verify found it in the store.
+   */
+  archive: { key: string; bytes: number; sha256: string; storeChecksum?: string };
   manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number };
   /**
    * a chunked snapshot: `archive` is its index (snapshots/<id>/archive.sqsh.index.json, its SHA-256 kept above), the
