@@ -38,6 +38,10 @@ function workersProject(name: string, include: string[], extraBindings: Record<s
               // deadline tests run in seconds: 8 s of silence on a streamed call, 15 s for a short call.
               AGENT_IDLE_SECONDS: "8",
               AGENT_CALL_SECONDS: "15",
+              // A lazy restore signs only the first chunk and the image's last 1 MiB before the mount, so that the
+              // tests' small images take the path big ones take: most URLs delivered after the tree is usable.
+              LAZY_HEAD_CHUNKS: "1",
+              LAZY_TAIL_BYTES: String(1024 * 1024),
               ...extraBindings,
             },
           },

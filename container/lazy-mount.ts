@@ -9,7 +9,7 @@
 // unmounts and exits; it also exits by itself when unmounted from outside). A mount that fails half-way is undone
 // before the error is answered: nothing is left mounted and no helper runs.
 import { spawn, type ChildProcess } from "node:child_process";
-import { access, mkdir, readFile, realpath } from "node:fs/promises";
+import { access, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { constants } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -41,8 +41,28 @@ export interface LazyMountRequest {
   dir: string;
   path: string;
   urls: Record<string, string>;
+  /** `urls` is a first part; addLazyUrls brings the rest */
+  moreUrls?: boolean;
   format: SquashfsFormat;
   prefetch: number;
+}
+
+/** The marker snapflow-lazy reads as "more URLs are coming" (native/lazy/internal/urlfile). */
+const urlsToCome = (urlFile: string) => `${urlFile}.more`;
+
+/**
+ * More URLs for a lazy mount started with `moreUrls`: merged into its URL file (replaced whole, so the helper never
+ * reads half of it); after the `last`, the marker goes and a chunk still without a URL fails as missing.
+ */
+export async function addLazyUrls(work: string, urls: Record<string, string>, last: boolean): Promise<{ urls: number }> {
+  const file = lazyFiles(work).urls;
+  const current = JSON.parse(await readFile(file, "utf8").catch(() => {
+    throw new AgentError("not_found", "work: no lazy mount's URL file there", "work");
+  })) as Record<string, string>;
+  const merged = Object.assign(current, urls);
+  await writeUrlFile(file, merged);
+  if (last) await rm(urlsToCome(file), { force: true });
+  return { urls: Object.keys(merged).length };
 }
 
 export interface LazyMountResult {
@@ -123,6 +143,9 @@ export async function mountLazy(registry: MountRegistry, sandboxId: string, r: L
   await mkdir(r.cache, { recursive: true });
   const fuseDir = await prepareTarget(files.fuse, "work");
   await writeUrlFile(files.urls, r.urls);
+  // While the marker stands, a chunk without a URL waits for the next POST /v1/lazy/urls (urlfile.go Await).
+  if (r.moreUrls) await writeFile(urlsToCome(files.urls), "", { mode: 0o600 });
+  else await rm(urlsToCome(files.urls), { force: true });
 
   // A chunk is at most a few MiB: its whole GET gets the bound the agent gives a silent store (stall-deadline.ts),
   // after which the helper abandons the attempt and tries again.

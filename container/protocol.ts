@@ -456,6 +456,7 @@ export interface MaterializeResult {
 //   POST   /v1/lazy/mount     LazyMountBody    start the lazy FUSE file over the index, then mount the image from it
 //                                             read-only at `path` (kernel squashfs, or squashfuse), optionally under a
 //                                             writable overlay → {ms, readyMs, mounted, status}
+//   POST   /v1/lazy/urls      LazyUrlsBody     add URLs to a mount started with moreUrls (the last call says so) → {urls}
 //   POST   /v1/lazy/remount   LazyRemountBody  mount the image again at `path` from a helper that still serves
 //                                             (a swap took the first image mount down) → {ms, how, mounted}; 404 if none
 //   POST   /v1/lazy/wait      LazyWaitBody     wait until the mount's image is complete or its prefetch ended → LazyStatus
@@ -516,6 +517,17 @@ export const LazyMountBody = z.object({
   overlay: z.object({ path: z.string() }).strict().optional(),
   /** parallel background fetches (0: on demand only) */
   prefetch: z.number().int().min(0).max(64).default(4),
+  /** `urls` is a first part: more come through POST /v1/lazy/urls; until the last, a chunk without one waits for it */
+  moreUrls: z.boolean().default(false),
+}).strict();
+
+export const LazyUrlsBody = z.object({
+  /** the lazy mount's own directory (LazyMountBody.work) */
+  work: z.string(),
+  /** more presigned GET URLs, added to those the mount has */
+  urls: ChunkUrls,
+  /** these are the last: a chunk still without a URL has none coming */
+  last: z.boolean(),
 }).strict();
 
 export const LazyRemountBody = z.object({

@@ -236,6 +236,10 @@ export class AgentClient {
   lazyMount(body: z.input<typeof P.LazyMountBody>) {
     return this.json<{ ms: number; readyMs: number; fuseMs: number; mountMs: number; how: string; mounted: P.MountEntry[]; status: string; chunks: number; local: number }>("lazy mount", "/v1/lazy/mount", body);
   }
+  /** More URLs for a lazy mount started with moreUrls; `last` says none follow. */
+  lazyUrls(body: z.input<typeof P.LazyUrlsBody>) {
+    return this.json<{ urls: number }>("lazy urls", "/v1/lazy/urls", body);
+  }
   /** The image mounted again at `path` from a lazy mount whose helper still serves (404 if none does). */
   lazyRemount(body: z.input<typeof P.LazyRemountBody>) {
     return this.json<{ ms: number; how: string; mounted: P.MountEntry }>("lazy remount", "/v1/lazy/remount", body, "POST", "short");

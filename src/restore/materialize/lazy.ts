@@ -12,6 +12,7 @@
 // presigner allows (PRESIGN_EXPIRY_SECONDS): once the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
 import { AgentCallError } from "../../sandbox/agent-client.ts";
+import type { ChunkIndex } from "../../../container/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
 import { since } from "../../phases/phase-runner.ts";
@@ -30,12 +31,48 @@ const sinceRequest = (c: RestoreContext, at = Date.now()) => (c.p.startedAt ? at
 
 /** A GET URL for each distinct chunk of a chunked snapshot (`snapshotId`: the one whose index is mounted). */
 export async function chunkUrls(c: RestoreContext, snapshotId = c.p.snapshotId): Promise<{ urls: Record<string, string>; index: { bytes: number; chunks: number } }> {
+  const index = await snapshotIndex(c, snapshotId);
+  const distinct = distinctChunks(index);
+  return { urls: signed(c, distinct.map((ch) => ch.sha256)), index: { bytes: index.size, chunks: distinct.length } };
+}
+
+async function snapshotIndex(c: RestoreContext, snapshotId: string): Promise<ChunkIndex> {
   const record = await readSnapshot(c.d.store, c.d.kv, snapshotId);
   if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${snapshotId} was deleted during its restore`);
-  const index = await readIndex(c.d.store, record.archive.key, record.archive.sha256);
-  const distinct = distinctChunks(index);
-  const urls = c.d.presigner.gets(distinct.map((ch) => chunkKey(ch.sha256)));
-  return { urls: Object.fromEntries(distinct.map((ch, i) => [ch.sha256, urls[i]!])), index: { bytes: index.size, chunks: distinct.length } };
+  return readIndex(c.d.store, record.archive.key, record.archive.sha256);
+}
+
+function signed(c: RestoreContext, digests: readonly string[]): Record<string, string> {
+  const urls = c.d.presigner.gets(digests.map(chunkKey));
+  return Object.fromEntries(digests.map((sha, i) => [sha, urls[i]!]));
+}
+
+const beforeMount = (c: RestoreContext) => ({ headChunks: c.d.config.LAZY_HEAD_CHUNKS, tailBytes: c.d.config.LAZY_TAIL_BYTES });
+/** URLs per later delivery to the agent. */
+const URL_BATCH = 4096;
+
+/**
+ * The chunks whose URLs the mount needs before it answers — the image's first `headChunks` (the superblock) and
+ * its last `tailBytes`, where mksquashfs writes the inode, directory, fragment, export and id tables that the mount
+ * and the metadata walk read (the default 128 MiB holds them for about a million entries) — and the rest, signed after the tree is usable (deliverRemainingUrls): the time to usable then no longer grows with the
+ * image's chunk count. A read that needs a chunk of the rest before its URL came waits for it (the helper's
+ * urlfile.Await), bounded by the agent's store deadline.
+ */
+export function splitForMount(index: ChunkIndex, o: { headChunks: number; tailBytes: number }): { first: string[]; rest: string[] } {
+  const first = new Set<string>();
+  for (const [i, ch] of index.chunks.entries()) if (i < o.headChunks || ch.offset + ch.size > index.size - o.tailBytes) first.add(ch.sha256);
+  return { first: [...first], rest: distinctChunks(index).map((ch) => ch.sha256).filter((sha) => !first.has(sha)) };
+}
+
+/** The URLs the mount started without, in batches; the last batch tells the helper that no more are coming. */
+async function deliverRemainingUrls(c: RestoreContext, work: string): Promise<{ ms: number; urls: number }> {
+  const t = performance.now();
+  const { rest } = splitForMount(await snapshotIndex(c, c.p.snapshotId), beforeMount(c));
+  for (let at = 0; at === 0 || at < rest.length; at += URL_BATCH) {
+    const batch = rest.slice(at, at + URL_BATCH);
+    await c.agent.lazyUrls({ work, urls: signed(c, batch), last: at + URL_BATCH >= rest.length });
+  }
+  return { ms: since(t), urls: rest.length };
 }
 
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
@@ -66,9 +103,11 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
     const { p, agent } = c;
     if (format.kind !== "squashfs" || !format.chunks) throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image; restore it with a strategy that reads it`, { field: "strategy" });
     const where = sandboxPaths.lazy(p.restoreId);
-    const { urls, index } = await chunkUrls(c);
+    const index = await snapshotIndex(c, p.snapshotId);
+    const { first, rest } = splitForMount(index, beforeMount(c));
+    const urls = signed(c, first);
     const presignMs = since(t);
-    const mounted = await agent.lazyMount({ index: staged, urls, work: where.work, cache: where.cache, path: overlay ? where.lower : dir, format, prefetch: PREFETCH });
+    const mounted = await agent.lazyMount({ index: staged, urls, moreUrls: rest.length > 0, work: where.work, cache: where.cache, path: overlay ? where.lower : dir, format, prefetch: PREFETCH });
     let overlayMs: number | undefined;
     if (overlay) {
       // A fresh, empty writable layer on local disk, kept beside the mount it belongs to.
@@ -82,7 +121,7 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       // target comes after verify's swap (afterSwap).
       mountedMs: sinceRequest(c), mountedAfterStepMs: ms,
       presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, imageMountMs: mounted.mountMs, ...(overlayMs !== undefined ? { overlayMs } : {}),
-      imageBytes: index.bytes, chunks: index.chunks, chunksCachedAtStart: mounted.local,
+      imageBytes: index.size, chunks: first.length + rest.length, urlsBeforeMount: first.length, chunksCachedAtStart: mounted.local,
     };
   },
 
@@ -103,6 +142,11 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
   },
 
   async afterSwap(c, check) {
-    return walkThenComplete(c, sandboxPaths.lazy(c.p.restoreId).work, check);
+    const work = sandboxPaths.lazy(c.p.restoreId).work;
+    // usable now: the URLs the mount started without, then the walk and the wait for every chunk
+    const usableMs = sinceRequest(c);
+    const delivered = await deliverRemainingUrls(c, work);
+    const done = await walkThenComplete(c, work, check);
+    return { ...done, ...(usableMs !== undefined ? { usableMs } : {}), urlsAfterUsable: delivered.urls, urlsAfterUsableMs: delivered.ms };
   },
 });
