@@ -38,6 +38,10 @@ function workersProject(name: string, include: string[], extraBindings: Record<s
               // deadline tests run in seconds: 8 s of silence on a streamed call, 15 s for a short call.
               AGENT_IDLE_SECONDS: "8",
               AGENT_CALL_SECONDS: "15",
+              // A lazy restore signs only the first chunk and the image's last 1 MiB before the mount, so that the
+              // tests' small images take the path big ones take: most URLs delivered after the tree is usable.
+              LAZY_HEAD_CHUNKS: "1",
+              LAZY_TAIL_BYTES: String(1024 * 1024),
               ...extraBindings,
             },
           },
@@ -75,6 +79,9 @@ export default defineConfig({
           include: ["test/node/**/*.test.ts"],
           environment: "node",
           testTimeout: 60_000,
+          // snapflow-lazy is built into the repository (native/lazy/build.sh at npm install), not installed: every
+          // extraction's merge and a delta's removals run it, as the agent finds it on PATH.
+          env: { PATH: `${new URL("native/lazy/bin", import.meta.url).pathname}:${process.env.PATH ?? ""}` },
         },
       },
     ],

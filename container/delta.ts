@@ -35,6 +35,9 @@ export interface DeltaClassification {
   base: Map<string, ManifestEntry>;
 }
 
+/** chown moves only ctime, so the content check would call the file unchanged; a base without owners compares none. */
+const ownerMoved = (old: ManifestEntry, e: WalkEntry) => old.uid !== undefined && (old.uid !== e.uid || old.gid !== e.gid);
+
 function sameKey(a: ManifestEntry["stat"], b: WalkEntry["stat"]): boolean {
   return !!a && a.ino === b.ino && a.dev === b.dev && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
@@ -49,7 +52,7 @@ export function classifyByMetadata(walk: WalkEntry[], base: Manifest, options: {
     if (e.socket) continue;
     seen.add(e.path);
     const old = before.get(e.path);
-    if (!old || CHEAP.some((k) => old[k] !== e[k])) changed.add(e.path);
+    if (!old || CHEAP.some((k) => old[k] !== e[k]) || ownerMoved(old, e)) changed.add(e.path);
     else if (e.type !== "file") {
       // A directory's or symlink's header is all there is to archive: when its key moved (an entry removed in
       // the same second, say), archive it rather than trust whole-second mtimes.

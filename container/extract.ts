@@ -41,6 +41,8 @@ export interface VerifiedExtract extends WrittenBytes {
     /** entries the walk compared */
     walked?: number;
     walkMs?: number;
+    /** a restore that kept owners: whether the walk compared them (tree-verify.ts) */
+    owners?: "compared" | "not-in-manifest";
   };
   equal: true;
 }

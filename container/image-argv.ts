@@ -117,16 +117,16 @@ export function makeImageArgv(dir: string, out: string, f: ImageFormat, processo
 }
 
 /**
- * Extract an image into `dir` (which may exist). unsquashfs: -f writes into an existing directory and
- * overwrites; it restores modes, mtimes, symlinks and hard links, and as root the image's owners (it has no switch
- * against that: sanitize-extracted.ts hands them back to the agent's user). fsck.erofs: --overwrite for an
- * existing directory, --preserve-perms for modes whoever runs it, --no-preserve-owner because as root it would
- * otherwise give files to the owners another sandbox chose; it sets mtimes, but before erofs-utils 1.7 it writes
+ * Extract an image into `dir` (which may exist): a 0700 staging directory (safe-extract.ts). unsquashfs: -f writes
+ * into an existing directory and overwrites; it restores modes, mtimes, symlinks and hard links, and as root the
+ * image's owners. fsck.erofs: --overwrite for an existing directory, --preserve-perms for modes whoever runs it;
+ * as root it keeps owners too (its default). Foreign owners and setuid/setgid bits are reset afterwards unless
+ * the restore keeps them (sanitize-extracted.ts). fsck.erofs sets mtimes, but before erofs-utils 1.7 it writes
  * each hard link as a separate copy (see erofs-links.ts).
  */
 export function extractImageArgv(file: string, dir: string, kind: ImageFormat["kind"]): string[] {
   if (kind === "squashfs") return ["unsquashfs", "-d", dir, "-f", "-n", "-q", "-no-xattrs", file];
-  return ["fsck.erofs", `--extract=${dir}`, "--overwrite", "--preserve-perms", "--no-preserve-owner", file];
+  return ["fsck.erofs", `--extract=${dir}`, "--overwrite", "--preserve-perms", file];
 }
 
 /**

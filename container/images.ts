@@ -3,12 +3,13 @@
 // directory (unsquashfs, fsck.erofs --extract). Mounting an image instead is mounts.ts. The argv and the reasons
 // for each flag are in image-argv.ts.
 import { createReadStream } from "node:fs";
-import { lstat, mkdir, open, rm } from "node:fs/promises";
+import { chmod, lstat, mkdir, open, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { AgentError } from "./agent-error.ts";
+import { erofsSetidFiles } from "./erofs-dirs.ts";
 import { relinkErofsHardLinks } from "./erofs-links.ts";
 import { checkErofsNames } from "./erofs-names.ts";
 import { HashingStream } from "./hashing-stream.ts";
@@ -91,11 +92,28 @@ export async function checkImage(file: string, format: ImageFormat): Promise<{ b
  * patched 4.5) refuses such names and duplicate entries itself (CVE-2021-40153, CVE-2021-41072); the hostile
  * corpus tests both tools as installed.
  */
-export async function extractImage(file: string, format: ImageFormat, dir: string): Promise<{ ms: number; relinked?: number }> {
+export async function extractImage(file: string, format: ImageFormat, dir: string, options: { keepOwnership?: boolean } = {}): Promise<{ ms: number; relinked?: number; setidRestored?: number }> {
   const started = performance.now();
   if (format.kind === "erofs") await checkErofsNames(file, "archive");
   await mkdir(dir, { recursive: true });
   await runQuiet(extractImageArgv(file, dir, format.kind));
   const relinked = format.kind === "erofs" ? await relinkErofsHardLinks(file, dir) : undefined;
-  return { ms: Math.round(performance.now() - started), ...(relinked !== undefined ? { relinked } : {}) };
+  const setidRestored = format.kind === "erofs" && options.keepOwnership ? await restoreErofsSetid(file, dir) : undefined;
+  return { ms: Math.round(performance.now() - started), ...(relinked !== undefined ? { relinked } : {}), ...(setidRestored !== undefined ? { setidRestored } : {}) };
+}
+
+/**
+ * Sets setuid/setgid again where the image has them (erofs-dirs.ts erofsSetidFiles says why they are lost). `dir`
+ * is the staging directory of a fresh extraction (safe-extract.ts), which only root can reach; a path that is not a
+ * regular file there is left alone.
+ */
+async function restoreErofsSetid(file: string, dir: string): Promise<number> {
+  let n = 0;
+  for (const f of await erofsSetidFiles(file)) {
+    const target = join(dir, f.path);
+    if (!(await lstat(target).catch(() => null))?.isFile()) continue;
+    await chmod(target, f.mode);
+    n++;
+  }
+  return n;
 }

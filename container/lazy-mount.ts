@@ -9,7 +9,7 @@
 // unmounts and exits; it also exits by itself when unmounted from outside). A mount that fails half-way is undone
 // before the error is answered: nothing is left mounted and no helper runs.
 import { spawn, type ChildProcess } from "node:child_process";
-import { access, mkdir, readFile, realpath } from "node:fs/promises";
+import { access, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { constants } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -41,8 +41,28 @@ export interface LazyMountRequest {
   dir: string;
   path: string;
   urls: Record<string, string>;
+  /** `urls` is a first part; addLazyUrls brings the rest */
+  moreUrls?: boolean;
   format: SquashfsFormat;
   prefetch: number;
+}
+
+/** The marker snapflow-lazy reads as "more URLs are coming" (native/lazy/internal/urlfile). */
+const urlsToCome = (urlFile: string) => `${urlFile}.more`;
+
+/**
+ * More URLs for a lazy mount started with `moreUrls`: merged into its URL file (replaced whole, so the helper never
+ * reads half of it); after the `last`, the marker goes and a chunk still without a URL fails as missing.
+ */
+export async function addLazyUrls(work: string, urls: Record<string, string>, last: boolean): Promise<{ urls: number }> {
+  const file = lazyFiles(work).urls;
+  const current = JSON.parse(await readFile(file, "utf8").catch(() => {
+    throw new AgentError("not_found", "work: no lazy mount's URL file there", "work");
+  })) as Record<string, string>;
+  const merged = Object.assign(current, urls);
+  await writeUrlFile(file, merged);
+  if (last) await rm(urlsToCome(file), { force: true });
+  return { urls: Object.keys(merged).length };
 }
 
 export interface LazyMountResult {
@@ -123,6 +143,9 @@ export async function mountLazy(registry: MountRegistry, sandboxId: string, r: L
   await mkdir(r.cache, { recursive: true });
   const fuseDir = await prepareTarget(files.fuse, "work");
   await writeUrlFile(files.urls, r.urls);
+  // While the marker stands, a chunk without a URL waits for the next POST /v1/lazy/urls (urlfile.go Await).
+  if (r.moreUrls) await writeFile(urlsToCome(files.urls), "", { mode: 0o600 });
+  else await rm(urlsToCome(files.urls), { force: true });
 
   // A chunk is at most a few MiB: its whole GET gets the bound the agent gives a silent store (stall-deadline.ts),
   // after which the helper abandons the attempt and tries again.
@@ -147,27 +170,48 @@ export async function mountLazy(registry: MountRegistry, sandboxId: string, r: L
     registry.add(sandboxId, { entry: lazyEntry, hostPath: fuseDir, hostSources: [await realpath(r.cache)], fuse: true, stop });
     registered = true;
 
-    const mountStarted = performance.now();
-    const how = await imageMountHow();
-    let imageEntry: MountEntry;
-    try {
-      imageEntry = await mountImage(registry, sandboxId, { file: files.image, source: `${r.workPath}/fuse/image`, dir: r.dir, path: r.path, format: r.format, how });
-    } catch (e) {
-      // The image's first reads (the superblock, the tables at its end) go through the helper: a chunk it could not
-      // have is the reason the mount failed, and what the caller must hear about.
-      const failed = describeFailed(await statusWithFailures(files.status));
-      // verify_failed (422): the chunk was already retried; the snapshot, not the moment, is at fault.
-      throw failed ? new AgentError("verify_failed", `the image could not be mounted because its chunks could not be had: ${failed}`) : e;
-    }
+    const image = await mountImageFromHelper(registry, sandboxId, r);
     return {
-      ms: Math.round(performance.now() - started), readyMs: ready.readyMs, fuseMs, mountMs: Math.round(performance.now() - mountStarted), how,
-      mounted: [lazyEntry, imageEntry], status: `${r.workPath}/status.json`, chunks: ready.chunks, local: ready.local,
+      ms: Math.round(performance.now() - started), readyMs: ready.readyMs, fuseMs, mountMs: image.ms, how: image.how,
+      mounted: [lazyEntry, image.mounted], status: `${r.workPath}/status.json`, chunks: ready.chunks, local: ready.local,
     };
   } catch (e) {
     await stop().catch(() => {});
     if (registered) registry.forget(sandboxId, fuseDir);
     throw e;
   }
+}
+
+export type LazyImageMountRequest = Pick<LazyMountRequest, "work" | "workPath" | "dir" | "path" | "format">;
+
+/** The image mounted read-only at `dir` from the helper's FUSE file (which must be serving). */
+async function mountImageFromHelper(registry: MountRegistry, sandboxId: string, r: LazyImageMountRequest): Promise<{ ms: number; how: "mount-kernel" | "mount-fuse"; mounted: MountEntry }> {
+  const started = performance.now();
+  const files = lazyFiles(r.work);
+  const how = await imageMountHow();
+  try {
+    const mounted = await mountImage(registry, sandboxId, { file: files.image, source: `${r.workPath}/fuse/image`, dir: r.dir, path: r.path, format: r.format, how });
+    return { ms: Math.round(performance.now() - started), how, mounted };
+  } catch (e) {
+    // The image's first reads (the superblock, the tables at its end) go through the helper: a chunk it could not
+    // have is the reason the mount failed, and what the caller must hear about.
+    const failed = describeFailed(await statusWithFailures(files.status));
+    // verify_failed (422): the chunk was already retried; the snapshot, not the moment, is at fault.
+    throw failed ? new AgentError("verify_failed", `the image could not be mounted because its chunks could not be had: ${failed}`) : e;
+  }
+}
+
+/**
+ * The image mounted again, at another place, from a lazy mount whose helper still serves: a restore's swap cannot
+ * rename a mount, so it takes the image mount down beside the target and makes it again at the target. The helper,
+ * its URLs, its cache and its prefetch go on; nothing is signed or fetched again. 404 when no helper serves at
+ * `work` (it died with an agent): the caller then mounts from scratch.
+ */
+export async function remountLazyImage(registry: MountRegistry, sandboxId: string, r: LazyImageMountRequest): Promise<{ ms: number; how: "mount-kernel" | "mount-fuse"; mounted: MountEntry }> {
+  const fuseDir = lazyFiles(r.work).fuse;
+  const serving = registry.records(sandboxId).some((m) => m.hostPath === fuseDir) && (await readMountinfo()).some((m) => m.mountPoint === fuseDir && m.fstype.startsWith("fuse"));
+  if (!serving) throw new AgentError("not_found", `work: no lazy mount's helper serves at ${r.workPath}`, "work");
+  return mountImageFromHelper(registry, sandboxId, r);
 }
 
 export interface LazyWaitResult extends LazyStatus {

@@ -1,6 +1,6 @@
 // A manifest is the list of everything in a tree that a restore must bring back: path, type, permission bits,
-// size, mtime (whole seconds, which is what tar keeps), symlink target, SHA-256 of content, and hard-link
-// grouping. Backup takes one of the source; restore takes one of the result and compares.
+// size, mtime (whole seconds, which is what tar keeps), symlink target, SHA-256 of content, hard-link
+// grouping, and the numeric owner and group (compared only when a restore keeps them). Backup takes one of the source; restore takes one of the result and compares.
 //
 // The walk is depth-first in sorted order (so two manifests of equal trees are equal arrays) and hashes
 // files with a small pool of concurrent readers, since a workspace is mostly small files and the cost is I/O.
@@ -67,6 +67,8 @@ export async function takeManifest(root: string, options: { hash?: boolean; excl
         mode: st.mode & 0o7777,
         size: type === "dir" ? 0 : st.size,
         mtime: Math.floor(st.mtimeMs / 1000),
+        uid: st.uid,
+        gid: st.gid,
       };
       entries.push(entry);
       if (type === "symlink") entry.target = await readlink(hostPath);
@@ -94,6 +96,8 @@ export async function takeManifest(root: string, options: { hash?: boolean; excl
 const COMPARED: (keyof ManifestEntry)[] = ["type", "mode", "size", "mtime", "target", "sha256", "link"];
 /** What a metadata-only check compares: everything but content (checked in the stream, or guaranteed by an image's hash). */
 export const METADATA_FIELDS: (keyof ManifestEntry)[] = ["type", "mode", "size", "mtime", "target", "link"];
+/** Compared when a restore kept owners; a manifest from before owners were recorded has none to compare. */
+export const OWNER_FIELDS: (keyof ManifestEntry)[] = ["uid", "gid"];
 
 export function compareManifests(expected: Manifest, actual: Manifest, limit = 20, compared: (keyof ManifestEntry)[] = COMPARED): Comparison {
   const byPath = new Map(actual.entries.map((e) => [e.path, e]));
@@ -110,7 +114,7 @@ export function compareManifests(expected: Manifest, actual: Manifest, limit = 2
       continue;
     }
     byPath.delete(want.path);
-    const fields = compared.filter((name) => !(name === "mtime" && want.type === "symlink"))
+    const fields = compared.filter((name) => !(name === "mtime" && want.type === "symlink") && !(OWNER_FIELDS.includes(name) && want[name] === undefined))
       .filter((name) => want[name] !== got[name])
       .map((name) => ({ name, expected: want[name], actual: got[name] }));
     if (fields.length) note({ path: want.path, kind: "changed", fields });

@@ -4,10 +4,14 @@
 //
 //   source ──► part buffer being filled (exactly partSize bytes, the last part may be shorter)
 //          ──► at most `concurrency` parts PUT at once; reading waits for a free slot (backpressure reaches tar)
-//          ──► {bytes, sha256, parts: [{partNumber, etag, bytes}], ms, peakBufferedBytes}
+//          ──► {bytes, sha256, parts: [{partNumber, etag, bytes, sha256}], ms, peakBufferedBytes}
 //
-// The Worker created the multipart upload, presigned urls[i] for part number i + 1, and completes the upload
-// with the returned parts (or aborts it when the agent answers an error).
+// The Worker created the multipart upload (with SHA-256 part checksums), presigned urls[i] for part number i + 1,
+// and completes the upload with the returned parts (or aborts it when the agent answers an error). Each part's
+// SHA-256 is taken from its buffer before the PUT: the Worker lists it in CompleteMultipartUpload, and the store
+// refuses the completion if a part it holds has another hash (BadDigest). The part URLs cannot carry the hash
+// (they are signed before the stream exists, and the store refuses an unsigned x-amz-checksum-sha256 header on a
+// presigned request), so the check happens at completion, not per PUT.
 //
 // Memory: part buffers come from a pool of at most concurrency + 1 buffers of partSize bytes (the ones in flight
 // plus the one being filled), so the agent holds at most (concurrency + 1) × partSize bytes of the stream,
@@ -42,6 +46,11 @@ export interface MultipartOptions {
   urls: string[];
   /** extra attempts per part for network errors, 5xx and 429 (the part is still in memory, so a retry is cheap) */
   retries: number;
+  /**
+   * Test-only (armed through faults.ts, never in production): a lying agent. Part 1's bytes are changed after they
+   * were hashed, so the parts reported are not the parts sent.
+   */
+  lie?: boolean;
 }
 
 export interface UploadedPartInfo {
@@ -49,6 +58,8 @@ export interface UploadedPartInfo {
   /** without quotes, as ObjectStore's UploadedPart has it */
   etag: string;
   bytes: number;
+  /** hex, of the part's bytes as they were hashed before the PUT */
+  sha256: string;
 }
 
 export interface MultipartResult {
@@ -126,7 +137,7 @@ function openSource(source: MultipartSource): Promise<PartSource> | PartSource {
 
 export async function uploadMultipart(source: MultipartSource, options: MultipartOptions): Promise<MultipartResult> {
   const started = performance.now();
-  const { partSize, concurrency, urls, retries } = options;
+  const { partSize, concurrency, urls, retries, lie } = options;
   const targets = urls.map((u, i) => checkUrl(u, `urls.${i}`));
   const input = await openSource(source);
 
@@ -151,8 +162,10 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
 
   const dispatch = (n: number, buffer: Buffer, size: number) => {
     const what = `presigned PUT of part ${n}`;
+    const sha256 = createHash("sha256").update(buffer.subarray(0, size)).digest("hex");
+    if (lie && n === 1 && size > 0) buffer[0]! ^= 0xff;
     const p = withRetries(retries, () => failed !== undefined, () => putBytes(targets[n - 1]!, buffer.subarray(0, size), what)).then(
-      (etag) => void parts.push({ partNumber: n, etag, bytes: size }),
+      (etag) => void parts.push({ partNumber: n, etag, bytes: size, sha256 }),
       (e) => void (failed ??= e),
     );
     const tracked = p.finally(() => {

@@ -178,6 +178,9 @@ export const ManifestEntry = z.object({
   sha256: z.string().optional(),
   /** for the second and later names of a hard-linked file: the first name (in walk order) */
   link: z.string().optional(),
+  /** numeric owner and group, as lstat (or the tar header) has them; absent in manifests made before owners were recorded */
+  uid: z.number().int().optional(),
+  gid: z.number().int().optional(),
   /** absent in manifests made before single-pass archives, and in manifests of restored trees */
   stat: EntryStat.optional(),
 });
@@ -242,6 +245,13 @@ export type LayerManifest = z.infer<typeof LayerManifestSchema>;
 
 export const VerifyBody = z.object({ path: z.string(), expected: ManifestSchema, limit: z.number().int().positive().max(1000).default(20) });
 
+/**
+ * A restore's "unless asked": give entries the owners (numeric uid/gid) and setuid/setgid bits the archive holds.
+ * Off, they go to the agent's user and the bits are cleared (container/sanitize-extracted.ts). Device nodes go
+ * either way.
+ */
+export const Ownership = { keepOwnership: z.boolean().optional() };
+
 const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "a SHA-256 in lowercase hex");
 /** A stored manifest: its presigned GET, and its SHA-256 when the snapshot's record keeps one (checked on arrival). */
 const StoredManifest = z.object({ url: z.string(), sha256: Sha256Hex.optional() }).strict();
@@ -258,6 +268,8 @@ export const VerifyTreeBody = z.object({
   expected: ManifestSource,
   /** hash every file as well (today's /v1/verify); default: metadata only */
   deep: z.boolean().default(false),
+  /** the restore kept owners and set-id bits: compare them too (else set-id bits are left out of the mode) */
+  ...Ownership,
   limit: z.number().int().positive().max(1000).default(20),
 });
 
@@ -322,8 +334,9 @@ export const ExtractQuery = TarFormat.extend({
   expectedUrl: z.string().optional(),
   complete: queryBool.optional(),
   walk: queryBool.optional(),
+  keepOwnership: queryBool.optional(),
 });
-export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat, ...ExtractExpectation });
+export const ExtractFile = z.object({ archive: z.string(), path: z.string(), format: TarFormat, ...ExtractExpectation, ...Ownership });
 
 export const SplitBody = z.object({ path: z.string(), chunkBytes: z.number().int().min(1 << 20).max(1 << 30) });
 
@@ -336,7 +349,7 @@ export const UploadBody = z.object({
 });
 export const DownloadBody = z.union([
   z.object({ url: z.string(), output: z.string() }).strict(),
-  z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation }) }).strict(),
+  z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation, ...Ownership }) }).strict(),
 ]);
 
 // ---- Parallel presigned transfers (presigned-multipart.ts, presigned-ranged.ts) ----
@@ -372,13 +385,34 @@ export const UploadMultipartBody = z
   });
 export type UploadMultipartBody = z.infer<typeof UploadMultipartBody>;
 
+const SHA256_HEX = z.string().regex(/^[0-9a-f]{64}$/, "64 lowercase hex characters (SHA-256)");
+
+/**
+ * What POST /v1/upload-multipart answers. The Worker parses it rather than trusting its shape: the ETags and
+ * hashes go into the CompleteMultipartUpload body it sends the store, so an ETag may not carry XML.
+ */
+export const UploadMultipartResult = z.object({
+  bytes: z.number().int().nonnegative(),
+  sha256: SHA256_HEX,
+  parts: z.array(z.object({
+    partNumber: z.number().int().min(1).max(R2_MULTIPART.maxParts),
+    etag: z.string().regex(/^[^<>&"'\s]{1,200}$/, "an ETag: 1–200 characters, no XML markup or spaces"),
+    bytes: z.number().int().nonnegative(),
+    /** of the part's bytes, hashed before its PUT: the store checks it at completion */
+    sha256: SHA256_HEX,
+  })).min(1).max(R2_MULTIPART.maxParts),
+  ms: z.number().nonnegative(),
+  peakBufferedBytes: z.number().int().nonnegative(),
+});
+export type UploadMultipartResult = z.infer<typeof UploadMultipartResult>;
+
 export const DownloadRangedBody = z
   .object({
     url: z.string(),
     /** the object's size (the Worker HEADs it); every 206's Content-Range total must equal it */
     size: z.number().int().nonnegative(),
     output: z.string().optional(),
-    extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation }).strict().optional(),
+    extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation, ...Ownership }).strict().optional(),
     /** bytes per Range GET (node); the extract reorder buffer holds at most concurrency × rangeSize */
     rangeSize: z.number().int().min(64 * 2 ** 10).max(256 * 2 ** 20).default(8 * 2 ** 20),
     /** ranges in flight (node), or aria2c's -x/-s connections (≤ 16) */
@@ -414,7 +448,7 @@ export const ImageBody = z.object({
   manifestOut: z.string().optional(),
 });
 export const MaterializeHow = z.enum(["extract", "mount-kernel", "mount-fuse"]);
-export const MaterializeBody = z.object({ archive: z.string(), path: z.string(), format: ImageFormat, how: MaterializeHow });
+export const MaterializeBody = z.object({ archive: z.string(), path: z.string(), format: ImageFormat, how: MaterializeHow, ...Ownership });
 export const OverlayBody = z.object({
   lower: z.string(),
   path: z.string(),
@@ -462,6 +496,9 @@ export interface MaterializeResult {
 //   POST   /v1/lazy/mount     LazyMountBody    start the lazy FUSE file over the index, then mount the image from it
 //                                             read-only at `path` (kernel squashfs, or squashfuse), optionally under a
 //                                             writable overlay → {ms, readyMs, mounted, status}
+//   POST   /v1/lazy/urls      LazyUrlsBody     add URLs to a mount started with moreUrls (the last call says so) → {urls}
+//   POST   /v1/lazy/remount   LazyRemountBody  mount the image again at `path` from a helper that still serves
+//                                             (a swap took the first image mount down) → {ms, how, mounted}; 404 if none
 //   POST   /v1/lazy/wait      LazyWaitBody     wait until the mount's image is complete or its prefetch ended → LazyStatus
 // Mounts made here are listed and undone by GET/DELETE /v1/mounts like any other (the FUSE file is kind "lazy").
 
@@ -520,6 +557,25 @@ export const LazyMountBody = z.object({
   overlay: z.object({ path: z.string() }).strict().optional(),
   /** parallel background fetches (0: on demand only) */
   prefetch: z.number().int().min(0).max(64).default(4),
+  /** `urls` is a first part: more come through POST /v1/lazy/urls; until the last, a chunk without one waits for it */
+  moreUrls: z.boolean().default(false),
+}).strict();
+
+export const LazyUrlsBody = z.object({
+  /** the lazy mount's own directory (LazyMountBody.work) */
+  work: z.string(),
+  /** more presigned GET URLs, added to those the mount has */
+  urls: ChunkUrls,
+  /** these are the last: a chunk still without a URL has none coming */
+  last: z.boolean(),
+}).strict();
+
+export const LazyRemountBody = z.object({
+  /** the lazy mount's own directory (LazyMountBody.work), whose helper still serves */
+  work: z.string(),
+  /** where the image is mounted again, read-only */
+  path: z.string(),
+  format: SquashfsFormat,
 }).strict();
 
 export const LazyWaitBody = z.object({
@@ -576,8 +632,10 @@ export const SweepBody = z.object({ olderThanSeconds: z.number().int().min(0).op
 export const FaultBody = z.object({
   /** the route the fault applies to, e.g. "POST /v1/archive" */
   route: z.string(),
-  /** how many of the next matching requests fail with a 503 */
+  /** how many of the next matching requests fail with a 503 (fail), or answer with a lie (lie) */
   times: z.number().int().positive().max(100),
+  /** lie: only routes that have a lie to tell use it (POST /v1/upload-multipart: parts other than those hashed are sent) */
+  action: z.enum(["fail", "lie"]).default("fail"),
 });
 
 /** What the agent answers for a file it wrote or an archive it made. */

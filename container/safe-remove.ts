@@ -1,11 +1,12 @@
 // Removing a delta's deleted entries without deleting through a symlink. `rm(join(dir, "a/b"))` resolves `a`:
-// if an earlier layer (or the sandbox's own code) made `a -> /elsewhere`, the delete lands there. Here each
-// component below `dir` is lstat'ed in turn; a symlink or non-directory on the way means the entry cannot be
-// below `dir` as named, so there is nothing of ours to remove (skipped, reported). The last component is removed
-// itself (rm never follows a symlink it removes). Names with '..', absolute names and NULs are refused outright.
-import { lstat, rm } from "node:fs/promises";
-import { join } from "node:path";
+// if an earlier layer (or the sandbox's own code) made `a -> /elsewhere`, the delete lands there. snapflow-lazy's
+// `remove` (native/lazy/internal/beneath) opens each entry's parent with openat2(RESOLVE_BENEATH|
+// RESOLVE_NO_SYMLINKS) (O_NOFOLLOW per component on kernels without it) and removes the last component relative to
+// that descriptor, so no component is followed, not even one swapped for a symlink while the list is applied. A
+// symlink or non-directory on the way means the entry cannot be below `dir` as named: nothing of ours to remove
+// (skipped, reported). Names with '..', absolute names and NULs refuse the whole list here, naming the entry.
 import { AgentError } from "./agent-error.ts";
+import { runLazyTool } from "./lazy-tool.ts";
 
 export interface Removal {
   removed: number;
@@ -19,25 +20,7 @@ export async function removeEntriesSafely(dir: string, entries: string[]): Promi
       throw new AgentError("path_outside_root", `entries.${i} must be a relative path inside the tree, got '${rel}'`, `entries.${i}`);
     }
   }
-  const out: Removal = { removed: 0, skipped: [] };
-  for (const rel of entries) {
-    const parts = rel.split("/").filter((p) => p !== "" && p !== ".");
-    let parent = dir;
-    let safe = true;
-    for (const part of parts.slice(0, -1)) {
-      parent = join(parent, part);
-      const st = await lstat(parent).catch(() => null);
-      if (!st?.isDirectory()) {
-        safe = false;
-        break;
-      }
-    }
-    if (!safe || parts.length === 0) {
-      out.skipped.push(rel);
-      continue;
-    }
-    await rm(join(parent, parts.at(-1)!), { recursive: true, force: true });
-    out.removed++;
-  }
-  return out;
+  if (!entries.length) return { removed: 0, skipped: [] };
+  // NUL-separated on stdin: a deletion list can be tens of thousands of names holding any byte but NUL.
+  return runLazyTool<Removal>(["remove", "--root", dir], Buffer.from(entries.map((e) => `${e}\0`).join("")));
 }

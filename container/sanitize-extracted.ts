@@ -1,11 +1,12 @@
 // What a restore must not plant, whoever made the archive: device nodes (a char or block device in a sandbox's
 // tree is a door to the host's hardware), setuid/setgid bits (a root-owned setuid binary is a privilege
 // escalation waiting for its first exec) and owners the archive chose (a file handed to another user of the
-// sandbox). Run on a freshly extracted layer before it joins the target. tar does not restore owners in the first
-// place (--no-same-owner) nor does fsck.erofs (--no-preserve-owner), but unsquashfs run as root always does, so
-// every entry not owned by the agent's own user is given back to it here (lchown: a symlink itself, never its
-// target). Directories keep setgid (group inheritance, harmless); overlay whiteouts (char 0/0) stay, they are an
-// overlay delta's deletions.
+// sandbox). Run on a freshly extracted layer, in its staging directory (mode 0700: nobody but root reaches it
+// meanwhile), before it joins the target. The extractors run as root keep the archive's owners and bits (tar's and
+// fsck.erofs's default as root; unsquashfs has no switch against it), so every entry not owned by the agent's own
+// user is given back to it here (lchown: a symlink itself, never its target) and the bits cleared, unless the
+// restore asked to keep them (`keepOwnership`); devices go either way. Directories keep setgid (group
+// inheritance, harmless); overlay whiteouts (char 0/0) stay, they are an overlay delta's deletions.
 import { chmod, lchown, lstat, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 
@@ -18,7 +19,7 @@ export interface Sanitized {
 
 const self = { uid: process.getuid?.() ?? -1, gid: process.getgid?.() ?? -1 };
 
-export async function sanitizeExtracted(dir: string, rel = "", out: Sanitized = { devicesRemoved: [], setidCleared: [], ownersReset: 0 }): Promise<Sanitized> {
+export async function sanitizeExtracted(dir: string, options: { keepOwnership?: boolean } = {}, rel = "", out: Sanitized = { devicesRemoved: [], setidCleared: [], ownersReset: 0 }): Promise<Sanitized> {
   for (const name of await readdir(dir)) {
     const path = join(dir, name);
     const shown = rel ? `${rel}/${name}` : name;
@@ -30,13 +31,13 @@ export async function sanitizeExtracted(dir: string, rel = "", out: Sanitized = 
       out.devicesRemoved.push(shown);
       continue;
     }
-    if (self.uid >= 0 && (st.uid !== self.uid || st.gid !== self.gid)) {
+    if (!options.keepOwnership && self.uid >= 0 && (st.uid !== self.uid || st.gid !== self.gid)) {
       await lchown(path, self.uid, self.gid);
       out.ownersReset++;
     }
     if (st.isDirectory()) {
-      await sanitizeExtracted(path, shown, out);
-    } else if (st.isFile() && st.mode & 0o6000) {
+      await sanitizeExtracted(path, options, shown, out);
+    } else if (!options.keepOwnership && st.isFile() && st.mode & 0o6000) {
       // chown above may already have cleared them (the kernel does for non-directories); say so either way.
       await chmod(path, st.mode & 0o1777);
       out.setidCleared.push(shown);

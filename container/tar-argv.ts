@@ -46,9 +46,10 @@ export function tarCreateArgv(dir: string, f: TarFormat, filesFrom?: string): st
 /** tar reading an archive from stdin into `dir`, keeping permissions and mtimes. */
 export function tarExtractArgv(dir: string, f: TarFormat): string[] {
   const program = decompressProgram(f);
-  // --no-same-owner: a restore never hands files to the archive's owners (the archive may come from another,
-  // untrusted sandbox); modes stay (-p), and setuid/setgid bits are cleared after (sanitize-extracted.ts).
-  return ["tar", "--numeric-owner", "--no-same-owner", "-p", "-C", dir, ...(program ? ["-I", program] : []), "-xf", "-"];
+  // Owners as archived (numeric; tar's default as root) and modes (-p), into a 0700 staging directory: foreign
+  // owners and setuid/setgid bits are reset after unless the restore keeps them (safe-extract.ts,
+  // sanitize-extracted.ts). A non-root agent's tar keeps no owners, and so cannot keep them when asked.
+  return ["tar", "--numeric-owner", "-p", "-C", dir, ...(program ? ["-I", program] : []), "-xf", "-"];
 }
 
 /** The file name extension conventionally used for a format. */
@@ -68,5 +69,5 @@ export function tarCreateFromStdinArgv(dir: string): string[] {
 
 /** tar extracting a plain archive from stdin into `dir` (the agent decompresses and checks the stream first). */
 export function tarExtractPlainArgv(dir: string): string[] {
-  return ["tar", "--numeric-owner", "--no-same-owner", "-p", "-C", dir, "-xf", "-"];
+  return ["tar", "--numeric-owner", "-p", "-C", dir, "-xf", "-"];
 }

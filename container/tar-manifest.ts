@@ -104,6 +104,8 @@ export class TarManifestStream extends Transform {
       mode: (e.mode ?? 0) & 0o7777,
       size: kind === "file" ? e.size : 0,
       mtime: Math.floor((e.mtime?.getTime() ?? 0) / 1000),
+      uid: e.uid ?? 0,
+      gid: e.gid ?? 0,
     };
     if (kind === "symlink") {
       entry.target = e.linkpath ?? "";
@@ -134,7 +136,7 @@ export class TarManifestStream extends Transform {
   private onSparse(e: ReadEntry) {
     if (e.type !== "SparseFile") return;
     const path = entryPath(e.path);
-    const entry: ManifestEntry = { path, type: "file", mode: (e.mode ?? 0) & 0o7777, size: 0, mtime: Math.floor((e.mtime?.getTime() ?? 0) / 1000) };
+    const entry: ManifestEntry = { path, type: "file", mode: (e.mode ?? 0) & 0o7777, size: 0, mtime: Math.floor((e.mtime?.getTime() ?? 0) / 1000), uid: e.uid ?? 0, gid: e.gid ?? 0 };
     this.entries.push(entry);
     const want = this.expected?.get(path);
     this.expected?.delete(path);

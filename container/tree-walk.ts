@@ -1,4 +1,5 @@
-// The metadata walk: every entry below a root, depth-first in sorted order, from lstat alone (no content read).
+// The metadata walk: every entry below a root, depth-first in sorted order, from lstat alone (no content read;
+// owners included, which a restore that keeps them compares).
 // It is what a single-pass backup hands tar as its list of names, what an incremental compares with the base
 // manifest (type, mode, size, mtime, symlink target, hard-link grouping and the lstat key: inode, device,
 // mtime and ctime in nanoseconds, as git's index and restic do), and what a restore's metadata check compares.
@@ -81,6 +82,8 @@ export async function* walkTree(root: string, options: WalkOptions = {}): AsyncG
       mode: Number(st.mode & 0o7777n),
       size: type === "dir" ? 0 : Number(st.size),
       mtime: secondsOf(st.mtimeNs),
+      uid: Number(st.uid),
+      gid: Number(st.gid),
       stat: { ino: String(st.ino), dev: String(st.dev), mtimeNs: String(st.mtimeNs), ctimeNs: String(st.ctimeNs) },
     };
     if (type === "symlink") {

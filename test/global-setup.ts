@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { startObjectStore } from "../scripts/lib/object-store-server.ts";
 import { startAgent, STATE } from "../scripts/lib/stack.ts";
-import { b64, compress, deltaThroughBaseSymlink, hostileDeletions, imageCases, imageToolMissing, tarCases, tarOf, type CorpusOptions, type ImageKind } from "./fixtures/hostile-corpus.ts";
+import { b64, compress, deltaThroughBaseSymlink, hostileDeletions, imageCases, imageToolMissing, OWNED_TREE, tarCases, tarOf, type CorpusOptions, type ImageKind } from "./fixtures/hostile-corpus.ts";
 import { startFaultProxy } from "./fault-proxy.ts";
 
 export interface TestStack {
@@ -42,6 +42,8 @@ export interface HostileCorpus {
   images: { kind: ImageKind; name: string; bytes: string }[];
   /** why a kind of image could not be built here */
   imagesMissing: Partial<Record<ImageKind, string>>;
+  /** not an attack: a plain tar whose owners and setuid/setgid bits a restore keeps only when asked (keepOwnership) */
+  owners: string;
 }
 
 declare module "vitest" {
@@ -68,6 +70,7 @@ function hostileCorpus(): HostileCorpus {
     deletions: { base: b64(tarOf(deletions.base)), throughSymlinks: deletions.throughSymlinks, outOfTree: deletions.outOfTree },
     images,
     imagesMissing,
+    owners: b64(tarOf(OWNED_TREE)),
   };
 }
 

@@ -18,7 +18,7 @@ export const adminRoutes: Routes = {
   "POST /v1/faults": async (c) => {
     if (!c.agent.options.faults) throw new AgentError("not_found", "fault injection is off (SNAPFLOW_AGENT_FAULTS=1 turns it on)");
     const body = await c.json(P.FaultBody);
-    c.agent.faults.arm(`${c.sandboxId} ${body.route}`, body.times);
+    c.agent.faults.arm(`${c.sandboxId} ${body.route}`, body.times, body.action);
     return { armed: body };
   },
 

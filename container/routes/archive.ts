@@ -96,13 +96,13 @@ export const archiveRoutes: Routes = {
     const verify = await requestedVerification(c, { expected, complete: q.complete, walk: q.walk }, q.expectedFile !== undefined ? "expectedFile" : "expectedUrl");
     const dir = await c.path(q.path, "path");
     // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
-    return extractSafely(dir, verify, (into, v) => (v ? extractFromStream(c.req, q, into, v) : extractFromStream(c.req, q, into)));
+    return extractSafely(dir, verify, (into, v) => (v ? extractFromStream(c.req, q, into, v) : extractFromStream(c.req, q, into)), { keepOwnership: q.keepOwnership });
   },
 
   "POST /v1/extract": async (c) => {
     const body = await c.json(P.ExtractFile);
     const archive = await c.path(body.archive, "archive");
     if (!(await stat(archive).catch(() => null))?.isFile()) throw new AgentError("not_found", `no archive at ${body.archive}`, "archive");
-    return extractSafely(await c.path(body.path, "path"), await requestedVerification(c, body, "expected"), (into, v) => extractFromFile(archive, body.format, into, v));
+    return extractSafely(await c.path(body.path, "path"), await requestedVerification(c, body, "expected"), (into, v) => extractFromFile(archive, body.format, into, v), { keepOwnership: body.keepOwnership });
   },
 };

@@ -4,7 +4,7 @@
 import { stat } from "node:fs/promises";
 import { AgentError } from "../agent-error.ts";
 import { indexImage, uploadChunks } from "../chunks.ts";
-import { lazyFiles, mountLazy, waitLazy } from "../lazy-mount.ts";
+import { addLazyUrls, lazyFiles, mountLazy, remountLazyImage, waitLazy } from "../lazy-mount.ts";
 import * as P from "../protocol.ts";
 import { checkSandboxPath } from "../sandbox-paths.ts";
 import type { Ctx, Routes } from "./route.ts";
@@ -39,7 +39,21 @@ export const chunkRoutes: Routes = {
       work: await c.path(body.work, "work"), workPath: checkSandboxPath(body.work, "work"),
       cache: await c.path(body.cache, "cache"),
       dir: await c.path(body.path, "path"), path: checkSandboxPath(body.path, "path"),
-      urls: body.urls, format: body.format, prefetch: body.prefetch,
+      urls: body.urls, moreUrls: body.moreUrls, format: body.format, prefetch: body.prefetch,
+    });
+  },
+
+  "POST /v1/lazy/urls": async (c) => {
+    const body = await c.json(P.LazyUrlsBody);
+    checkUrls(c, body.urls);
+    return addLazyUrls(await c.path(body.work, "work"), body.urls, body.last);
+  },
+
+  "POST /v1/lazy/remount": async (c) => {
+    const body = await c.json(P.LazyRemountBody);
+    return remountLazyImage(c.agent.mounts, c.sandboxId, {
+      work: await c.path(body.work, "work"), workPath: checkSandboxPath(body.work, "work"),
+      dir: await c.path(body.path, "path"), path: checkSandboxPath(body.path, "path"), format: body.format,
     });
   },
 

@@ -32,7 +32,7 @@ export const imageRoutes: Routes = {
     const dir = await c.path(body.path, "path");
     const { bytes } = await checkImage(file, body.format);
     // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
-    if (body.how === "extract") return { ...(await extractSafely(dir, undefined, (into) => extractImage(file, body.format, into))), bytes };
+    if (body.how === "extract") return { ...(await extractSafely(dir, undefined, (into) => extractImage(file, body.format, into, { keepOwnership: body.keepOwnership }), { keepOwnership: body.keepOwnership })), bytes };
     const started = performance.now();
     const mounted = await mountImage(c.agent.mounts, c.sandboxId, { file, source: checkSandboxPath(body.archive, "archive"), dir, path: checkSandboxPath(body.path, "path"), format: body.format, how: body.how });
     return { ms: Math.round(performance.now() - started), bytes, mounted };

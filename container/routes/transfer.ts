@@ -27,7 +27,7 @@ export const transferRoutes: Routes = {
     if ("output" in body) return downloadToFile(body.url, await c.path(body.output, "output"));
     const { format } = body.extract;
     // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
-    return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v));
+    return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v), { keepOwnership: body.extract.keepOwnership });
   },
 
   "POST /v1/upload-multipart": async (c) => {
@@ -37,7 +37,7 @@ export const transferRoutes: Routes = {
       "archive" in body.source
         ? { archive: { dir: await existingDir(await c.path(body.source.archive.path, "source.archive.path"), "source.archive.path"), format: body.source.archive.format } }
         : { file: await c.path(body.source.file, "source.file") };
-    return uploadMultipart(source, body);
+    return uploadMultipart(source, { ...body, lie: c.agent.faults.lie(`${c.sandboxId} POST /v1/upload-multipart`) });
   },
 
   "POST /v1/download-ranged": async (c) => {
@@ -46,7 +46,7 @@ export const transferRoutes: Routes = {
     const o = { url: body.url, size: body.size, rangeSize: body.rangeSize, concurrency: body.concurrency, retries: body.retries };
     if (body.extract) {
       const { format } = body.extract;
-      return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadRangedAndExtract(o, format, into, v));
+      return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadRangedAndExtract(o, format, into, v), { keepOwnership: body.extract.keepOwnership });
     }
     const output = await c.path(body.output, "output");
     return body.tool === "aria2c" ? downloadWithAria2c(o, output) : downloadRangedToFile(o, output);

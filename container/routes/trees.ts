@@ -67,8 +67,8 @@ export const treeRoutes: Routes = {
     const body = await c.json(P.VerifyTreeBody);
     const dir = await existingDir(await c.path(body.path, "path"), "path");
     const expected = (await requestedManifest(c, body.expected, "expected"))!;
-    // Restores never carry setuid/setgid bits over (checkTree's ignoreSetid).
-    return checkTree(dir, expected, { deep: body.deep, limit: body.limit, ignoreSetid: true });
+    // Restores carry setuid/setgid bits and owners over only when asked (checkTree's keepOwnership).
+    return checkTree(dir, expected, { deep: body.deep, limit: body.limit, ignoreSetid: true, keepOwnership: body.keepOwnership });
   },
 
   "POST /v1/remove": async (c) => {
@@ -77,7 +77,7 @@ export const treeRoutes: Routes = {
     // A restore target holds no mount (it was emptied first); one appearing there means a listed entry could
     // reach into it (rm -r empties a writable overlay) or pull the floor from under it: refused, as DELETE /v1/files.
     await refuseIfMounted(dir, "path", c.root.hostRoot, c.agent.mounts, c.sandboxId);
-    // Component by component with lstat: never a delete through a symlink (safe-remove.ts).
+    // By directory descriptors: never a delete through a symlink, not even one swapped in meanwhile (safe-remove.ts).
     return removeEntriesSafely(dir, body.entries);
   },
 };

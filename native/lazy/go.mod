@@ -5,6 +5,5 @@ go 1.26
 require (
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/jotfs/fastcdc-go v0.2.0
+	golang.org/x/sys v0.28.0
 )
-
-require golang.org/x/sys v0.28.0 // indirect

@@ -59,6 +59,8 @@ export const RestoreRequest = z.object({
   /** default: the presigned pipe restore for the snapshot's format (else the pushed pipe) */
   strategy: strategyOf("restore").optional(),
   replace: z.boolean().default(false),
+  /** restore owners and setuid/setgid bits as archived (restore-params.ts); off by default */
+  keepOwnership: z.boolean().default(false),
   dropCaches: z.boolean().default(false),
 }).strict();
 

@@ -59,6 +59,11 @@ export interface TransferResult extends StepResult {
   delta?: ArchiveResult["delta"];
   ttfbMs?: number;
   parts?: number;
+  /**
+   * The SHA-256 checksum the store checked and must keep for the object (presigned multipart: the composite of
+   * the part hashes the completion listed, part-checksums.ts); verify reads it back from the store.
+   */
+  storeChecksum?: string;
   /** a chunked backup: the image, its chunks, and what this backup had to upload of them */
   chunks?: ChunkedTransfer;
 }

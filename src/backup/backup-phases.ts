@@ -4,7 +4,8 @@
 //   probe    → can this sandbox run the strategy (tools)?                       agent GET /v1/probe
 //   archive  → source manifest to the store; staging paths also archive to a file in the sandbox
 //   transfer → archive bytes to the store, by the strategy's transfer path (transfer/*.ts)
-//   verify   → the stored object has the size sent; read back and hashed unless the Worker hashed it on the way
+//   verify   → the stored object has the size sent; read back and hashed unless the Worker hashed it on the way,
+//              or (above 512 MiB) the store keeps the checksum of the part hashes it checked at completion
 //   record   → snapshot record in the store and index entry in KV: from here on the snapshot is "good"
 import { storedSha256, WORKER_VERIFY_MAX_BYTES } from "../store/stored-sha256.ts";
 import type { Deps } from "../deps.ts";
@@ -139,7 +140,8 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
   return BACKUP_TRANSFERS[s.path].transfer({ d: withUploadRecords(d, p.snapshotId), p, s, agent, archived, key: archiveKey(p.snapshotId, s.format), started });
 }
 
-export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, sent: TransferResult): Promise<StepResult> {
+/** `workerHashMaxBytes`: objects up to this size are hashed by the Worker (a test lowers it to reach the larger-object branch). */
+export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, sent: TransferResult, workerHashMaxBytes = WORKER_VERIFY_MAX_BYTES): Promise<StepResult> {
   const t = performance.now();
   const key = archiveKey(p.snapshotId, s.format);
   const head = await d.store.head(key);
@@ -153,17 +155,37 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
     const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
     return { ms: since(t), bytes: head.size, sha256: sent.sha256, checked: "hashed by the Worker in the stream; stored size", ...more };
   }
-  // The sandbox moved the bytes, so it must not grade its own work. Up to WORKER_VERIFY_MAX_BYTES the Worker
-  // hashes the stored object itself; above it, the sandbox reads the object back over a presigned URL (a
-  // multi-gigabyte read stays out of the Worker's CPU time); single PUTs are also bound to their hash by the
-  // store's checksum.
-  const byWorker = head.size <= WORKER_VERIFY_MAX_BYTES;
+  // The sandbox moved the bytes, so it must not grade its own work. A store that checked part hashes at completion
+  // keeps their composite: one HEAD reads it back at any size (a different one stops the run here).
+  const byStore = sent.storeChecksum ? await storeKeeps(d, key, sent.storeChecksum) : false;
+  const byWorker = head.size <= workerHashMaxBytes;
+  const more = () => BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
+  // Above workerHashMaxBytes (a multi-gigabyte read stays out of the Worker's CPU time) that check is the
+  // one made: the parts are what the sandbox reported, while the whole archive's SHA-256 stays its word, which a
+  // restore then checks the bytes against (a liar only spoils its own snapshot).
+  if (byStore && !byWorker) {
+    return { ms: since(t), bytes: head.size, sha256: sent.sha256, checked: `part SHA-256s checked by the store (${sent.storeChecksum})`, ...(await more()) };
+  }
+  // Otherwise the Worker hashes the stored object itself up to workerHashMaxBytes; above it, the sandbox
+  // reads the object back over a presigned URL. Single PUTs are also bound to their hash by the store's checksum.
   const got = byWorker ? (await storedSha256(d.store, key))! : await new AgentClient(d.transport, p.sandboxId).hashUrl(await d.presigner.url(key, "GET"));
   if (got.bytes !== sent.bytes || got.sha256 !== sent.sha256) {
     throw new SnapflowError("snapshot_unusable", `stored archive ${key} does not match what was sent: ${got.bytes} bytes sha256 ${got.sha256}, sent ${sent.bytes} bytes sha256 ${sent.sha256}`);
   }
-  const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
-  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, checked: byWorker ? "read back and hashed by the Worker" : "read back and hashed by the sandbox", ...more };
+  const checked = (byWorker ? "read back and hashed by the Worker" : "read back and hashed by the sandbox") + (byStore ? `; part SHA-256s checked by the store (${sent.storeChecksum})` : "");
+  return { ms: since(t), bytes: got.bytes, sha256: got.sha256, checked, ...(await more()) };
+}
+
+/**
+ * Whether the store keeps `expected` as the object's SHA-256 checksum (the composite of the part hashes its
+ * completion checked): true if so, false if it reports none (a store that keeps no checksums: the caller reads
+ * the object back instead), and snapshot_unusable if it keeps another.
+ */
+async function storeKeeps(d: Deps, key: string, expected: string): Promise<boolean> {
+  const kept = await d.presigner.storedChecksum(key);
+  if (kept === null) return false;
+  if (kept !== expected) throw new SnapflowError("snapshot_unusable", `stored archive ${key}: the store's SHA-256 checksum is ${kept}, the parts reported make ${expected}`);
+  return true;
 }
 
 export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult, sent: TransferResult, steps: Record<string, StepResult>): Promise<StepResult> {
@@ -179,7 +201,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     source: { sandboxId: p.sandboxId, path: p.path },
     strategy: s.name,
     format: s.format,
-    archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256 },
+    archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256, ...(sent.storeChecksum ? { storeChecksum: sent.storeChecksum } : {}) },
     manifest: { key: manifestKey(p.snapshotId), ...totals },
     ...(sent.chunks ? { chunks: chunkRecordOf(sent.chunks) } : {}),
     ...(delta ? { delta: { kind: "changed-files" as const, base: p.baseSnapshotId!, changed: delta.changed, deleted: delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),

@@ -37,7 +37,7 @@ async function destinationOf(c: RestoreContext, probed: RestoreProbeResult, i: n
   const chain = probed.layers.length > 1;
   const last = i === probed.layers.length - 1;
   // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
-  return { extract: { path: probed.swap.staged, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last } };
+  return { extract: { path: probed.swap.staged, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last, keepOwnership: c.p.keepOwnership } };
 }
 
 /** Is this restore's own image mounted at the target (a swap that got as far as mounting it there)? */
@@ -116,11 +116,14 @@ export const archivePlan: RestorePlan = {
   async swapIn(c, probed) {
     const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
     // A mount point cannot be renamed: the verified image is unmounted beside the target and mounted again at it.
-    if (m?.mounts) await m.undo(c, probed.swap.staged);
+    if (m?.mounts) await (m.remount ? m.remount.unmount(c, probed.swap.staged) : m.undo(c, probed.swap.staged));
     const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId);
     if (m?.mounts && !(await ownMountAt(c, probed))) {
       const format = probed.snapshot.format;
+      if (await m.remount?.mountAt(c, c.p.path, format)) return { ...swapped, remounted: "over what still ran" as const };
+      if (m.remount) await m.undo(c, probed.swap.staged);
       await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, c.p.path);
+      return { ...swapped, remounted: "from scratch" as const };
     }
     return swapped;
   },

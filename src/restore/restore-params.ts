@@ -9,6 +9,12 @@ export interface RestoreParams {
   strategy: string;
   /** allow restoring over a non-empty target (it is swapped out once the new tree is verified, and removed once recorded) */
   replace: boolean;
+  /**
+   * give restored entries the owners (numeric uid/gid) and setuid/setgid bits the snapshot holds, and verify them;
+   * off by default: they go to the agent's user, the bits cleared (a snapshot may come from another, untrusted
+   * sandbox). Device nodes are removed either way; mounts are nosuid,nodev either way.
+   */
+  keepOwnership?: boolean;
   /** drop the page cache in the probe step (cold-cache runs) */
   dropCaches?: boolean;
   /**

@@ -85,7 +85,7 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   const swapped = await plan.swapIn(c, probed);
   const after = plan.afterSwap ? await plan.afterSwap(c, probed, check) : {};
   if (options.commit) await c.agent.commitSwap(p.path, p.restoreId);
-  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget };
+  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget, ...(swapped.remounted ? { remounted: swapped.remounted } : {}) };
 }
 
 async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>, path: string): Promise<StepResult> {
@@ -97,7 +97,7 @@ async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResul
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   const expected = await manifestSource(d.presigner, probed.snapshot.manifest);
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: p.deepVerify ?? false });
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: p.deepVerify ?? false, keepOwnership: p.keepOwnership });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);

@@ -7,7 +7,7 @@ import type { z } from "zod";
 import type { Manifest, ProbeResult } from "../../container/protocol.ts";
 import type * as P from "../../container/protocol.ts";
 import type { SwapJournal } from "../../container/protocol.ts";
-import { SELECTION_HEADER } from "../../container/protocol.ts";
+import { SELECTION_HEADER, UploadMultipartResult } from "../../container/protocol.ts";
 import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
 import { fetchWithDeadline } from "./deadline-fetch.ts";
 import type { SandboxTransport } from "./transport.ts";
@@ -90,9 +90,11 @@ export class AgentClient {
       this.selectionHeader ? { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), [SELECTION_HEADER]: this.selectionHeader } } : init,
       deadline,
       {
-        timeout: (how, ms) => new AgentCallError(what, 504, "agent_timeout", how === "silence"
-          ? `the agent in sandbox ${sandbox} sent or took nothing for ${ms / 1000} s (AGENT_IDLE_SECONDS); aborted`
-          : `the agent in sandbox ${sandbox} did not finish within ${ms / 1000} s (${deadline.totalVar}); aborted`),
+        timeout: (how, ms) => new AgentCallError(what, 504, "agent_timeout", {
+          silence: `the agent in sandbox ${sandbox} sent or took nothing for ${ms / 1000} s (AGENT_IDLE_SECONDS); aborted`,
+          sized: `the agent in sandbox ${sandbox} did not send its answer within ${ms / 1000} s (AGENT_IDLE_SECONDS + its size at 1 MB/s); aborted`,
+          total: `the agent in sandbox ${sandbox} did not finish within ${ms / 1000} s (${deadline.totalVar}); aborted`,
+        }[how]),
         broken: (during, cause) => new AgentCallError(what, 502, "agent_unreachable",
           `the connection to the agent in sandbox ${sandbox} failed ${during === "request" ? "before its answer" : "while it was answering"}: ${cause instanceof Error ? cause.message : String(cause)}`),
       },
@@ -192,9 +194,15 @@ export class AgentClient {
   downloadFromUrl(body: z.input<typeof P.DownloadBody>, bytes?: number) {
     return this.json<P.WrittenBytes>("presigned download", "/v1/download", body, "POST", { long: { bytes } });
   }
-  uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number) {
-    return this.json<{ bytes: number; sha256: string; ms: number; peakBufferedBytes: number; parts: { partNumber: number; etag: string; bytes: number }[] }>(
-      "presigned multipart upload", "/v1/upload-multipart", body, "POST", { long: { bytes } });
+  /** Parsed, not cast: its ETags and part hashes go into the completion the Worker sends the store. */
+  async uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number): Promise<P.UploadMultipartResult> {
+    const what = "presigned multipart upload";
+    const answer = UploadMultipartResult.safeParse(await this.json<unknown>(what, "/v1/upload-multipart", body, "POST", { long: { bytes } }));
+    if (!answer.success) {
+      const issue = answer.error.issues[0]!;
+      throw new AgentCallError(what, 502, "bad_answer", `the agent in sandbox ${this.sandboxId} answered a malformed result: ${issue.path.join(".")}: ${issue.message}`);
+    }
+    return answer.data;
   }
   downloadRanged(body: z.input<typeof P.DownloadRangedBody>, bytes?: number) {
     return this.json<P.WrittenBytes & { tool: string; ranges?: number; peakBufferedBytes?: number }>("ranged download", "/v1/download-ranged", body, "POST", { long: { bytes } });
@@ -228,6 +236,14 @@ export class AgentClient {
   /** Mounts an image read-only before it is downloaded (the lazy FUSE file under it). */
   lazyMount(body: z.input<typeof P.LazyMountBody>) {
     return this.json<{ ms: number; readyMs: number; fuseMs: number; mountMs: number; how: string; mounted: P.MountEntry[]; status: string; chunks: number; local: number }>("lazy mount", "/v1/lazy/mount", body);
+  }
+  /** More URLs for a lazy mount started with moreUrls; `last` says none follow. */
+  lazyUrls(body: z.input<typeof P.LazyUrlsBody>) {
+    return this.json<{ urls: number }>("lazy urls", "/v1/lazy/urls", body);
+  }
+  /** The image mounted again at `path` from a lazy mount whose helper still serves (404 if none does). */
+  lazyRemount(body: z.input<typeof P.LazyRemountBody>) {
+    return this.json<{ ms: number; how: string; mounted: P.MountEntry }>("lazy remount", "/v1/lazy/remount", body, "POST", "short");
   }
   /** Waits (at most timeoutMs) until a lazy mount's image is complete or its prefetch has ended. */
   lazyWait(body: z.input<typeof P.LazyWaitBody>) {

@@ -9,7 +9,8 @@
 //           bound is on *silence* (AGENT_IDLE_SECONDS, default 60 s, like the agent's own store deadline): no byte
 //           from the agent while we wait for one, or the agent not taking the next byte we offer. Time spent
 //           waiting on someone else (the store feeding the request body, a slow consumer of the response) is not
-//           the agent's silence and does not count. Plus the long bound on the whole call.
+//           the agent's silence and does not count. Plus the long bound on the whole call. An answer of known
+//           size (a file read) is bounded as a whole instead: silence bound + its size at 1 MB/s (deadline-fetch.ts).
 //   long    work done inside the agent that answers once, at the end (archive to a file, make an image, the
 //           presigned uploads and downloads, verify a tree): no byte flows until the answer, so silence says
 //           nothing; the bound is total time: 60 s plus the work's size at 1 MB/s when the caller knows the size,
@@ -52,8 +53,8 @@ export interface Deadline {
   totalVar: string;
 }
 
-/** The rate below which a long call of known size is taken to be stuck (generous: a slow disk, a busy sandbox). */
-const SLOWEST_BYTES_PER_SECOND = 1_000_000;
+/** The rate below which a long call or an answer of known size is taken to be stuck (generous: a slow disk, a busy sandbox). */
+export const SLOWEST_BYTES_PER_SECOND = 1_000_000;
 
 export type CallKind = "short" | "stream" | { long: { bytes?: number; extraMs?: number } };
 

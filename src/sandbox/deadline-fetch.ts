@@ -11,23 +11,24 @@
 //   - on the request body: from handing a chunk over until the agent's connection takes the next one;
 //   - on the response body: while the consumer has asked for bytes and none came. A consumer that is not reading
 //     (an upload to the store applying backpressure) is not the agent's silence.
-import type { Deadline } from "./agent-deadlines.ts";
+import { SLOWEST_BYTES_PER_SECOND, type Deadline } from "./agent-deadlines.ts";
 
 /**
- * Each wrapper reads ahead up to 1 MiB, so that reading one side overlaps writing the other. Without it (a queue of
- * 0: one chunk pulled per chunk asked for) the image backup's transfer, a file read from the agent put to the store,
- * took 3.56 s for the npm workspace's 140 MB image in the peers race of 2026-11-24, against 0.85 s the day before
- * without these wrappers; `npm start` with squashfs-zstd-3 (105 MB image), one run each: 2769 ms with a queue of 0,
- * 1569 ms with 1 MiB. A full queue is the consumer's backpressure: no pull runs then, so no silence is counted
- * against the agent. The wrapper still costs: the same transfer took 715 ms with the response returned unwrapped
- * and 2205 ms wrapped (one run each), the JS pull per chunk; where the agent is the slower side (the default pipe
- * backup: 3578 ms wrapped, 4117 ms unwrapped) it does not show. Known, not yet fixed (README "Not covered yet").
+ * Each JS wrapper reads ahead up to 1 MiB, so that reading one side overlaps writing the other (a queue of 0 took
+ * 2769 ms against 1569 ms for `npm start`'s 105 MB squashfs-zstd-3 image transfer). A full queue is the consumer's
+ * backpressure: no pull runs then, so no silence is counted against the agent.
  */
+/** The answer's length when it says one (a file read), else undefined (a stream made as it goes). */
+function knownSize(r: Response): number | undefined {
+  const n = Number(r.headers.get("content-length") ?? NaN);
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
 const readAhead = () => new ByteLengthQueuingStrategy({ highWaterMark: 1 << 20 });
 
 export interface DeadlineFailures {
   /** the error a deadline that fired becomes */
-  timeout(kind: "silence" | "total", ms: number): Error;
+  timeout(kind: "silence" | "total" | "sized", ms: number): Error;
   /** the error a connection that failed becomes (refused, reset, cut mid-body) */
   broken(during: "request" | "response body", cause: unknown): Error;
 }
@@ -63,7 +64,7 @@ export async function fetchWithDeadline(
     stopTimers();
     releaseSource(new Error("the agent's answer ended before the request body was sent whole"));
   };
-  const totalTimer = setTimeout(() => fail(failures.timeout("total", deadline.totalMs)), deadline.totalMs);
+  let totalTimer = setTimeout(() => fail(failures.timeout("total", deadline.totalMs)), deadline.totalMs);
   /** Bytes moved (or we started waiting on the agent): the silence is counted from now. */
   const touch = () => {
     if (deadline.idleMs === undefined) return;
@@ -78,6 +79,22 @@ export async function fetchWithDeadline(
   const resume = () => {
     paused--;
     touch();
+  };
+
+  /**
+   * An answer of known size on a streamed call (a staged archive or image read from the agent) is returned as the
+   * fetch gave it, not wrapped in JS: a per-chunk JS pull cost 2205 ms against 715 ms unwrapped for `npm start`'s
+   * 105 MB image (one run each, the stream path's file read → store), and the runtime's own body keeps its length and
+   * its native pipes (workerd cannot pipe one transform stream into another, so a native pass-through does not serve).
+   * The bound becomes one on the whole body: the silence bound plus its size at 1 MB/s; aborting the fetch then
+   * errors the body. Unwrapped, its end is not seen, so that one timer runs out its bound (it holds nothing else).
+   */
+  const sizedBody = (r: Response, size: number, idleMs: number) => {
+    const boundMs = idleMs + Math.ceil((size / SLOWEST_BYTES_PER_SECOND) * 1000);
+    clearTimeout(idleTimer);
+    clearTimeout(totalTimer);
+    totalTimer = setTimeout(() => fail(failures.timeout("sized", boundMs)), boundMs);
+    return r;
   };
 
   let body = init.body;
@@ -128,6 +145,8 @@ export async function fetchWithDeadline(
     finish();
     return r;
   }
+  const size = knownSize(r);
+  if (deadline.idleMs !== undefined && size !== undefined) return sizedBody(r, size, deadline.idleMs);
   const upstream = r.body.getReader();
   // The consumer has not asked for bytes yet: not the agent's silence.
   pause();

@@ -36,7 +36,11 @@ export interface SnapshotRecord {
   source: { sandboxId: string; path: string };
   strategy: string;
   format: ArchiveFormat;
-  archive: { key: string; bytes: number; sha256: string };
+  /**
+   * storeChecksum: the SHA-256 checksum the store itself checked and keeps for the archive (a presigned multipart
+   * upload: the composite of its part hashes, "base64-N"); backup verify found it in the store.
+   */
+  archive: { key: string; bytes: number; sha256: string; storeChecksum?: string };
   /**
    * `sha256`: the stored manifest's, where the backup bound its upload to it (a restore checks it on arrival);
    * `layerOf`: the manifest is a layer (version 2) over that snapshot's manifest, which a reader applies it to

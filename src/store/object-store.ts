@@ -49,6 +49,19 @@ export interface ByteRange {
 export interface UploadedPart {
   partNumber: number;
   etag: string;
+  /**
+   * SHA-256 (hex) the part must have, for an upload opened with `partChecksums: "sha256"`: complete() lists it and
+   * the store refuses the completion (BadDigest) if the part it holds has another hash. Only the S3 API does this.
+   */
+  sha256?: string;
+}
+
+export interface MultipartOptions extends Omit<PutOptions, "length"> {
+  /**
+   * "sha256": the store keeps each part's SHA-256 (x-amz-checksum-algorithm: SHA256), checks the ones complete()
+   * is given, and reports the composite (part-checksums.ts). S3 API only: the R2 binding refuses the option.
+   */
+  partChecksums?: "sha256";
 }
 
 export interface MultipartUpload {
@@ -86,7 +99,7 @@ export interface ObjectStore {
    */
   list(prefix: string, options?: { cursor?: string; limit?: number }): Promise<{ objects: ListedObject[]; cursor?: string }>;
   /** Each call opens a new upload: record its id (or abort it) so that a failure leaves nothing open. */
-  createMultipartUpload(key: string, options?: Omit<PutOptions, "length">): Promise<MultipartUpload>;
+  createMultipartUpload(key: string, options?: MultipartOptions): Promise<MultipartUpload>;
   /** A handle on an upload opened earlier (by another step or attempt); no request is made. */
   resumeMultipartUpload(key: string, uploadId: string): MultipartUpload;
 }

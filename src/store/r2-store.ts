@@ -24,6 +24,8 @@ function multipart(upload: R2MultipartUpload): MultipartUpload {
       return { partNumber: part.partNumber, etag: part.etag };
     },
     async complete(parts) {
+      // The binding takes no part checksums: completing as if it had checked them would claim a check nobody made.
+      if (parts.some((p) => p.sha256)) throw new StoreError(upload.key, "complete multipart upload: the R2 binding cannot check part checksums (complete over the S3 API)", undefined, "permanent");
       // R2 wants the parts in ascending order (as S3 does; s3-store sorts too). Callers collect them in the order
       // uploads finish, which with concurrent uploads is not part order.
       return info(await guarded(upload.key, "complete multipart upload", () => upload.complete([...parts].sort((a, b) => a.partNumber - b.partNumber))));
@@ -76,6 +78,7 @@ export function r2Store(bucket: R2Bucket): ObjectStore {
       return { objects: r.objects.map((o) => ({ key: o.key, size: o.size, uploaded: o.uploaded.getTime() })), cursor: r.truncated ? r.cursor : undefined };
     },
     async createMultipartUpload(key, options = {}) {
+      if (options.partChecksums) throw new StoreError(key, "create multipart upload: the R2 binding keeps no part checksums (open the upload over the S3 API)", undefined, "permanent");
       return multipart(await guarded(key, "create multipart upload", () => bucket.createMultipartUpload(key, {
         httpMetadata: options.contentType ? { contentType: options.contentType } : undefined,
         customMetadata: options.metadata,

@@ -4,7 +4,7 @@
 import { AwsClient } from "aws4fetch";
 import { XMLParser } from "fast-xml-parser";
 import { describeS3Error } from "../../container/s3-error.ts";
-import { StoreError, withLength, type MultipartUpload, type ObjectInfo, type ObjectStore } from "./object-store.ts";
+import { StoreError, withLength, type MultipartUpload, type ObjectInfo, type ObjectStore, type UploadedPart } from "./object-store.ts";
 
 export interface S3Settings {
   endpoint: string;
@@ -16,8 +16,14 @@ export interface S3Settings {
 
 const xml = new XMLParser({ ignoreAttributes: true, parseTagValue: false, isArray: (name) => name === "Contents" || name === "Upload" });
 
+/** One client per credentials, kept: aws4fetch caches the derived signing key in its client, for the next signature. */
+const clients = new Map<string, AwsClient>();
+
 export function s3Client(s: S3Settings): AwsClient {
-  return new AwsClient({ accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey, service: "s3", region: s.region, retries: 0 });
+  const id = [s.accessKeyId, s.secretAccessKey, s.region].join("\n");
+  let client = clients.get(id);
+  if (!client) clients.set(id, (client = new AwsClient({ accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey, service: "s3", region: s.region, retries: 0 })));
+  return client;
 }
 
 /** The URL of a key. Each segment is percent-encoded; '/' stays a separator. */
@@ -46,6 +52,13 @@ function infoFrom(key: string, r: Response): ObjectInfo {
   return { key, size: Number(range ?? r.headers.get("content-length") ?? 0), etag: (r.headers.get("etag") ?? "").replaceAll('"', ""), metadata };
 }
 
+/** One <Part> of a CompleteMultipartUpload body; with its SHA-256, which the store checks against the part it holds. */
+function completedPartXml(key: string, p: UploadedPart): string {
+  if (/[<>&"]/.test(p.etag)) throw new StoreError(key, `part ${p.partNumber}: an ETag holding XML markup cannot go into a completion`, undefined, "permanent");
+  const checksum = p.sha256 ? `<ChecksumSHA256>${hexToBase64(p.sha256)}</ChecksumSHA256>` : "";
+  return `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>"${p.etag}"</ETag>${checksum}</Part>`;
+}
+
 async function failure(key: string, what: string, r: Response): Promise<StoreError> {
   const body = await r.text().catch(() => "");
   return new StoreError(key, `${what} failed: ${describeS3Error(r.status, body)}`, r.status);
@@ -72,7 +85,8 @@ export function s3Store(s: S3Settings): ObjectStore {
       async complete(parts) {
         const body =
           "<CompleteMultipartUpload>" +
-          [...parts].sort((a, b) => a.partNumber - b.partNumber).map((p) => `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>"${p.etag}"</ETag></Part>`).join("") +
+          [...parts].sort((a, b) => a.partNumber - b.partNumber)
+            .map((p) => completedPartXml(key, p)).join("") +
           "</CompleteMultipartUpload>";
         const r = await aws.fetch(url({ uploadId }), { method: "POST", body });
         const text = await r.text();
@@ -160,7 +174,9 @@ export function s3Store(s: S3Settings): ObjectStore {
     async createMultipartUpload(key, options = {}) {
       const u = objectUrl(s, key);
       u.searchParams.set("uploads", "");
-      const r = await aws.fetch(u, { method: "POST", headers: metadataHeaders(options.metadata, options.contentType) });
+      const headers = metadataHeaders(options.metadata, options.contentType);
+      if (options.partChecksums === "sha256") headers["x-amz-checksum-algorithm"] = "SHA256";
+      const r = await aws.fetch(u, { method: "POST", headers });
       if (!r.ok) throw await failure(key, "create multipart upload", r);
       const uploadId = xml.parse(await r.text()).InitiateMultipartUploadResult?.UploadId;
       if (!uploadId) throw new StoreError(key, "create multipart upload returned no UploadId");
@@ -194,4 +210,15 @@ export async function listMultipartUploads(s: S3Settings, prefix: string): Promi
   if (!r.ok) throw await failure(prefix, "list multipart uploads", r);
   const parsed = xml.parse(await r.text()).ListMultipartUploadsResult ?? {};
   return ((parsed.Upload ?? []) as { Key: string; UploadId: string; Initiated: string }[]).map((x) => ({ key: x.Key, uploadId: x.UploadId, initiated: x.Initiated }));
+}
+
+/**
+ * The SHA-256 checksum the store keeps for an object, as HeadObject reports it with x-amz-checksum-mode: ENABLED:
+ * base64 for a single PUT that carried one, "base64-N" for a multipart upload opened with SHA-256 part checksums
+ * (part-checksums.ts). null when the store reports none (an object stored without one, or a store that keeps none).
+ */
+export async function storedChecksumSha256(s: S3Settings, key: string): Promise<string | null> {
+  const r = await s3Client(s).fetch(objectUrl(s, key), { method: "HEAD", headers: { "x-amz-checksum-mode": "ENABLED" } });
+  if (!r.ok) throw new StoreError(key, `head (checksum mode) failed: HTTP ${r.status}`, r.status);
+  return r.headers.get("x-amz-checksum-sha256");
 }

@@ -128,9 +128,15 @@ interface RestorePreset {
   downloader?: RestoreStrategy["downloader"];
 }
 
+/**
+ * Every extraction merges its staging directory into the target, and a delta's deletions are removed, by
+ * snapflow-lazy's descriptor walk (container/safe-merge.ts, safe-remove.ts): an extracting restore needs it.
+ */
+const MERGE: ToolName = "snapflow-lazy";
+
 /** The tools an image restore needs beyond the download: its extractor, or squashfuse for FUSE mounts. */
 function imageTools(format: ImageFormat, how: Materialize): ToolName[] {
-  if (how === "extract") return [format.kind === "squashfs" ? "unsquashfs" : "fsck.erofs"];
+  if (how === "extract") return [format.kind === "squashfs" ? "unsquashfs" : "fsck.erofs", MERGE];
   // Lazy: the helper and fusermount3 always; the image over it is the kernel's when it may mount, else squashfuse
   // (the agent picks; without either the mount fails naming what is missing).
   if (how === "lazy" || how === "lazy-overlay" || (how === "overlay" && format.kind === "squashfs" && format.chunks)) return ["snapflow-lazy", "fusermount3"];
@@ -149,7 +155,7 @@ function restore({ name, format, path, what, seed, materialize = "extract", down
   const common = { name, kind: "restore" as const, format, path, ...(seed ? { seed } : {}), ...(downloader ? { downloader } : {}) };
   const aria2c: ToolName[] = downloader === "aria2c" ? ["aria2c"] : [];
   if (format.kind === "tar") {
-    return { ...common, materialize: "extract", requires: [...aria2c, ...toolsFor(format)], description: `${what}: ${RESTORE_HOW[path]}` };
+    return { ...common, materialize: "extract", requires: [...aria2c, ...toolsFor(format), MERGE], description: `${what}: ${RESTORE_HOW[path]}` };
   }
   // Images: fetched to a file, then extracted or mounted.
   return {

@@ -294,7 +294,7 @@ describe("failures", () => {
     const sb = fresh("fault");
     const other = fresh("fault-other");
     const armed = await json(call(sb, "POST", "/v1/faults", { route: "POST /v1/manifest", times: 1 }));
-    expect(armed).toEqual({ status: 200, body: { armed: { route: "POST /v1/manifest", times: 1 } } });
+    expect(armed).toEqual({ status: 200, body: { armed: { route: "POST /v1/manifest", times: 1, action: "fail" } } });
     // Another sandbox and another route are unaffected.
     expect((await call(other, "POST", "/v1/manifest", { path: "/workspace" })).status).toBe(200);
     expect((await call(sb, "GET", "/v1/stat?path=/workspace")).status).toBe(200);

@@ -76,7 +76,7 @@ describe("mkfsErofsArgv", () => {
 describe("extract, mount and unmount argv", () => {
   it("extractors write into an existing directory and keep permissions; fsck.erofs does not hand files to the image's owners", () => {
     expect(extractImageArgv("/i.sqfs", "/d", "squashfs")).toEqual(["unsquashfs", "-d", "/d", "-f", "-n", "-q", "-no-xattrs", "/i.sqfs"]);
-    expect(extractImageArgv("/i.erofs", "/d", "erofs")).toEqual(["fsck.erofs", "--extract=/d", "--overwrite", "--preserve-perms", "--no-preserve-owner", "/i.erofs"]);
+    expect(extractImageArgv("/i.erofs", "/d", "erofs")).toEqual(["fsck.erofs", "--extract=/d", "--overwrite", "--preserve-perms", "/i.erofs"]);
   });
 
   it("kernel mounts are read-only loop mounts; overlays refuse paths their option syntax cannot carry", () => {

@@ -16,7 +16,6 @@ import type { ChunkIndex, LazyStatus, MountEntry } from "../../container/protoco
 import { readMountinfo } from "../../container/mounts.ts";
 import { createAgentServer } from "../../container/server.ts";
 import { startObjectStore, type ObjectStoreServer } from "../../scripts/lib/object-store-server.ts";
-import { PROJECT } from "../../scripts/lib/stack.ts";
 import { s3Presigner, type Presigner } from "../../src/store/presigner.ts";
 import { s3Store } from "../../src/store/s3-store.ts";
 
@@ -32,7 +31,6 @@ let store: ReturnType<typeof s3Store>;
 const host = (path: string) => join(base, "sandboxes", SB, path);
 
 beforeAll(async () => {
-  process.env.PATH = `${join(PROJECT, "native/lazy/bin")}:${process.env.PATH}`;
   base = mkdtempSync(join(tmpdir(), "snapflow-lazy-"));
   s3 = await startObjectStore({ dir: join(base, "s3"), bucket: "lazy-test", log: () => {} });
   const settings = { endpoint: s3.endpoint, bucket: s3.bucket, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };

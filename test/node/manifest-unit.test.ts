@@ -50,15 +50,16 @@ describe("takeManifest", () => {
     expect(m.entries.map((e) => e.path)).toEqual(["a.txt", "dir", "dir/b.bin", "dir/run.sh", "dir/sub", "dir/sub/big.bin", "empty", "hard", "link", "z-empty"]);
   });
 
-  it("records type, permission bits, size, whole-second mtime and content hash of files", () => {
+  it("records type, permission bits, size, whole-second mtime, owner and content hash of files", () => {
     const byPath = new Map(m.entries.map((e) => [e.path, e]));
-    expect(byPath.get("a.txt")).toEqual({ path: "a.txt", type: "file", mode: 0o644, size: 5, mtime: T, sha256: sha("hello") });
+    const owner = { uid: process.getuid!(), gid: process.getgid!() };
+    expect(byPath.get("a.txt")).toEqual({ path: "a.txt", type: "file", mode: 0o644, size: 5, mtime: T, ...owner, sha256: sha("hello") });
     expect(byPath.get("dir/b.bin")).toMatchObject({ type: "file", mode: 0o600, size: 4, sha256: sha(Buffer.from([0, 1, 2, 255])) });
     expect(byPath.get("dir/run.sh")).toMatchObject({ type: "file", mode: 0o755 });
     expect(byPath.get("z-empty")).toMatchObject({ type: "file", size: 0, sha256: sha("") });
     // Above 1 MiB the file is hashed as a stream: same answer.
     expect(byPath.get("dir/sub/big.bin")).toMatchObject({ size: big.length, sha256: sha(big) });
-    expect(byPath.get("dir")).toEqual({ path: "dir", type: "dir", mode: expect.any(Number), size: 0, mtime: T });
+    expect(byPath.get("dir")).toEqual({ path: "dir", type: "dir", mode: expect.any(Number), size: 0, mtime: T, ...owner });
     expect(byPath.get("empty")).toMatchObject({ type: "dir", size: 0, mtime: T });
   });
 

@@ -27,7 +27,7 @@ describe("typed lookups", () => {
   });
 
   it("aria2c presets need aria2c besides their format's tools", () => {
-    expect(findRestore("presigned-tar-zst-aria2c")?.requires).toEqual(["aria2c", "tar", "zstd"]);
+    expect(findRestore("presigned-tar-zst-aria2c")?.requires).toEqual(["aria2c", "tar", "zstd", "snapflow-lazy"]);
     expect(findRestore("presigned-squashfs-mount-aria2c")?.requires).toEqual(["aria2c"]);
   });
 });

@@ -8,13 +8,15 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentTokenFor } from "../../container/agent-token.ts";
 import { createAgentServer } from "../../container/server.ts";
 import { startObjectStore, type ObjectStoreServer } from "../../scripts/lib/object-store-server.ts";
 import { uploadExpirySeconds } from "../../src/backup/transfer/presigned-put.ts";
 import { s3Presigner, type Presigner } from "../../src/store/presigner.ts";
 import { s3Store } from "../../src/store/s3-store.ts";
+import { compositeSha256 } from "../../src/store/part-checksums.ts";
+import { StoreError } from "../../src/store/object-store.ts";
 
 const sha256Hex = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const SECRET = randomBytes(32).toString("hex");
@@ -99,10 +101,55 @@ it("a multipart part URL stops working once the Worker completes the upload", as
   const url = await presigner.partUrl(up, 1);
   const put = await fetch(url, { method: "PUT", body: part });
   expect(put.status).toBe(200);
-  await up.complete([{ partNumber: 1, etag: put.headers.get("etag")!.replaceAll('"', "") }]);
+  await up.complete([{ partNumber: 1, etag: put.headers.get("etag")!.replaceAll('"', ""), sha256: sha256Hex(part) }]);
   const late = await fetch(url, { method: "PUT", body: randomBytes(5 * 2 ** 20) });
   expect(late.status).toBe(404);
   expect(await late.text()).toMatch(/NoSuchUpload/);
+});
+
+/** The real agent cuts a staged file into parts and PUTs them to the upload's presigned part URLs. */
+async function uploadParts(path: string, up: { key: string; uploadId: string }, count: number): Promise<{ status: number; body: any }> {
+  const urls = await Promise.all(Array.from({ length: count }, (_, i) => presigner.partUrl(up as never, i + 1)));
+  const r = await fetch(`${agentUrl}/v1/upload-multipart`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${await agentTokenFor(SECRET, SB)}`, "x-snapflow-sandbox": SB, "content-type": "application/json" },
+    body: JSON.stringify({ source: { file: path }, partSize: 5 * 2 ** 20, concurrency: 2, urls }),
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+describe("multipart parts carry SHA-256 checksums the store checks at completion (presigned, through the agent)", () => {
+  const MiB = 2 ** 20;
+  const archive = randomBytes(12 * MiB);
+  const slices = [archive.subarray(0, 5 * MiB), archive.subarray(5 * MiB, 10 * MiB), archive.subarray(10 * MiB)];
+
+  it("the agent reports each part's SHA-256; the store takes them and keeps their composite, which HeadObject reports", async () => {
+    const up = await presigner.createMultipartUpload("snapshots/parts-ok/archive.tar");
+    const sent = await uploadParts(stage("parts-ok.tar", archive), up, 3);
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    expect(sent.body.parts.map((p: { sha256: string }) => p.sha256)).toEqual(slices.map(sha256Hex));
+    await up.complete(sent.body.parts);
+    // What S3 defines (SHA-256 of the parts' digests, "-N"), computed here from the bytes, not from the agent's word.
+    const composite = `${createHash("sha256").update(Buffer.concat(slices.map((b) => createHash("sha256").update(b).digest()))).digest("base64")}-3`;
+    expect(await compositeSha256(slices.map(sha256Hex))).toBe(composite);
+    expect(await presigner.storedChecksum("snapshots/parts-ok/archive.tar")).toBe(composite);
+  });
+
+  it("a completion that claims another SHA-256 for a part than the part the store holds is refused (BadDigest); nothing is stored", async () => {
+    const up = await presigner.createMultipartUpload("snapshots/parts-lie/archive.tar");
+    const sent = await uploadParts(stage("parts-lie.tar", archive), up, 3);
+    expect(sent.status).toBe(200);
+    // The hashes of other bytes than were sent for part 2: what a lying agent reports.
+    const claimed = sent.body.parts.map((p: { partNumber: number }) => (p.partNumber === 2 ? { ...p, sha256: sha256Hex(randomBytes(5 * MiB)) } : p));
+    const refused = await up.complete(claimed).catch((e) => e);
+    expect(refused).toBeInstanceOf(StoreError);
+    expect(refused).toMatchObject({ status: 400, kind: "permanent", message: expect.stringMatching(/BadDigest/) });
+    // Leaving the hashes out is no way round: an upload opened with SHA-256 part checksums needs them all.
+    const bare = await up.complete(sent.body.parts.map(({ partNumber, etag }: { partNumber: number; etag: string }) => ({ partNumber, etag }))).catch((e) => e);
+    expect(bare).toMatchObject({ status: 400, kind: "permanent", message: expect.stringMatching(/InvalidRequest/) });
+    expect(await store.head("snapshots/parts-lie/archive.tar")).toBeNull();
+    await up.abort();
+  });
 });
 
 it("a presigned PUT URL lives about as long as its upload needs, never longer than the configured expiry", async () => {

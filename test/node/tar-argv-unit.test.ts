@@ -13,7 +13,7 @@ const onPath = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).s
 describe("tarCreateArgv / tarExtractArgv", () => {
   it("none: plain tar, numeric owners, sparse on create, permissions kept on extract", () => {
     expect(tarCreateArgv("/w/app", f("none"))).toEqual(["tar", "--numeric-owner", "--sparse", "-C", "/w/app", "-cf", "-", "."]);
-    expect(tarExtractArgv("/w/out", f("none"))).toEqual(["tar", "--numeric-owner", "--no-same-owner", "-p", "-C", "/w/out", "-xf", "-"]);
+    expect(tarExtractArgv("/w/out", f("none"))).toEqual(["tar", "--numeric-owner", "-p", "-C", "/w/out", "-xf", "-"]);
   });
 
   it.each<[TarFormat, string, string]>([
@@ -30,7 +30,7 @@ describe("tarCreateArgv / tarExtractArgv", () => {
     expect(compressProgram(format)).toBe(compress);
     expect(decompressProgram(format)).toBe(decompress);
     expect(tarCreateArgv("/src", format)).toEqual(["tar", "--numeric-owner", "--sparse", "-C", "/src", "-I", compress, "-cf", "-", "."]);
-    expect(tarExtractArgv("/dst", format)).toEqual(["tar", "--numeric-owner", "--no-same-owner", "-p", "-C", "/dst", "-I", decompress, "-xf", "-"]);
+    expect(tarExtractArgv("/dst", format)).toEqual(["tar", "--numeric-owner", "-p", "-C", "/dst", "-I", decompress, "-xf", "-"]);
   });
 
   it("zstd's decompressor always accepts long windows, whatever the archive was made with", () => {
@@ -72,6 +72,6 @@ describe("single-pass argv (tar reads names from stdin; the agent compresses)", 
     expect(tarCreateFromStdinArgv("/w/app")).toEqual(["tar", "--numeric-owner", "-C", "/w/app", "--no-recursion", "--null", "--verbatim-files-from", "-T", "-", "-cf", "-"]);
   });
   it("extract: a plain tar from stdin (decompressed by the agent), permissions kept", () => {
-    expect(tarExtractPlainArgv("/w/out")).toEqual(["tar", "--numeric-owner", "--no-same-owner", "-p", "-C", "/w/out", "-xf", "-"]);
+    expect(tarExtractPlainArgv("/w/out")).toEqual(["tar", "--numeric-owner", "-p", "-C", "/w/out", "-xf", "-"]);
   });
 });

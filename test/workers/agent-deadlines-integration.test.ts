@@ -129,3 +129,41 @@ describe("a streamed call has a bound on the agent's silence", () => {
     expect(sent).toBe(after);
   });
 });
+
+describe("an answer of known size (a file read) is bounded as a whole, not per chunk", () => {
+  async function staged(sb: string, bytes: Uint8Array) {
+    await client(sb).writeFile("/workspace/staged.bin", new Response(bytes).body!);
+  }
+  const sha = async (b: ArrayBuffer | Uint8Array) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", b))].map((x) => x.toString(16).padStart(2, "0")).join("");
+
+  it("arrives whole, with its length known to whoever stores it", async () => {
+    const sb = freshSandbox("deadline");
+    const bytes = new Uint8Array(3_000_000);
+    for (let i = 0; i < bytes.length; i += 65_536) crypto.getRandomValues(bytes.subarray(i, i + 65_536));
+    await staged(sb, bytes);
+    const r = await client(sb).readFile("/workspace/staged.bin");
+    expect(r.headers.get("content-length")).toBe("3000000");
+    expect(await sha(await r.arrayBuffer())).toBe(await sha(bytes));
+  });
+
+  it("a body that stalls half-way errors its reader at the silence bound plus its size at 1 MB/s", async () => {
+    const sb = freshSandbox("deadline");
+    await staged(sb, new Uint8Array(2_000_000).fill(7));
+    await armAgentFault(sb, { method: "GET", match: "/v1/files", action: "stall", afterBytes: 500_000, ms: 20_000 });
+    const r = await client(sb).readFile("/workspace/staged.bin");
+    let got = 0;
+    const t = Date.now();
+    const error = await (async () => {
+      for await (const chunk of r.body!) got += chunk.byteLength;
+    })().then(() => null, (e: unknown) => e);
+    const ms = Date.now() - t;
+    // The error crossed a native stream: its fields survive, its class does not (a plain Error, transient).
+    expect(error).toBeInstanceOf(Error);
+    expect(error).toMatchObject({ code: "agent_timeout", status: 504 });
+    expect((error as Error).message).toBe(`read file: the agent in sandbox ${sb} did not send its answer within 3.5 s (AGENT_IDLE_SECONDS + its size at 1 MB/s); aborted`);
+    expect(got).toBeLessThanOrEqual(500_000);
+    // 1.5 s + 2 MB at 1 MB/s, counted from the answer's headers; the stall itself lasts 20 s
+    expect(ms).toBeGreaterThan(2_500);
+    expect(ms).toBeLessThan(10_000);
+  });
+});

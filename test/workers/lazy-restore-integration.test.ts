@@ -76,6 +76,8 @@ describe("squashfs-chunked → lazy restores", () => {
       const v = restored.steps.verify;
       expect(m.mountedMs).toBeGreaterThan(0);
       expect(v.usableMs).toBeGreaterThanOrEqual(m.mountedMs);
+      // The swap made the tree again at the target over the helper that kept running: no URL signed twice.
+      expect(v.remounted).toBe("over what still ran");
       const stored = await getJson<any>(d.store, restoreRecordKey(restored.id));
       expect(stored.usableMs).toBe(v.usableMs);
       expect(stored.completeMs).toBeGreaterThanOrEqual(0);
@@ -274,9 +276,8 @@ describe("squashfs-chunked → lazy restores", () => {
 
   it("a store that stalls mid-prefetch is abandoned after the silence bound and asked again: the restore completes, every chunk verified", async () => {
     const { src, backup, victim } = await chunkedWithMiddleChunk(37);
-    // Longer than the helper's per-attempt bound (the agent's store silence bound: 6 s in tests). Twice: the first
-    // stalled GET may belong to the mount beside the target, which the swap replaces (its helper stopped, the
-    // attempt with it); the second then meets the helper at the target, which must give up on it and ask again.
+    // Longer than the helper's per-attempt bound (the agent's store silence bound: 6 s in tests). Twice: the helper's
+    // next attempt meets a stall too, and must give up on it and ask again.
     await armStoreFault({ match: chunkKey(victim.sha256), method: "GET", action: "stall", ms: 15_000, times: 2 });
     const dst = sandbox("dst");
     const t = Date.now();
@@ -287,6 +288,11 @@ describe("squashfs-chunked → lazy restores", () => {
     const stored = await getJson<any>(d.store, restoreRecordKey(restored.id));
     expect(stored.chunks.chunks.local).toBe(stored.chunks.chunks.total);
     expect((await manifest(dst)).entries).toEqual((await manifest(src)).entries);
+    // Most URLs came after the tree was usable (the tests sign the first chunk and the image's last 1 MiB before the
+    // mount): the prefetch and the walk waited for them, none failed for the want of one.
+    const m = restored.steps.materialize;
+    expect(m.urlsBeforeMount).toBeLessThan(m.chunks);
+    expect(restored.steps.verify.urlsAfterUsable).toBe(m.chunks - m.urlsBeforeMount);
     // Left: the restore's own mounts (FUSE file and image), nothing else.
     expect((await agent(dst, "GET", "/v1/mounts")).mounts.map((x: any) => x.kind).sort()).toEqual(["image", "lazy"]);
     faultRow({ fault: "one chunk's GET stalled 15 s mid-prefetch (agent ⇄ store)", phase: "restore verify (lazy-squashfs, prefetch)", outcome: "stalled GETs abandoned (6 s of silence, or with the mount the swap replaces), chunk fetched again; complete, verified", retries: `${stalls} stalled GET(s), then one that answered`, ms, leftovers: [] });

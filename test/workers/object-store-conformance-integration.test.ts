@@ -10,7 +10,8 @@ import { R2_MULTIPART } from "../../container/r2-limits.ts";
 import { equalPartGuard, PartRuleError, partSizeFor, uploadStreamMultipart } from "../../src/store/multipart-upload.ts";
 import { StoreError, type MultipartUpload, type ObjectStore } from "../../src/store/object-store.ts";
 import { r2Store } from "../../src/store/r2-store.ts";
-import { presign, s3Store, type S3Settings } from "../../src/store/s3-store.ts";
+import { presign, s3Store, storedChecksumSha256, type S3Settings } from "../../src/store/s3-store.ts";
+import { compositeSha256 } from "../../src/store/part-checksums.ts";
 import { firstDifference, sha256Hex } from "./helpers.ts";
 
 const MiB = 2 ** 20;
@@ -268,6 +269,29 @@ function conformance(name: string, makeStore: () => ObjectStore) {
       expect(firstDifference(bytes.subarray(0, part1.byteLength), part1)).toBe(-1);
       expect(firstDifference(bytes.subarray(part1.byteLength), part2)).toBe(-1);
       expect(got!.metadata).toEqual({ sha256: "whatever" });
+    });
+
+    it("part checksums: S3 checks each part's SHA-256 at completion and keeps their composite; the R2 binding refuses the option", async () => {
+      const key = `${prefix("part-sha256")}p.bin`;
+      const part = randomBytes(70_000);
+      if (store.kind === "r2") {
+        // The binding can neither keep nor check part hashes: it says so instead of completing as if it had.
+        await expect(store.createMultipartUpload(key, { partChecksums: "sha256" })).rejects.toMatchObject({ kind: "permanent" });
+        const upload = await store.createMultipartUpload(key);
+        const p1 = await upload.uploadPart(1, part);
+        await expect(upload.complete([{ ...p1, sha256: await sha256Hex(part) }])).rejects.toMatchObject({ kind: "permanent", message: expect.stringMatching(/cannot check part checksums/) });
+        await upload.abort();
+        expect(await store.head(key)).toBeNull();
+        return;
+      }
+      const upload = await store.createMultipartUpload(key, { partChecksums: "sha256" });
+      const p1 = await upload.uploadPart(1, part);
+      const lie = await upload.complete([{ ...p1, sha256: await sha256Hex(randomBytes(70_000)) }]).catch((e) => e);
+      expect(lie).toMatchObject({ status: 400, kind: "permanent", message: expect.stringMatching(/BadDigest/) });
+      expect(await store.head(key)).toBeNull();
+      // The upload is still open: the true hash completes it.
+      expect((await upload.complete([{ ...p1, sha256: await sha256Hex(part) }])).size).toBe(part.byteLength);
+      expect(await storedChecksumSha256(s3Settings(), key)).toBe(await compositeSha256([await sha256Hex(part)]));
     });
 
     it("abort leaves no object, and the upload can take no more parts", async () => {

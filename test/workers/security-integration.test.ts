@@ -14,7 +14,9 @@ import { phase } from "../../workflows/step-config.ts";
 import worker from "../../worker.ts";
 import { depsFrom } from "../../src/deps.ts";
 import { archiveKey, putJson } from "../../src/snapshots/records.ts";
-import { agent, api, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
+import { findBackup } from "../../src/strategies/registry.ts";
+import { verifyPhase } from "../../src/backup/backup-phases.ts";
+import { agent, agentRequests, api, freshSandbox, leftovers, putFile, runWorkflow } from "./helpers.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
 
@@ -195,6 +197,53 @@ describe("a lying agent's backup is refused by the store's checksum (through the
     expect(await depsFrom(env).store.head(archiveKey(id, { kind: "tar", compression: "zstd", level: 3 } as any))).toBeNull();
     expect((await api("GET", `/api/snapshots/${id}`)).status).toBe(404);
     expect((await api("GET", `/api/snapshots?sandboxId=${src}`)).json.snapshots).toEqual([]);
+  });
+});
+
+describe("a lying agent's presigned multipart upload is refused by the store's part checksums (through the BackupWorkflow)", () => {
+  // The attack: the agent (armed through the test-only fault hook, container/faults.ts) hashes each part from its
+  // buffer, then sends other bytes for part 1, and reports the hashes of the bytes it did not send. The Worker lists
+  // those hashes in CompleteMultipartUpload; the store holds part 1's real bytes and refuses the completion.
+  // Without the part checksums the completion would go through, and only verify's read-back (objects up to
+  // 512 MiB) could find the lie; above that, the sandbox would have read its own object back.
+  const strategy = "tar-zst-presigned-multipart";
+
+  it(`${strategy}: the run errs with the store's BadDigest at completion, once; nothing is stored, listed or left open`, async () => {
+    const src = freshSandbox("liar-parts");
+    await putFile(src, "/workspace/app/a.txt", "honest\n");
+    await agent(src, "POST", "/v1/faults", { route: "POST /v1/upload-multipart", times: 1, action: "lie" });
+    const ended = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy }, "errored");
+    expect(ended.error).toMatch(/complete multipart upload failed: HTTP 400 BadDigest/);
+    expect(ended.error).not.toMatch(/X-Amz-Signature/);
+    // Refused for good: the agent was asked to upload once (a retried step would have asked again, and told the truth).
+    expect(await agentRequests(src, "/v1/upload-multipart")).toEqual(["POST /v1/upload-multipart"]);
+    expect(await depsFrom(env).store.head(archiveKey(ended.id, { kind: "tar", compression: "zstd", level: 3 } as any))).toBeNull();
+    expect((await api("GET", `/api/snapshots/${ended.id}`)).status).toBe(404);
+    expect((await api("GET", `/api/snapshots?sandboxId=${src}`)).json.snapshots).toEqual([]);
+    // No open multipart upload, no upload record, nothing in the sandbox's staging area.
+    expect(await leftovers(src, "/workspace/app", ended.id)).toEqual([]);
+  });
+
+  it(`${strategy}, honest: verify reads the store's composite back; above the Worker's hashing limit it is the check made`, async () => {
+    const src = freshSandbox("honest-parts");
+    await putFile(src, "/workspace/app/a.txt", "honest\n");
+    const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy });
+    const d = depsFrom(env);
+    const key = archiveKey(b.snapshotId, { kind: "tar", compression: "zstd", level: 3 } as any);
+    const kept = await d.presigner.storedChecksum(key);
+    expect(kept).toMatch(/^[A-Za-z0-9+/]{43}=-1$/);
+    expect(b.steps.verify.checked).toBe(`read back and hashed by the Worker; part SHA-256s checked by the store (${kept})`);
+    expect((await api("GET", `/api/snapshots/${b.snapshotId}`)).json.archive.storeChecksum).toBe(kept);
+    // The branch an archive above 512 MiB takes, on this one (the limit lowered): the store's composite, no read-back.
+    const p = { snapshotId: b.snapshotId, sandboxId: src, path: "/workspace/app", strategy };
+    const s = findBackup(strategy)!;
+    const sent = b.steps.transfer;
+    const large = await verifyPhase(d, p, s, sent, 0);
+    expect(large.checked).toBe(`part SHA-256s checked by the store (${kept})`);
+    expect(await agentRequests(src, "/v1/hash-url")).toEqual([]);
+    // Parts reported other than those the store checked: the composite differs and verify stops the run.
+    const other = await verifyPhase(d, p, s, { ...sent, storeChecksum: `${"A".repeat(43)}=-1` }, 0).catch((e) => e);
+    expect(other).toMatchObject({ code: "snapshot_unusable", message: expect.stringMatching(/the store's SHA-256 checksum is .*-1, the parts reported make A+=-1/) });
   });
 });
 

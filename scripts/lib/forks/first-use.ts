@@ -22,6 +22,22 @@ export interface FirstUse {
   completeMs: number;
   usableMs?: number;
   workflowCompleteMs?: number;
+  /** where the time to usable went: each step's ms up to verify, and the materialize step's parts (lazy.ts) */
+  toUsable?: Record<string, number>;
+}
+
+/** The step times and the lazy materialization's parts that add up to usableMs, from the run's step results. */
+function toUsable(steps: Record<string, unknown>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const step of ["probe", "transfer", "materialize"]) {
+    const ms = (steps[step] as { ms?: number } | undefined)?.ms;
+    if (typeof ms === "number") out[`${step}Ms`] = ms;
+  }
+  const m = (steps.materialize ?? {}) as Record<string, unknown>;
+  for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
+  const v = (steps.verify ?? {}) as Record<string, unknown>;
+  if (typeof v.swapMs === "number") out.swapMs = v.swapMs;
+  return out;
 }
 
 const POLL_MS = 10;
@@ -56,5 +72,6 @@ export async function measureFirstUse(api: ReturnType<typeof apiClient>, o: { sn
     restoreId: id, usableSeenMs, commandMs: ran.ms, firstUseDoneMs,
     atFirstUse: { imageBytes: status.bytes.total, localBytes: status.bytes.local, onDemandBytes: status.bytes.onDemand, aheadBytes: status.bytes.ahead, onDemandChunks: status.chunks.onDemand, chunks: status.chunks.total },
     completeMs: Math.round(performance.now() - t0), usableMs: verify?.usableMs, workflowCompleteMs: verify?.completeMs,
+    toUsable: toUsable(final.steps),
   };
 }

@@ -88,6 +88,7 @@ export function forksMarkdown(r: ForksResults): string {
     out.push(`| download-then-mount restore (squashfs-zstd-3 → presigned-squashfs-mount), POST → complete | ${s(d.mountRestoreMs)} s |`);
     if (f) {
       out.push(`| lazy restore: the tree answers at the target (POST → \`${d.firstUse.marker}\` seen) | ${s(f.usableSeenMs)} s (the Workflow's usableMs: ${s(f.usableMs)}) |`);
+      if (f.toUsable) out.push(`| … of which (ms) | ${Object.entries(f.toUsable).map(([k, v]) => `${k.replace(/Ms$/, "")} ${v}`).join(", ")} |`);
       out.push(`| first use \`${d.firstUse.command}\` at the target: its own time; POST → done | ${s(f.commandMs)} s; ${s(f.firstUseDoneMs)} s |`);
       out.push(`| bytes local when first use was done (all fetched by then, prefetch included) | ${mb(f.atFirstUse.localBytes)} MB = ${((100 * f.atFirstUse.localBytes) / f.atFirstUse.imageBytes).toFixed(1)} % of ${mb(f.atFirstUse.imageBytes)} MB |`);
       out.push(`| of which the mount at the target asked for on demand | ${mb(f.atFirstUse.onDemandBytes)} MB (${f.atFirstUse.onDemandChunks} chunks); ahead: ${mb(f.atFirstUse.aheadBytes)} MB |`);

@@ -12,9 +12,15 @@
 // upload, and the step's retry signs fresh URLs for a new upload. An upload that can never finish within
 // PRESIGN_EXPIRY_SECONDS fails after the retries naming the expired URL: raise the cap or use the Worker's
 // multipart path. (Signing in batches as the upload proceeds would need the agent to call back to the Worker.)
+//
+// Integrity: the upload is opened with SHA-256 part checksums, the agent reports each part's SHA-256 (hashed from
+// its buffer before the PUT), and the completion lists them, so the store itself refuses an object whose parts are
+// not the ones reported (BadDigest: permanent, the run stops, the upload is aborted). The composite of the
+// reported hashes is what the store must then keep for the object: verify reads it back (backup-phases.ts).
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { R2_MULTIPART } from "../../../container/r2-limits.ts";
+import { compositeSha256 } from "../../store/part-checksums.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
 import { partSizeOf } from "./part-size.ts";
 import { tarOnly } from "./tar-only.ts";
@@ -43,8 +49,9 @@ export const presignedMultipartTransfer: BackupTransfer = {
       // R2's equal-part rule, checked on what the agent reports before completing.
       const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
       if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
-      await upload.complete(up.parts.map(({ partNumber, etag }) => ({ partNumber, etag })));
-      return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, agentPeakBufferedBytes: up.peakBufferedBytes };
+      await upload.complete(up.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
+      const storeChecksum = await compositeSha256(up.parts.map((part) => part.sha256));
+      return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes };
     } catch (e) {
       await upload.abort().catch(() => {});
       throw e;

@@ -5,13 +5,13 @@ import type { Materialization } from "./materialization.ts";
 
 export const extractMaterialization: Materialization = {
   mounts: false,
-  async materialize({ agent }, staged, format, expected, dir) {
+  async materialize({ agent, p }, staged, format, expected, dir) {
     const t = performance.now();
     // A tar archive is checked entry by entry on its way into tar, then by a metadata walk; an extracted image's
     // content is vouched for by the image's SHA-256 (checked on arrival) and gets the metadata walk in verify.
     const done = format.kind === "tar"
-      ? await agent.extractFile({ archive: staged, path: dir, format, expected, complete: true })
-      : await agent.materialize({ archive: staged, path: dir, format, how: "extract" });
+      ? await agent.extractFile({ archive: staged, path: dir, format, expected, complete: true, keepOwnership: p.keepOwnership })
+      : await agent.materialize({ archive: staged, path: dir, format, how: "extract", keepOwnership: p.keepOwnership });
     await agent.deleteFile(staged).catch(() => {});
     return { ms: since(t), bytes: done.bytes, ...(format.kind === "tar" ? {} : { how: "extract" }), ...("verified" in done ? { verified: done.verified } : {}) };
   },

@@ -4,14 +4,15 @@
 // and, for lazy-overlay, a writable overlayfs over that with its upper on local disk — beside the target, where every
 // restore builds its tree (tree-swap.ts). The step ends when that tree answers (`mountedMs`).
 //
-// Verify then swaps it in (the mount is made again at the target, from the chunk cache the first one filled): from the
-// restore request to that moment is `usableMs`. Then it checks the tree at the target (a metadata walk through the
+// Verify then swaps it in (the tree is made again at the target over the same FUSE file, whose helper keeps running):
+// from the restore request to that moment is `usableMs`. Then it checks the tree at the target (a metadata walk through the
 // mount: the reads it makes fetch what they need) and waits until every chunk is local and verified (`completeMs`)
 // or the prefetcher gave up on a chunk; either failure fails the restore naming the chunk, and the swap is rolled
 // back. Presigned URLs are the only credential the sandbox gets, one per chunk, as long-lived as the
 // presigner allows (PRESIGN_EXPIRY_SECONDS): once the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
-import { mapBounded } from "../../chunks/bounded.ts";
+import { AgentCallError } from "../../sandbox/agent-client.ts";
+import type { ChunkIndex } from "../../../container/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
 import { since } from "../../phases/phase-runner.ts";
@@ -22,7 +23,6 @@ import type { RestoreContext } from "../restore-context.ts";
 import { walkThenComplete } from "./lazy-completion.ts";
 import type { Materialization } from "./materialization.ts";
 
-const PRESIGNS_IN_FLIGHT = 32;
 /** Background fetches; 4 met the completion target in native/lazy/MEASUREMENTS.md (8 gained little). */
 export const PREFETCH = 4;
 
@@ -31,26 +31,83 @@ const sinceRequest = (c: RestoreContext, at = Date.now()) => (c.p.startedAt ? at
 
 /** A GET URL for each distinct chunk of a chunked snapshot (`snapshotId`: the one whose index is mounted). */
 export async function chunkUrls(c: RestoreContext, snapshotId = c.p.snapshotId): Promise<{ urls: Record<string, string>; index: { bytes: number; chunks: number } }> {
+  const index = await snapshotIndex(c, snapshotId);
+  const distinct = distinctChunks(index);
+  return { urls: signed(c, distinct.map((ch) => ch.sha256)), index: { bytes: index.size, chunks: distinct.length } };
+}
+
+async function snapshotIndex(c: RestoreContext, snapshotId: string): Promise<ChunkIndex> {
   const record = await readSnapshot(c.d.store, c.d.kv, snapshotId);
   if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${snapshotId} was deleted during its restore`);
-  const index = await readIndex(c.d.store, record.archive.key, record.archive.sha256);
-  const distinct = distinctChunks(index);
-  const pairs = await mapBounded(distinct, PRESIGNS_IN_FLIGHT, async (ch) => [ch.sha256, await c.d.presigner.url(chunkKey(ch.sha256), "GET")] as const);
-  return { urls: Object.fromEntries(pairs), index: { bytes: index.size, chunks: distinct.length } };
+  return readIndex(c.d.store, record.archive.key, record.archive.sha256);
+}
+
+function signed(c: RestoreContext, digests: readonly string[]): Record<string, string> {
+  const urls = c.d.presigner.gets(digests.map(chunkKey));
+  return Object.fromEntries(digests.map((sha, i) => [sha, urls[i]!]));
+}
+
+const beforeMount = (c: RestoreContext) => ({ headChunks: c.d.config.LAZY_HEAD_CHUNKS, tailBytes: c.d.config.LAZY_TAIL_BYTES });
+/** URLs per later delivery to the agent. */
+const URL_BATCH = 4096;
+
+/**
+ * The chunks whose URLs the mount needs before it answers — the image's first `headChunks` (the superblock) and
+ * its last `tailBytes`, where mksquashfs writes the inode, directory, fragment, export and id tables that the mount
+ * and the metadata walk read (the default 128 MiB holds them for about a million entries) — and the rest, signed after the tree is usable (deliverRemainingUrls): the time to usable then no longer grows with the
+ * image's chunk count. A read that needs a chunk of the rest before its URL came waits for it (the helper's
+ * urlfile.Await), bounded by the agent's store deadline.
+ */
+export function splitForMount(index: ChunkIndex, o: { headChunks: number; tailBytes: number }): { first: string[]; rest: string[] } {
+  const first = new Set<string>();
+  for (const [i, ch] of index.chunks.entries()) if (i < o.headChunks || ch.offset + ch.size > index.size - o.tailBytes) first.add(ch.sha256);
+  return { first: [...first], rest: distinctChunks(index).map((ch) => ch.sha256).filter((sha) => !first.has(sha)) };
+}
+
+/** The URLs the mount started without, in batches; the last batch tells the helper that no more are coming. */
+async function deliverRemainingUrls(c: RestoreContext, work: string): Promise<{ ms: number; urls: number }> {
+  const t = performance.now();
+  const { rest } = splitForMount(await snapshotIndex(c, c.p.snapshotId), beforeMount(c));
+  for (let at = 0; at === 0 || at < rest.length; at += URL_BATCH) {
+    const batch = rest.slice(at, at + URL_BATCH);
+    await c.agent.lazyUrls({ work, urls: signed(c, batch), last: at + URL_BATCH >= rest.length });
+  }
+  return { ms: since(t), urls: rest.length };
 }
 
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
-  // A mount cannot be renamed: the swap takes it down beside the target and mounts it again at the target, from the
-  // chunk cache the first mount filled (no chunk is fetched twice).
   mounts: true,
+  // A mount cannot be renamed: the swap takes the tree (the image mount, or the overlay over it) down beside the
+  // target and makes it again at the target, over the same FUSE file: its helper, URLs, cache and prefetch go on.
+  remount: {
+    async unmount({ agent }, from) {
+      await agent.unmount(from).catch(() => {});
+    },
+    async mountAt({ p, agent }, to, format) {
+      const where = sandboxPaths.lazy(p.restoreId);
+      if (format.kind !== "squashfs") return false;
+      if (overlay) {
+        const live = (await agent.mounts()).mounts;
+        if (!live.some((m) => m.path === where.lower) || !live.some((m) => m.path === `${where.work}/fuse`)) return false;
+        await agent.mountOverlay({ lower: where.lower, path: to, how: "kernel", upper: `${where.layer}/upper` });
+        return true;
+      }
+      return agent.lazyRemount({ work: where.work, path: to, format }).then(() => true, (e: unknown) => {
+        if (e instanceof AgentCallError && e.status === 404) return false;
+        throw e;
+      });
+    },
+  },
   async materialize(c, staged, format, _expected, dir) {
     const t = performance.now();
     const { p, agent } = c;
     if (format.kind !== "squashfs" || !format.chunks) throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image; restore it with a strategy that reads it`, { field: "strategy" });
     const where = sandboxPaths.lazy(p.restoreId);
-    const { urls, index } = await chunkUrls(c);
+    const index = await snapshotIndex(c, p.snapshotId);
+    const { first, rest } = splitForMount(index, beforeMount(c));
+    const urls = signed(c, first);
     const presignMs = since(t);
-    const mounted = await agent.lazyMount({ index: staged, urls, work: where.work, cache: where.cache, path: overlay ? where.lower : dir, format, prefetch: PREFETCH });
+    const mounted = await agent.lazyMount({ index: staged, urls, moreUrls: rest.length > 0, work: where.work, cache: where.cache, path: overlay ? where.lower : dir, format, prefetch: PREFETCH });
     let overlayMs: number | undefined;
     if (overlay) {
       // A fresh, empty writable layer on local disk, kept beside the mount it belongs to.
@@ -64,7 +121,7 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       // target comes after verify's swap (afterSwap).
       mountedMs: sinceRequest(c), mountedAfterStepMs: ms,
       presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, imageMountMs: mounted.mountMs, ...(overlayMs !== undefined ? { overlayMs } : {}),
-      imageBytes: index.bytes, chunks: index.chunks, chunksCachedAtStart: mounted.local,
+      imageBytes: index.size, chunks: first.length + rest.length, urlsBeforeMount: first.length, chunksCachedAtStart: mounted.local,
     };
   },
 
@@ -85,6 +142,11 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
   },
 
   async afterSwap(c, check) {
-    return walkThenComplete(c, sandboxPaths.lazy(c.p.restoreId).work, check);
+    const work = sandboxPaths.lazy(c.p.restoreId).work;
+    // usable now: the URLs the mount started without, then the walk and the wait for every chunk
+    const usableMs = sinceRequest(c);
+    const delivered = await deliverRemainingUrls(c, work);
+    const done = await walkThenComplete(c, work, check);
+    return { ...done, ...(usableMs !== undefined ? { usableMs } : {}), urlsAfterUsable: delivered.urls, urlsAfterUsableMs: delivered.ms };
   },
 });

@@ -17,6 +17,16 @@ export interface Materialization {
   /** true: the tree is a mount of the archive, which a rename cannot move: the swap makes it again at the target */
   readonly mounts: boolean;
   /**
+   * For a mount whose making is costly (a lazy mount signs a URL per chunk and starts its helper): how the swap
+   * moves it without redoing that. `unmount` takes down only the tree at `from`, leaving what backs it running;
+   * `mountAt` makes the tree again at `to` from what still runs, or answers false when that is gone (an agent
+   * restart), and the swap runs materialize again. Without it the swap undoes and materializes again.
+   */
+  readonly remount?: {
+    unmount(c: RestoreContext, from: string): Promise<void>;
+    mountAt(c: RestoreContext, to: string, format: ArchiveFormat): Promise<boolean>;
+  };
+  /**
    * Wraps the verify step's tree check when materialize left work running in the background (a lazy mount's
    * prefetch): explains a failed check, and waits for that work before the restore counts as done.
    */

@@ -9,8 +9,8 @@ export const pushTransfer = (piped: boolean): RestoreTransfer => ({
     const o = await d.store.get(layer.archive.key);
     if (!o) throw new SnapflowError("snapshot_unusable", `archive ${layer.archive.key} of snapshot ${layer.id} is missing from the store`);
     if (!("extract" in to)) return agent.writeFile(to.output, o.body);
-    const { path, format, expected, complete, walk } = to.extract;
+    const { path, format, expected, complete, walk, keepOwnership } = to.extract;
     // A request body cannot also carry the manifest: the agent fetches it from its own presigned URL.
-    return agent.extractStream({ path, ...format, ...(expected ? { expectedUrl: expected.url } : {}), complete, walk }, o.body);
+    return agent.extractStream({ path, ...format, ...(expected ? { expectedUrl: expected.url } : {}), complete, walk, keepOwnership }, o.body);
   },
 });

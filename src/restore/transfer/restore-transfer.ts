@@ -18,6 +18,8 @@ export interface ExtractTo {
   expected?: { url: string };
   complete?: boolean;
   walk?: boolean;
+  /** the restore's keepOwnership (restore-params.ts) */
+  keepOwnership?: boolean;
 }
 
 export interface RestoreTransfer {

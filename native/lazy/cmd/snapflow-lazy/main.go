@@ -22,6 +22,9 @@
 // never reach this process: it only sees presigned per-chunk URLs, read from a file the agent can rewrite.
 //
 // Subcommands: chunk (index an image), upload (PUT chunks), mount (serve the image lazily), verify (check chunks).
+// Two more serve every restore, lazy or not, because Node has no openat2: merge (move an extracted layer into its
+// target) and remove (apply a delta's deletions), both by directory descriptors that never follow a symlink
+// (internal/beneath).
 package main
 
 import (
@@ -34,6 +37,8 @@ const usage = `usage:
   snapflow-lazy upload --image FILE --urls FILE.json [--index FILE] [--concurrency 8] [--retries 4]
   snapflow-lazy mount  --index FILE --urls FILE.json --cache DIR --mountpoint DIR [--prefetch 4] [--status FILE]
   snapflow-lazy verify --index FILE (--cache DIR | --image FILE)
+  snapflow-lazy merge  --staging DIR --target DIR --extracted-at MS [--keep-owners]   {"moved"} to stdout
+  snapflow-lazy remove --root DIR  < NUL-separated relative entries                  {"removed","skipped"} to stdout
 `
 
 func main() {
@@ -46,6 +51,8 @@ func main() {
 		"upload": uploadCmd,
 		"mount":  mountCmd,
 		"verify": verifyCmd,
+		"merge":  mergeCmd,
+		"remove": removeCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {

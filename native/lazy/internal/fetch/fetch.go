@@ -70,20 +70,20 @@ func (f *Fetcher) Get(ctx context.Context, sha string, size int64) (Result, erro
 }
 
 func (f *Fetcher) once(ctx context.Context, sha string, size int64) ([]byte, error) {
-	url, ok := f.URLs.URL(sha)
-	if !ok {
-		// The agent may have added it since we last read the file.
-		_ = f.URLs.Reload()
-		if url, ok = f.URLs.URL(sha); !ok {
-			return nil, &ChunkMissing{SHA256: sha, Why: "no URL in the url file"}
-		}
-	}
 	timeout := f.Timeout
 	if timeout == 0 {
 		timeout = defaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The agent may have added it since we last read the file, or may still be adding URLs.
+	url, ok := f.URLs.Await(ctx, sha)
+	if !ok {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("chunk %s: no URL came within %s", sha, timeout)
+		}
+		return nil, &ChunkMissing{SHA256: sha, Why: "no URL in the url file"}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", sha, err)
