@@ -34,7 +34,7 @@ function toUsable(steps: Record<string, unknown>): Record<string, number> {
     if (typeof ms === "number") out[`${step}Ms`] = ms;
   }
   const m = (steps.materialize ?? {}) as Record<string, unknown>;
-  for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
+  for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
   const v = (steps.verify ?? {}) as Record<string, unknown>;
   if (typeof v.swapMs === "number") out.swapMs = v.swapMs;
   return out;
