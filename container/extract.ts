@@ -18,7 +18,7 @@ import { pipeline } from "node:stream/promises";
 import { startDecompressor } from "./compressor.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import type { Comparison, Manifest, ManifestEntry, TarFormat, WrittenBytes } from "./protocol.ts";
-import { startTool, toolAndFlow } from "./run-tool.ts";
+import { startTool, stdinUntilClosed, toolAndFlow } from "./run-tool.ts";
 import { tarExtractArgv, tarExtractPlainArgv } from "./tar-argv.ts";
 import { TarManifestStream } from "./tar-manifest.ts";
 import { checkTree, verifyFailed } from "./tree-verify.ts";
@@ -56,7 +56,7 @@ export async function extractFromStream(input: Readable, format: TarFormat, dir:
   await mkdir(dir, { recursive: true });
   const tar = startTool(tarExtractArgv(dir, format), { stdin: "pipe", stdout: "ignore" });
   const hashing = new HashingStream();
-  await toolAndFlow(tar, pipeline(input, hashing, tar.child.stdin!));
+  await toolAndFlow(tar, pipeline(input, hashing, stdinUntilClosed(tar)));
   return { bytes: hashing.bytes, sha256: hashing.digest(), ms: Math.round(performance.now() - started) };
 }
 
@@ -87,9 +87,9 @@ async function extractVerified(input: Readable, format: TarFormat, dir: string, 
   const flows: Promise<unknown>[] = [];
   if (decompressor) {
     decompressor.child.stdin!.on("error", () => {});
-    flows.push(toolAndFlow(decompressor, Promise.all([pipeline(input, hashing, decompressor.child.stdin!), pipeline(decompressor.child.stdout!, checking, tar.child.stdin!)])));
+    flows.push(toolAndFlow(decompressor, Promise.all([pipeline(input, hashing, decompressor.child.stdin!), pipeline(decompressor.child.stdout!, checking, stdinUntilClosed(tar))])));
   } else {
-    flows.push(pipeline(input, hashing, checking, tar.child.stdin!));
+    flows.push(pipeline(input, hashing, checking, stdinUntilClosed(tar)));
   }
   try {
     await toolAndFlow(tar, Promise.all(flows));

@@ -1,6 +1,7 @@
 // Runs an external tool with its stdin/stdout as Node streams and turns a non-zero exit into an AgentError
 // that carries the tail of stderr, which is where tar and friends say what went wrong.
 import { spawn, type ChildProcess } from "node:child_process";
+import { finished, Writable } from "node:stream";
 import { AgentError, toolFailure } from "./agent-error.ts";
 
 export interface RunningTool {
@@ -55,4 +56,45 @@ export async function toolAndFlow(tool: RunningTool, flow: Promise<unknown>): Pr
   if (t.status === "rejected" && f.status === "rejected" && tool.child.signalCode === "SIGPIPE") throw toolFailure(`the stream from ${tool.name}`, f.reason);
   if (t.status === "rejected") throw t.reason;
   if (f.status === "rejected") throw toolFailure(`the stream through ${tool.name}`, f.reason);
+}
+
+/**
+ * A tool's stdin, for a pipeline that must read its whole input (to hash it, or to check every tar header): tar
+ * stops reading at the archive's end-of-archive blocks and may exit before the zero padding after them was written,
+ * and a write into a pipe nobody reads fails with EPIPE ("Premature close" for the whole pipeline, though nothing
+ * went wrong). When the tool closed its end and exited 0, the rest is read and dropped here; when it failed, the
+ * write fails at once (a full disk must not wait for the rest of a download).
+ */
+export function stdinUntilClosed(tool: RunningTool): Writable {
+  const stdin = tool.child.stdin!;
+  stdin.on("error", () => {}); // each write's callback, and finished(), have it
+  const exitCode = () => (tool.child.exitCode !== null || tool.child.signalCode !== null ? Promise.resolve(tool.child.exitCode) : new Promise<number | null>((r) => tool.child.once("exit", (code) => r(code))));
+  let dropping = false;
+  /** An error from the pipe: the tool's end closed. Fine only once the tool exited 0. */
+  const settle = (e: NodeJS.ErrnoException | null | undefined, done: (e?: Error | null) => void) => {
+    if (!e) return done();
+    if (e.code !== "EPIPE" && e.code !== "ERR_STREAM_DESTROYED" && e.code !== "ERR_STREAM_PREMATURE_CLOSE") return done(e);
+    void exitCode().then((code) => {
+      dropping = code === 0;
+      done(dropping ? null : e);
+    });
+  };
+  return new Writable({
+    highWaterMark: 1 << 20,
+    write(chunk: Buffer, _enc, done) {
+      if (dropping) return done();
+      stdin.write(chunk, (e) => settle(e, done));
+    },
+    final(done) {
+      if (dropping) return done();
+      stdin.end();
+      finished(stdin, (e) => settle(e, done));
+    },
+    // The pipeline failed upstream (a decompressor's error, a bad tar header): close the tool's input, so that it
+    // ends too instead of waiting for more.
+    destroy(e, done) {
+      stdin.destroy();
+      done(e);
+    },
+  });
 }

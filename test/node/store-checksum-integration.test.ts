@@ -42,9 +42,10 @@ beforeAll(async () => {
 afterAll(async () => {
   server?.closeAllConnections();
   await new Promise((r) => server?.close(r));
+  // weed shuts down gracefully in 2–5 s, up to its 10 s grace on a loaded machine: more than the default 10 s hook
   await s3?.stop();
   rmSync(base, { recursive: true, force: true });
-});
+}, 30_000);
 
 /** Stages `bytes` as a file in the sandbox, as the archive step would. */
 function stage(name: string, bytes: Uint8Array): string {
