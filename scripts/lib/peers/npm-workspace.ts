@@ -34,8 +34,9 @@ export async function ensureNpmWorkspace(log: (line: string) => void): Promise<s
     // lockfile installs the same versions; we check below that it left the lockfile as committed.
     log("peers: npm ci refused the lockfile (optional platform packages missing from the registry); npm install with the committed lockfile instead");
     await sh(`${npm} install --ignore-scripts`, { cwd: NPM_WORKSPACE_CACHE });
-    if (!readFileSync(join(NPM_WORKSPACE_CACHE, "package-lock.json")).equals(lock)) {
-      throw new Error(`npm install changed bench/npm-workspace/package-lock.json in ${NPM_WORKSPACE_CACHE}: the lockfile no longer matches package.json; regenerate it (npm install --package-lock-only --ignore-scripts) and commit it`);
+    const changed = lockDrift(lock, readFileSync(join(NPM_WORKSPACE_CACHE, "package-lock.json")));
+    if (changed.length) {
+      throw new Error(`npm install changed bench/npm-workspace/package-lock.json in ${NPM_WORKSPACE_CACHE} (${changed.slice(0, 5).join("; ")}): the lockfile no longer matches package.json; regenerate it (npm install --package-lock-only --ignore-scripts) and commit it`);
     }
   }
   await makeGitRepo(NPM_WORKSPACE_CACHE);
@@ -44,6 +45,26 @@ export async function ensureNpmWorkspace(log: (line: string) => void): Promise<s
   const [mb, entries] = stdout.trim().split("\n");
   log(`peers: npm workspace ready: ${mb} MB, ${entries} entries`);
   return NPM_WORKSPACE_CACHE;
+}
+
+type LockPackages = Record<string, { version?: string; integrity?: string; optional?: boolean }>;
+
+/**
+ * What `npm install` changed in the committed lockfile that matters: a package whose version or integrity differs,
+ * one that went missing, or one added that is not optional. npm adds entries for other platforms' optional
+ * packages (rollup's, esbuild's, swc's builds) when the registry has them: the same install, not drift.
+ */
+export function lockDrift(committed: Buffer, installed: Buffer): string[] {
+  const was = (JSON.parse(committed.toString()) as { packages: LockPackages }).packages;
+  const now = (JSON.parse(installed.toString()) as { packages: LockPackages }).packages;
+  const out: string[] = [];
+  for (const [name, p] of Object.entries(was)) {
+    const q = now[name];
+    if (!q) out.push(`${name || "(root)"} missing`);
+    else if (q.version !== p.version || q.integrity !== p.integrity) out.push(`${name || "(root)"} ${p.version} → ${q.version}`);
+  }
+  for (const [name, q] of Object.entries(now)) if (!(name in was) && !q.optional) out.push(`${name} added`);
+  return out;
 }
 
 /** ~200 seeded source files in src/, committed twice with fixed identities and dates. */
