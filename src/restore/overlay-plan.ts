@@ -18,8 +18,7 @@ import type { RestoreContext } from "./restore-context.ts";
 import type { Layer } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
-import { chunkUrls, PREFETCH } from "./materialize/lazy.ts";
-import { walkThenComplete } from "./materialize/lazy-completion.ts";
+import { afterLazySwap, PREFETCH, urlsBeforeMount } from "./materialize/lazy.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive });
 
@@ -89,8 +88,8 @@ export const overlayPlan: RestorePlan = {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
       const lazy = sandboxPaths.lazy(p.restoreId);
       await agent.unmount(`${lazy.work}/fuse`).catch(() => {});
-      const { urls } = await chunkUrls(c, base.id);
-      baseMountMs = (await agent.lazyMount({ index: where.image, urls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH })).ms;
+      const { urls, moreUrls } = await urlsBeforeMount(c, base.id);
+      baseMountMs = (await agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH })).ms;
     } else {
       baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
     }
@@ -132,7 +131,7 @@ export const overlayPlan: RestorePlan = {
   // Then the walk at the target, and a wait until every chunk is local and verified (or a failure naming the chunk
   // that cannot be had); the restore records both moments.
   async afterSwap(c, { layers }, check) {
-    return isChunked(layers[0]!) ? walkThenComplete(c, sandboxPaths.lazy(c.p.restoreId).work, check) : {};
+    return isChunked(layers[0]!) ? afterLazySwap(c, layers[0]!.id, check) : {};
   },
 };
 

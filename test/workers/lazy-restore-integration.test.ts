@@ -183,6 +183,8 @@ describe("squashfs-chunked → lazy restores", () => {
     const opened = await run("restore", { snapshotId: parent.snapshotId, sandboxId: fork, path: APP, strategy: "lazy-overlay-restore" });
     expect(opened.steps.materialize.lazy).toBe(true);
     expect(opened.steps.verify.usableMs).toBeGreaterThan(0);
+    // The lazy base takes the deferred path too: most chunks' URLs came after the fork answered.
+    expect(opened.steps.verify.urlsAfterUsable).toBeGreaterThan(0);
     expect((await manifest(fork)).entries).toEqual((await manifest(src)).entries);
     // A new file, an edited one, a deleted one (a whiteout in the upper directory).
     await putFile(fork, `${APP}/zz-fork/work.txt`, "the fork's own work\n".repeat(500));

@@ -1,11 +1,13 @@
 // lazy / lazy-overlay: a chunked snapshot mounted before it is downloaded. The transfer step brought only the index
-// (hash-checked against the snapshot record); here the Worker signs a GET for each distinct chunk, the agent starts
-// snapflow-lazy's FUSE file over the index and mounts the image from it read-only (kernel squashfs, or squashfuse),
+// (hash-checked against the snapshot record); here the Worker signs GETs for the chunks the mount reads (splitForMount),
+// the agent starts snapflow-lazy's FUSE file over the index and mounts the image from it read-only (kernel squashfs,
+// or squashfuse),
 // and, for lazy-overlay, a writable overlayfs over that with its upper on local disk — beside the target, where every
 // restore builds its tree (tree-swap.ts). The step ends when that tree answers (`mountedMs`).
 //
 // Verify then swaps it in (the tree is made again at the target over the same FUSE file, whose helper keeps running):
-// from the restore request to that moment is `usableMs`. Then it checks the tree at the target (a metadata walk through the
+// from the restore request to that moment is `usableMs`. Then it hands the helper the other chunks' URLs, checks the
+// tree at the target (a metadata walk through the
 // mount: the reads it makes fetch what they need) and waits until every chunk is local and verified (`completeMs`)
 // or the prefetcher gave up on a chunk; either failure fails the restore naming the chunk, and the swap is rolled
 // back. Presigned URLs are the only credential the sandbox gets, one per chunk, as long-lived as the
@@ -19,6 +21,7 @@ import { since } from "../../phases/phase-runner.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { readSnapshot } from "../../snapshots/records.ts";
 import { formatName } from "../../strategies/registry.ts";
+import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
 import { walkThenComplete } from "./lazy-completion.ts";
 import type { Materialization } from "./materialization.ts";
@@ -28,13 +31,6 @@ export const PREFETCH = 4;
 
 /** Milliseconds from the restore request (the API's startedAt) to now, when the request time is known. */
 const sinceRequest = (c: RestoreContext, at = Date.now()) => (c.p.startedAt ? at - Date.parse(c.p.startedAt) : undefined);
-
-/** A GET URL for each distinct chunk of a chunked snapshot (`snapshotId`: the one whose index is mounted). */
-export async function chunkUrls(c: RestoreContext, snapshotId = c.p.snapshotId): Promise<{ urls: Record<string, string>; index: { bytes: number; chunks: number } }> {
-  const index = await snapshotIndex(c, snapshotId);
-  const distinct = distinctChunks(index);
-  return { urls: signed(c, distinct.map((ch) => ch.sha256)), index: { bytes: index.size, chunks: distinct.length } };
-}
 
 async function snapshotIndex(c: RestoreContext, snapshotId: string): Promise<ChunkIndex> {
   const record = await readSnapshot(c.d.store, c.d.kv, snapshotId);
@@ -64,10 +60,29 @@ export function splitForMount(index: ChunkIndex, o: { headChunks: number; tailBy
   return { first: [...first], rest: distinctChunks(index).map((ch) => ch.sha256).filter((sha) => !first.has(sha)) };
 }
 
+/** The URLs a lazy mount of `snapshotId`'s index starts with, and whether more are to come (afterLazySwap). */
+export async function urlsBeforeMount(c: RestoreContext, snapshotId: string): Promise<{ urls: Record<string, string>; moreUrls: boolean; first: number; chunks: number; imageBytes: number }> {
+  const index = await snapshotIndex(c, snapshotId);
+  const { first, rest } = splitForMount(index, beforeMount(c));
+  return { urls: signed(c, first), moreUrls: rest.length > 0, first: first.length, chunks: first.length + rest.length, imageBytes: index.size };
+}
+
+/**
+ * After the swap of a tree over a lazy mount (the lazy materializations, and a fork's lazy base): usable now; then
+ * the URLs the mount started without, the walk at the target and the wait until every chunk is local.
+ */
+export async function afterLazySwap(c: RestoreContext, snapshotId: string, check: (path: string) => Promise<StepResult>) {
+  const work = sandboxPaths.lazy(c.p.restoreId).work;
+  const usableMs = sinceRequest(c);
+  const delivered = await deliverRemainingUrls(c, work, snapshotId);
+  const done = await walkThenComplete(c, work, check);
+  return { ...done, ...(usableMs !== undefined ? { usableMs } : {}), urlsAfterUsable: delivered.urls, urlsAfterUsableMs: delivered.ms };
+}
+
 /** The URLs the mount started without, in batches; the last batch tells the helper that no more are coming. */
-async function deliverRemainingUrls(c: RestoreContext, work: string): Promise<{ ms: number; urls: number }> {
+async function deliverRemainingUrls(c: RestoreContext, work: string, snapshotId: string): Promise<{ ms: number; urls: number }> {
   const t = performance.now();
-  const { rest } = splitForMount(await snapshotIndex(c, c.p.snapshotId), beforeMount(c));
+  const { rest } = splitForMount(await snapshotIndex(c, snapshotId), beforeMount(c));
   for (let at = 0; at === 0 || at < rest.length; at += URL_BATCH) {
     const batch = rest.slice(at, at + URL_BATCH);
     await c.agent.lazyUrls({ work, urls: signed(c, batch), last: at + URL_BATCH >= rest.length });
@@ -103,11 +118,9 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
     const { p, agent } = c;
     if (format.kind !== "squashfs" || !format.chunks) throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image; restore it with a strategy that reads it`, { field: "strategy" });
     const where = sandboxPaths.lazy(p.restoreId);
-    const index = await snapshotIndex(c, p.snapshotId);
-    const { first, rest } = splitForMount(index, beforeMount(c));
-    const urls = signed(c, first);
+    const signed = await urlsBeforeMount(c, p.snapshotId);
     const presignMs = since(t);
-    const mounted = await agent.lazyMount({ index: staged, urls, moreUrls: rest.length > 0, work: where.work, cache: where.cache, path: overlay ? where.lower : dir, format, prefetch: PREFETCH });
+    const mounted = await agent.lazyMount({ index: staged, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, path: overlay ? where.lower : dir, format, prefetch: PREFETCH });
     let overlayMs: number | undefined;
     if (overlay) {
       // A fresh, empty writable layer on local disk, kept beside the mount it belongs to.
@@ -121,7 +134,7 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       // target comes after verify's swap (afterSwap).
       mountedMs: sinceRequest(c), mountedAfterStepMs: ms,
       presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, imageMountMs: mounted.mountMs, ...(overlayMs !== undefined ? { overlayMs } : {}),
-      imageBytes: index.size, chunks: first.length + rest.length, urlsBeforeMount: first.length, chunksCachedAtStart: mounted.local,
+      imageBytes: signed.imageBytes, chunks: signed.chunks, urlsBeforeMount: signed.first, chunksCachedAtStart: mounted.local,
     };
   },
 
@@ -142,11 +155,6 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
   },
 
   async afterSwap(c, check) {
-    const work = sandboxPaths.lazy(c.p.restoreId).work;
-    // usable now: the URLs the mount started without, then the walk and the wait for every chunk
-    const usableMs = sinceRequest(c);
-    const delivered = await deliverRemainingUrls(c, work);
-    const done = await walkThenComplete(c, work, check);
-    return { ...done, ...(usableMs !== undefined ? { usableMs } : {}), urlsAfterUsable: delivered.urls, urlsAfterUsableMs: delivered.ms };
+    return afterLazySwap(c, c.p.snapshotId, check);
   },
 });
