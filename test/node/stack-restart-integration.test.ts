@@ -130,6 +130,11 @@ it("a backup and a restore cut off by SIGKILLing the whole stack mid-transfer ar
     if (Date.now() > deadline) throw new Error(`not both transferring after 60 s: ${JSON.stringify([sb, sr]).slice(0, 500)}`);
     await sleep(50);
   }
+  // The matrix's cell has begun (its sandbox exists): a queue message still in flight at the kill is lost with the
+  // local queue, which this test does not cover (README "Not covered yet").
+  for (const deadline = Date.now() + 60_000; !readdirSync(join(dir, "sandboxes")).some((id) => !["src", "dst"].includes(id)); await sleep(50)) {
+    if (Date.now() > deadline) throw new Error("the matrix's cell did not begin within 60 s");
+  }
   await sleep(700);
   const [atKillB, atKillR] = [await api().backup(b1.id), await api().restore(r.id)];
   // The point of the test: neither had finished its transfer when the stack died.
