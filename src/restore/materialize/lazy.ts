@@ -35,7 +35,7 @@ const sinceRequest = (c: RestoreContext, at = Date.now()) => (c.p.startedAt ? at
 async function snapshotIndex(c: RestoreContext, snapshotId: string): Promise<ChunkIndex> {
   const record = await readSnapshot(c.d.store, c.d.kv, snapshotId);
   if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${snapshotId} was deleted during its restore`);
-  return readIndex(c.d.store, record.archive.key, record.archive.sha256);
+  return readIndex(c.d.store, record.archive.key, record.archive.sha256, { recorded: true });
 }
 
 function signed(c: RestoreContext, digests: readonly string[]): Record<string, string> {

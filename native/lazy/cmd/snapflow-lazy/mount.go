@@ -83,6 +83,10 @@ func mountCmd(args []string) error {
 		close(statusDone)
 	}()
 
+	// The prefetcher starts with the FUSE mount rather than after it: the image's first chunk and its tables are on
+	// their way (or here) by the time the kernel's mount asks for them.
+	go img.Prefetch(ctx, lazyimage.PrefetchOptions{Workers: *prefetch, Passes: *passes, RetryPause: *retryPause})
+
 	server, err := fusefs.Mount(*mountpoint, img, fusefs.Options{AllowOther: *allowOther, Debug: *debug})
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", *mountpoint, err)
@@ -109,7 +113,6 @@ func mountCmd(args []string) error {
 		return err
 	}
 
-	go img.Prefetch(ctx, lazyimage.PrefetchOptions{Workers: *prefetch, Passes: *passes, RetryPause: *retryPause})
 	go func() {
 		select {
 		case <-img.Complete():

@@ -100,8 +100,9 @@ func New(life context.Context, idx *index.Index, c *cache.Dir, f *fetch.Fetcher,
 	}
 	img.st = make([]chunkState, len(img.distinct))
 	img.counts = counters{firstReadMs: -1, completeMs: -1, readyMs: -1, failed: map[int]*Failure{}}
+	cached, _ := c.Names() // unreadable: nothing counts as cached, every chunk is fetched
 	for d, ch := range img.distinct {
-		if c.Has(ch.SHA256, ch.Size) {
+		if cached[ch.SHA256] && c.Has(ch.SHA256, ch.Size) {
 			img.st[d] = chunkState{local: true, source: FromCache}
 			img.local++
 			img.counts.cached++

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
@@ -19,6 +20,11 @@ import (
 
 // An image of n 1000-byte chunks, each distinct, served by a real HTTP store.
 func newImage(t *testing.T, n int) (*Image, *testkit.Store, []byte) {
+	return newImageWith(t, n, nil)
+}
+
+// As newImage; `first` (when not nil) is written over the start of chunk 0 (a superblock).
+func newImageWith(t *testing.T, n int, first []byte) (*Image, *testkit.Store, []byte) {
 	t.Helper()
 	idx := &index.Index{Version: 1, AvgChunk: 1024}
 	chunks := map[string][]byte{}
@@ -26,6 +32,9 @@ func newImage(t *testing.T, n int) (*Image, *testkit.Store, []byte) {
 	var digests []string
 	for i := 0; i < n; i++ {
 		data := bytes.Repeat([]byte(fmt.Sprintf("chunk %04d|", i)), 100)[:1000]
+		if i == 0 && first != nil {
+			copy(data, first)
+		}
 		sum := sha256.Sum256(data)
 		sha := hex.EncodeToString(sum[:])
 		chunks[sha] = data
@@ -67,7 +76,8 @@ func TestPrefetchTakesTheChunksAfterAnOnDemandReadFirstThenTheRest(t *testing.T)
 	for _, g := range store.Gets() {
 		order = append(order, pos[g])
 	}
-	want := []int{10, 11, 12, 13, 14, 0, 1, 2}
+	// The first chunk before anything (its superblock says where a squashfs image's tables are; this is none).
+	want := []int{10, 0, 11, 12, 13, 14, 1, 2}
 	if fmt.Sprint(order[:len(want)]) != fmt.Sprint(want) {
 		t.Fatalf("fetch order %v, want it to start %v", order, want)
 	}
@@ -129,5 +139,34 @@ func TestStatusSaysWhenPrefetchEndedWithAChunkStillFailed(t *testing.T) {
 	off.Prefetch(context.Background(), PrefetchOptions{Workers: 0})
 	if s := off.Snapshot("ready"); s.Prefetch != "off" {
 		t.Fatalf("no prefetch: %q", s.Prefetch)
+	}
+}
+
+func TestPrefetchTakesASquashfsImagesTablesRightAfterItsFirstChunk(t *testing.T) {
+	// A superblock saying the tables run from inode_table_start 15,200 to bytes_used 17,900: chunks 15–17.
+	sb := make([]byte, 96)
+	binary.LittleEndian.PutUint32(sb, squashfsMagic)
+	binary.LittleEndian.PutUint64(sb[40:], 17_900)
+	binary.LittleEndian.PutUint64(sb[64:], 15_200)
+	img, store, _ := newImageWith(t, 20, sb)
+	img.Prefetch(context.Background(), PrefetchOptions{Workers: 1, Passes: 1})
+	pos := map[string]int{}
+	for i, c := range img.idx.Chunks {
+		pos[c.SHA256] = i
+	}
+	var order []int
+	for _, g := range store.Gets() {
+		order = append(order, pos[g])
+	}
+	want := []int{0, 17, 16, 15, 1, 2}
+	if fmt.Sprint(order[:len(want)]) != fmt.Sprint(want) {
+		t.Fatalf("fetch order %v, want it to start %v", order, want)
+	}
+	if s := img.Snapshot("ready"); s.State != "complete" || s.Chunks.Ahead != 20 || len(store.Gets()) != 20 {
+		t.Fatalf("status %s %+v, %d GETs", s.State, s.Chunks, len(store.Gets()))
+	}
+	// A superblock whose tables lie outside the image is not followed.
+	if _, _, ok := squashfsTables(sb, 17_000); ok {
+		t.Fatal("tables past the image's end were taken")
 	}
 }

@@ -13,8 +13,8 @@ type PrefetchOptions struct {
 }
 
 // Prefetch fetches every chunk not yet local until the image is complete, ctx ends, or the passes are spent. Order:
-// chunks after the ones reads fetched on demand (the latest read first: squashfs stores a directory's files next to
-// each other), then the rest in image order. Failures are recorded in the status and retried in the next pass.
+// the first chunk, then a squashfs image's tables (queueTables); chunks after the ones reads fetched on demand (the
+// latest read first: squashfs stores a directory's files next to each other), then the rest in image order. Failures are recorded in the status and retried in the next pass.
 //
 // The status's "prefetch" field says when it has ended ("done"): a chunk still failed then will only be tried again by
 // a read that needs it, so whoever waits for completion (the agent) can stop waiting and report the chunk.
@@ -28,6 +28,7 @@ func (img *Image) Prefetch(ctx context.Context, o PrefetchOptions) {
 	if o.Passes <= 0 {
 		o.Passes = 3
 	}
+	img.queueTables(ctx)
 	for pass := 0; pass < o.Passes; pass++ {
 		if pass > 0 {
 			select {
