@@ -33,7 +33,7 @@ export function distinctChunks(index: ChunkIndex): { sha256: string; size: numbe
  * the schema (chunked.ts verifyStored); the same bytes are not checked again (the schema takes 5–40 ms at 8,686
  * chunks, on a restore's way to usable).
  */
-export async function readIndex(store: ObjectStore, key: string, expectedSha256?: string, o: { recorded?: boolean } = {}): Promise<ChunkIndex> {
+export async function readIndex(store: ObjectStore, key: string, expectedSha256?: string, opts: { recorded?: boolean } = {}): Promise<ChunkIndex> {
   const o = await store.get(key);
   if (!o) throw new SnapflowError("snapshot_unusable", `chunk index ${key} is missing from the store`);
   const data = new Uint8Array(await new Response(o.body).arrayBuffer());
@@ -42,7 +42,7 @@ export async function readIndex(store: ObjectStore, key: string, expectedSha256?
     if (got !== expectedSha256) throw new SnapflowError("snapshot_unusable", `chunk index ${key} has sha256 ${got}, the snapshot record says ${expectedSha256}`);
   }
   const json: unknown = JSON.parse(new TextDecoder().decode(data));
-  if (o.recorded && expectedSha256) return json as ChunkIndex;
+  if (opts.recorded && expectedSha256) return json as ChunkIndex;
   const parsed = ChunkIndex.safeParse(json);
   if (!parsed.success) throw new SnapflowError("snapshot_unusable", `chunk index ${key} does not parse: ${parsed.error.issues[0]!.path.join(".")}: ${parsed.error.issues[0]!.message}`);
   return parsed.data;
