@@ -27,14 +27,15 @@ export interface FirstUse {
 }
 
 /** The step times and the lazy materialization's parts that add up to usableMs, from the run's step results. */
-function toUsable(steps: Record<string, unknown>): Record<string, number> {
+export function toUsable(steps: Record<string, unknown>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const step of ["probe", "transfer", "materialize"]) {
     const ms = (steps[step] as { ms?: number } | undefined)?.ms;
     if (typeof ms === "number") out[`${step}Ms`] = ms;
   }
   const m = (steps.materialize ?? {}) as Record<string, unknown>;
-  for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
+  // The lazy materializations' parts, and the overlay plan's (a fork: its base's lazy mount, then the overlay).
+  for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "baseMountMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
   const v = (steps.verify ?? {}) as Record<string, unknown>;
   if (typeof v.swapMs === "number") out.swapMs = v.swapMs;
   return out;

@@ -11,6 +11,8 @@ export interface ForkRun {
   /** the lazy-overlay-restore that opened the fork: POST → complete, and its usable moment */
   restoreMs: number;
   usableMs?: number;
+  /** that restore's steps up to usable (first-use.ts toUsable) */
+  toUsable?: Record<string, number>;
   /** the delta archive's size: what went up */
   uploadedBytes: number;
   snapshotId: string;
@@ -38,7 +40,7 @@ export interface ForksDataset {
   forks: ForkRun[];
   wholeFork?: WholeFork;
   /** the first fork's delta restored into a fresh sandbox (lazy-overlay-restore) */
-  forkRestore?: { ms: number; usableMs?: number; completeMs?: number };
+  forkRestore?: { ms: number; usableMs?: number; completeMs?: number; toUsable?: Record<string, number> };
   storedChunkBytes?: number;
   storedDeltaBytes?: number;
 }
@@ -100,11 +102,14 @@ export function forksMarkdown(r: ForksResults): string {
       const opened = stats(d.forks.map((x) => x.restoreMs));
       const usable = stats(d.forks.flatMap((x) => (x.usableMs === undefined ? [] : [x.usableMs])));
       out.push(`| fork opened writable (lazy-overlay-restore of the parent): usable; complete — medians of ${d.forks.length} | ${s(usable.median)} s; ${s(opened.median)} s |`);
+      const parts = medianParts(d.forks.flatMap((x) => (x.toUsable ? [x.toUsable] : [])));
+      if (parts) out.push(`| … of which (ms, medians) | ${parts} |`);
       out.push(`| fork backup (overlay-delta) after a ${mb(r.changeBytes)} MB change: uploaded, median (min–max) | ${mb(up.median)} MB (${mb(up.min)}–${mb(up.max)}) |`);
       out.push(`| fork backup (overlay-delta): POST → complete, median (min–max) | ${s(t.median)} s (${s(t.min)}–${s(t.max)}) |`);
       out.push(`| … where its time went, medians: ${STEPS.join(" / ")}; outside the steps (the run's start, step bookkeeping, polling) | ${forkSteps(d.forks)} |`);
       if (d.wholeFork) out.push(`| the first fork backed up whole instead (squashfs-chunked: image rebuilt, new chunks only) | ${mb(d.wholeFork.uploadedBytes)} MB (${d.wholeFork.uploadedChunks}/${d.wholeFork.distinct} chunks) in ${s(d.wholeFork.ms)} s |`);
       if (d.forkRestore) out.push(`| the first fork's delta restored into a fresh sandbox (lazy-overlay-restore): usable; complete | ${s(d.forkRestore.usableMs)} s; ${s(d.forkRestore.ms)} s |`);
+      if (d.forkRestore?.toUsable) out.push(`| … of which (ms) | ${medianParts([d.forkRestore.toUsable])} |`);
       const n = d.forks.length + 1;
       const stored = d.storedChunkBytes === undefined ? undefined : d.storedChunkBytes + (d.storedDeltaBytes ?? 0);
       out.push(`| stored after the parent and ${d.forks.length} forks: chunks + delta archives | ${mb(d.storedChunkBytes)} + ${mb(d.storedDeltaBytes)} = ${mb(stored)} MB |`);
@@ -129,4 +134,11 @@ export function forksMarkdown(r: ForksResults): string {
   }
   if (r.errors.length) out.push("## Failures", "", ...r.errors.map((e) => `- ${e.replace(/\n/g, " ")}`), "");
   return out.join("\n");
+}
+
+/** "probe 34, transfer 11, …": each part's median over the runs that report it. */
+function medianParts(runs: Record<string, number>[]): string | undefined {
+  const keys = [...new Set(runs.flatMap((r) => Object.keys(r)))];
+  if (!keys.length) return undefined;
+  return keys.map((k) => `${k.replace(/Ms$/, "")} ${stats(runs.flatMap((r) => (r[k] === undefined ? [] : [r[k]!]))).median}`).join(", ");
 }
