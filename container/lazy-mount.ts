@@ -208,7 +208,9 @@ async function mountImageFromHelper(registry: MountRegistry, sandboxId: string, 
  * `work` (it died with an agent): the caller then mounts from scratch.
  */
 export async function remountLazyImage(registry: MountRegistry, sandboxId: string, r: LazyImageMountRequest): Promise<{ ms: number; how: "mount-kernel" | "mount-fuse"; mounted: MountEntry }> {
-  const fuseDir = lazyFiles(r.work).fuse;
+  // Canonical, as the registry and mountinfo hold it (prepareTarget): a sandbox root reached through a symlink
+  // would otherwise never match, and every swap would mount from scratch.
+  const fuseDir = await realpath(lazyFiles(r.work).fuse).catch(() => lazyFiles(r.work).fuse);
   const serving = registry.records(sandboxId).some((m) => m.hostPath === fuseDir) && (await readMountinfo()).some((m) => m.mountPoint === fuseDir && m.fstype.startsWith("fuse"));
   if (!serving) throw new AgentError("not_found", `work: no lazy mount's helper serves at ${r.workPath}`, "work");
   return mountImageFromHelper(registry, sandboxId, r);
