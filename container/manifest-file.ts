@@ -10,7 +10,7 @@ import type { z } from "zod";
 import { AgentError } from "./agent-error.ts";
 import { applyLayer } from "./manifest-layer.ts";
 import { checkUrl } from "./presigned.ts";
-import { LayerManifestSchema, ManifestSchema, type Manifest } from "./protocol.ts";
+import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest } from "./protocol.ts";
 
 type Stored = { url: string; sha256?: string };
 /** A layer (version 2) names its base's manifest beside it: the tree's manifest is the base with the layer applied. */
@@ -48,6 +48,18 @@ function parsed<T extends z.ZodType>(schema: T, json: unknown, field: string): z
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   throw new AgentError("bad_request", `${field}: not a manifest (${issue.path.join(".")}: ${issue.message})`, field);
+}
+
+/** A stored layer manifest (version 2), validated; undefined for a whole-tree manifest (an overlay delta from before layers). */
+export async function loadLayerManifest(source: Stored, field: string): Promise<LayerManifest | undefined> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readText(source, field));
+  } catch (e) {
+    if (e instanceof AgentError) throw e;
+    throw new AgentError("bad_request", `${field}: not a JSON manifest`, field);
+  }
+  return (json as { version?: unknown } | null)?.version === 2 ? parsed(LayerManifestSchema, json, field) : undefined;
 }
 
 /** Reads and validates a manifest, applying a layer to its base; `field` names the request field in errors. */

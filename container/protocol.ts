@@ -436,6 +436,8 @@ export type DownloadRangedBody = z.infer<typeof DownloadRangedBody>;
 //   POST   /v1/materialize  MaterializeBody  an image file → a directory: extracted, or mounted read-only
 //                                            (kernel, or FUSE) → {ms, bytes, mounted?}
 //   POST   /v1/overlay      OverlayBody      a writable overlay over `lower` mounted at `path` → {upper, work, ms, mounted}
+//   POST   /v1/overlay/opaque OverlayOpaqueBody  mark a restored upper's opaque directories, as its layer
+//                                            manifest lists them → {marked, ms}
 //   GET    /v1/mounts                        the sandbox's mounts made through the agent → {mounts: MountEntry[]}
 //   DELETE /v1/mounts?path=                  unmount (overlays on top of it first) → {unmounted: paths}
 // A mount needs an empty or missing `path`. DELETE /v1/sandbox unmounts the sandbox's mounts before deleting.
@@ -457,6 +459,12 @@ export const OverlayBody = z.object({
    *  `${upper}.work`. Without it the overlay gets a fresh, empty layer under /snapflow/overlays/. */
   upper: z.string().optional(),
 });
+
+/**
+ * A restored overlay delta's upper directory, and its layer manifest (the snapshot's, over a presigned GET, checked
+ * against the record's SHA-256): tar does not carry overlayfs' opaque mark, the manifest lists the directories that had it.
+ */
+export const OverlayOpaqueBody = z.object({ upper: z.string(), layer: StoredManifest }).strict();
 
 /** A mount made through the agent, as GET /v1/mounts lists it (sandbox paths throughout). */
 export interface MountEntry {

@@ -1,12 +1,14 @@
 // Routes for filesystem images and what is mounted from them: build a squashfs/erofs image from a tree,
 // materialize an image (check it, then extract it or mount it with the kernel or squashfuse), lay a writable
-// overlay over a mounted lower dir, list this sandbox's mounts and unmount one. Mounts are recorded in the
-// agent's registry so a sandbox's mounts can be listed and undone in order.
+// overlay over a mounted lower dir (and mark a restored upper's opaque directories), list this sandbox's mounts
+// and unmount one. Mounts are recorded in the agent's registry so a sandbox's mounts can be listed and undone in
+// order.
 import { createHash } from "node:crypto";
 import { checkImage, extractImage, makeImage } from "../images.ts";
 import { makeImageWithManifest } from "../image-with-manifest.ts";
 import { extractSafely } from "../safe-extract.ts";
 import { listMounts, mountImage, mountOverlay, unmountPath } from "../mounts.ts";
+import { markOpaqueDirs } from "../overlay-opaque.ts";
 import * as P from "../protocol.ts";
 import { overlayLayer } from "../sandbox-layout.ts";
 import { checkSandboxPath } from "../sandbox-paths.ts";
@@ -53,6 +55,11 @@ export const imageRoutes: Routes = {
       keepUpper: body.upper !== undefined,
     });
     return { upper: upperPath, work: workPath, ms: Math.round(performance.now() - started), mounted };
+  },
+
+  "POST /v1/overlay/opaque": async (c) => {
+    const body = await c.json(P.OverlayOpaqueBody);
+    return markOpaqueDirs(await existingDir(await c.path(body.upper, "upper"), "upper"), body.layer);
   },
 
   "GET /v1/mounts": async (c) => ({ mounts: await listMounts(c.agent.mounts, c.sandboxId) }),

@@ -12,7 +12,7 @@ import { SnapflowError } from "../errors.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
-import { readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
+import { manifestKey, readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
 import { archiveFamily, formatName } from "../strategies/registry.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { Layer } from "./restore-params.ts";
@@ -53,7 +53,7 @@ export const overlayPlan: RestorePlan = {
     return { snapshot: { id, format, archive, manifest }, layers };
   },
 
-  async transfer({ d, p, agent }, { layers }) {
+  async transfer({ d, p, agent }, { layers, snapshot }) {
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
     const url = (l: Layer) => d.presigner.url(l.archive.key, "GET");
@@ -68,7 +68,10 @@ export const overlayPlan: RestorePlan = {
       const want = layers[i]!.archive;
       if (g.bytes !== want.bytes || g.sha256 !== want.sha256) throw new SnapflowError("transfer_damaged", `archive of ${layers[i]!.id} arrived damaged: sha256 ${g.sha256}, expected ${want.sha256}`);
     });
-    return { ms: since(t), bytes: got.reduce((n, g) => n + g.bytes, 0), layers: layers.length };
+    // The upper's opaque directories (deleted and made again in the fork) lost overlayfs' mark in tar: the layer
+    // manifest lists them, and the agent marks them again before anything mounts the upper.
+    const opaque = upper && snapshot.manifest.layerOf ? await agent.markOpaque({ upper: where.upper, layer: { url: await d.presigner.url(manifestKey(snapshot.id), "GET"), ...(snapshot.manifest.sha256 ? { sha256: snapshot.manifest.sha256 } : {}) } }) : undefined;
+    return { ms: since(t), bytes: got.reduce((n, g) => n + g.bytes, 0), layers: layers.length, ...(opaque ? { opaque: opaque.marked } : {}) };
   },
 
   async materialize(c, { layers, swap }) {

@@ -219,6 +219,10 @@ export class AgentClient {
   mountOverlay(body: z.input<typeof P.OverlayBody>) {
     return this.json<{ upper: string; work: string; ms: number; mounted: P.MountEntry }>("mount overlay", "/v1/overlay", body);
   }
+  /** Marks a restored overlay upper's opaque directories, as its layer manifest lists them (tar drops the mark). */
+  markOpaque(body: z.input<typeof P.OverlayOpaqueBody>) {
+    return this.json<{ marked: number; ms: number }>("mark opaque directories", "/v1/overlay/opaque", body);
+  }
   mounts() {
     return this.json<{ mounts: P.MountEntry[] }>("list mounts", "/v1/mounts", undefined, "GET", "short");
   }

@@ -222,7 +222,7 @@ describe("squashfs-chunked → lazy restores", () => {
     expect(wrong.json.error.message).toContain("lazy-overlay-restore");
   });
 
-  it("a fork's manifest is a layer over its parent's, bound to its hash: a deleted directory restores, an overlay delta from before layers still restores, a layer changed in the store fails the restore", async () => {
+  it("a fork's manifest is a layer over its parent's, bound to its hash: a deleted directory restores, and one deleted and made again (opaque), an overlay delta from before layers still restores, a layer changed in the store fails the restore", async () => {
     const src = sandbox("src");
     await severalChunks(src, 41);
     const parent = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
@@ -266,14 +266,21 @@ describe("squashfs-chunked → lazy restores", () => {
     expect(tampered.error).toMatch(`its snapshot's record says ${childRecord.manifest.sha256}`);
 
     // A directory deleted and made again is opaque over the lower one: the layer says so, and the totals count
-    // none of what it hid. (Not restored here: tar does not carry the upper's opaque mark, so the old contents
-    // would show through and the restore's walk would refuse the tree; see README, Forks.)
+    // none of what it hid. tar does not carry the upper's opaque mark; the restore marks it again from the layer
+    // manifest, so the parent's old contents stay hidden and the tree is the fork's.
     await agent(fork, "DELETE", `/v1/files?path=${encodeURIComponent(`${APP}/${remade}`)}`);
     await putFile(fork, `${APP}/${remade}/index.js`, "module.exports = 'remade';\n");
     const remadeTree = await manifest(fork);
-    const second = await record((await run("backup", { sandboxId: fork, path: APP, strategy: "overlay-delta", baseSnapshotId: parent.snapshotId })).snapshotId);
+    const secondRun = await run("backup", { sandboxId: fork, path: APP, strategy: "overlay-delta", baseSnapshotId: parent.snapshotId });
+    const second = await record(secondRun.snapshotId);
     expect(second.manifest).toMatchObject(remadeTree.totals);
     expect(await getJson<any>(d.store, second.manifest.key)).toMatchObject({ removed: [deleted], opaque: [remade] });
+    for (const strategy of ["lazy-overlay-restore"]) {
+      const back = sandbox("dst");
+      const restored = await run("restore", { snapshotId: secondRun.snapshotId, sandboxId: back, path: APP, strategy });
+      expect(restored.steps.transfer.opaque, strategy).toBe(1);
+      expect((await manifest(back)).entries, strategy).toEqual(remadeTree.entries);
+    }
   });
 
   it("a store that stalls mid-prefetch is abandoned after the silence bound and asked again: the restore completes, every chunk verified", async () => {

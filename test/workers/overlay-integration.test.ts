@@ -33,6 +33,11 @@ it("overlay-restore gives a writable workspace; overlay-delta keeps only its cha
   await put(work, "/workspace/app/new/added.txt", "added in the overlay\n");
   await put(work, "/workspace/app/plain.txt", "edited in the overlay\n");
   await agent(work, "DELETE", `/v1/files?path=${encodeURIComponent("/workspace/app/read-only.txt")}`);
+  // A directory deleted and made again: opaque in the upper, a mark tar does not carry (the restore sets it again).
+  const before = (await manifest(work)).entries;
+  const remade = before.find((e: any) => e.type === "dir" && !e.path.includes("/") && before.some((x: any) => x.path.startsWith(`${e.path}/`))).path;
+  await agent(work, "DELETE", `/v1/files?path=${encodeURIComponent(`/workspace/app/${remade}`)}`);
+  await put(work, `/workspace/app/${remade}/again.txt`, "made again in the overlay\n");
   const expected = await manifest(work);
   expect(expected.entries.map((e: any) => e.path)).not.toContain("read-only.txt");
 
@@ -44,6 +49,7 @@ it("overlay-restore gives a writable workspace; overlay-delta keeps only its cha
 
   const restored = await run("restore", { snapshotId: delta.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "overlay-restore" });
   expect(restored.steps.transfer.layers).toBe(2);
+  expect(restored.steps.transfer.opaque).toBe(1);
   expect((await manifest(dst)).entries).toEqual(expected.entries);
 
   // The API lists the restore's mounts and takes them down (the overlay with its lower).

@@ -24,7 +24,7 @@
 // Subcommands: chunk (index an image), upload (PUT chunks), mount (serve the image lazily), verify (check chunks).
 // Two more serve every restore, lazy or not, because Node has no openat2: merge (move an extracted layer into its
 // target) and remove (apply a delta's deletions), both by directory descriptors that never follow a symlink
-// (internal/beneath).
+// (internal/beneath); opaque, the same way, marks a restored overlay upper's opaque directories.
 package main
 
 import (
@@ -39,6 +39,7 @@ const usage = `usage:
   snapflow-lazy verify --index FILE (--cache DIR | --image FILE)
   snapflow-lazy merge  --staging DIR --target DIR --extracted-at MS [--keep-owners]   {"moved"} to stdout
   snapflow-lazy remove --root DIR  < NUL-separated relative entries                  {"removed","skipped"} to stdout
+  snapflow-lazy opaque --root DIR  < NUL-separated relative directories              {"marked"} to stdout
 `
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 		"verify": verifyCmd,
 		"merge":  mergeCmd,
 		"remove": removeCmd,
+		"opaque": opaqueCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {

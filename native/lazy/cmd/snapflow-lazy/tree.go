@@ -72,3 +72,34 @@ func removeCmd(args []string) error {
 	}
 	return printJSON(out)
 }
+
+// opaqueCmd sets overlayfs' opaque mark on the NUL-separated relative directories on stdin below --root (a restored
+// overlay upper; see beneath.MarkOpaque); answers {"marked": N}.
+func opaqueCmd(args []string) error {
+	fs := newFlags("opaque")
+	root := fs.String("root", "", "the upper directory the dirs are below")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := required(fs, "root"); err != nil {
+		return err
+	}
+	list, err := io.ReadAll(bufio.NewReader(os.Stdin))
+	if err != nil {
+		return err
+	}
+	dirs := []string{}
+	if len(list) > 0 {
+		dirs = strings.Split(strings.TrimSuffix(string(list), "\x00"), "\x00")
+	}
+	dir, err := beneath.OpenRoot(*root)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	marked, err := beneath.MarkOpaque(dir, dirs)
+	if err != nil {
+		return err
+	}
+	return printJSON(map[string]int{"marked": marked})
+}

@@ -137,3 +137,46 @@ func TestOpenDirBeneathRefusesSymlinksOnTheWay(t *testing.T) {
 		t.Fatal("the component walk opened through a symlink")
 	}
 }
+
+func TestMarkOpaqueMarksDirectoriesAndRefusesSymlinksAndStrangers(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{"a/b", "c"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if n, err := MarkOpaque(fd, []string{"a/b", "c"}); err != nil || n != 2 {
+		t.Fatalf("marked %d: %v", n, err)
+	}
+	buf := make([]byte, 8)
+	for _, d := range []string{"a/b", "c"} {
+		n, err := unix.Lgetxattr(filepath.Join(root, d), OpaqueXattr, buf)
+		if err != nil || string(buf[:n]) != "y" {
+			t.Fatalf("%s: %q %v", d, buf[:n], err)
+		}
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(root, "a"), OpaqueXattr, buf); err == nil {
+		t.Fatal("a was marked too")
+	}
+	// Through a symlink: refused, and nothing outside marked.
+	if _, err := MarkOpaque(fd, []string{"link"}); err == nil {
+		t.Fatal("a symlink was followed")
+	}
+	if _, err := unix.Lgetxattr(outside, OpaqueXattr, buf); err == nil {
+		t.Fatal("the symlink's target was marked")
+	}
+	for _, bad := range []string{"missing", "../x", "/abs", ""} {
+		if _, err := MarkOpaque(fd, []string{bad}); err == nil {
+			t.Fatalf("%q was accepted", bad)
+		}
+	}
+}
