@@ -80,6 +80,10 @@ export const overlayPlan: RestorePlan = {
     const where = sandboxPaths.overlay(p.restoreId);
     const base = layers[0]!;
     if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is not squashfs`);
+    const lazy = sandboxPaths.lazy(p.restoreId);
+    // The first URLs are signed (in the Worker) while the agent clears the way: the two do not wait for each other.
+    const signing = isChunked(base) ? urlsBeforeMount(c, base.id) : undefined;
+    signing?.catch(() => {}); // awaited below; a failure must not go unhandled while the agent calls run
     // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower).
     await agent.unmount(where.lower).catch(() => {});
     await agent.deleteFile(swap.staged);
@@ -87,11 +91,10 @@ export const overlayPlan: RestorePlan = {
     // plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
     if (layers.length === 1) await agent.deleteFile(where.upper);
     let baseMountMs: number;
-    if (isChunked(base)) {
+    if (signing) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
-      const lazy = sandboxPaths.lazy(p.restoreId);
       await agent.unmount(`${lazy.work}/fuse`).catch(() => {});
-      const { urls, moreUrls } = await urlsBeforeMount(c, base.id);
+      const { urls, moreUrls } = await signing;
       baseMountMs = (await agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH })).ms;
     } else {
       baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
