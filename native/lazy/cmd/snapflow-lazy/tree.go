@@ -45,39 +45,25 @@ func mergeCmd(args []string) error {
 // removeCmd removes the NUL-separated relative entries on stdin below --root (a delta's deletions, which can be
 // many and hold any byte but NUL: never argv); answers {"removed": N, "skipped": [...]}.
 func removeCmd(args []string) error {
-	fs := newFlags("remove")
-	root := fs.String("root", "", "the tree the entries are below")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := required(fs, "root"); err != nil {
-		return err
-	}
-	list, err := io.ReadAll(bufio.NewReader(os.Stdin))
-	if err != nil {
-		return err
-	}
-	entries := []string{}
-	if len(list) > 0 {
-		entries = strings.Split(strings.TrimSuffix(string(list), "\x00"), "\x00")
-	}
-	dir, err := beneath.OpenRoot(*root)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dir)
-	out, err := beneath.Remove(dir, entries)
-	if err != nil {
-		return err
-	}
-	return printJSON(out)
+	return namesBelowRoot("remove", args, "the tree the entries are below", func(root int, entries []string) (any, error) {
+		return beneath.Remove(root, entries)
+	})
 }
 
 // opaqueCmd sets overlayfs' opaque mark on the NUL-separated relative directories on stdin below --root (a restored
 // overlay upper; see beneath.MarkOpaque); answers {"marked": N}.
 func opaqueCmd(args []string) error {
-	fs := newFlags("opaque")
-	root := fs.String("root", "", "the upper directory the dirs are below")
+	return namesBelowRoot("opaque", args, "the upper directory the dirs are below", func(root int, dirs []string) (any, error) {
+		marked, err := beneath.MarkOpaque(root, dirs)
+		return map[string]int{"marked": marked}, err
+	})
+}
+
+// namesBelowRoot runs a subcommand that takes --root and a NUL-separated list of relative names on stdin, with the
+// root held open as a descriptor, and prints what it answers.
+func namesBelowRoot(name string, args []string, rootHelp string, run func(root int, names []string) (any, error)) error {
+	fs := newFlags(name)
+	root := fs.String("root", "", rootHelp)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -88,18 +74,18 @@ func opaqueCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	dirs := []string{}
+	names := []string{}
 	if len(list) > 0 {
-		dirs = strings.Split(strings.TrimSuffix(string(list), "\x00"), "\x00")
+		names = strings.Split(strings.TrimSuffix(string(list), "\x00"), "\x00")
 	}
 	dir, err := beneath.OpenRoot(*root)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(dir)
-	marked, err := beneath.MarkOpaque(dir, dirs)
+	out, err := run(dir, names)
 	if err != nil {
 		return err
 	}
-	return printJSON(map[string]int{"marked": marked})
+	return printJSON(out)
 }
