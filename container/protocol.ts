@@ -34,7 +34,7 @@
 //   POST   /v1/upload       UploadBody     PUT a file in the sandbox to a presigned URL
 //   POST   /v1/download     DownloadBody   GET a presigned URL into a file, or piped into the extractor
 //   POST   /v1/swap/plan    SwapBody       a restore's swap: where its new tree is built beside the target (journal)
-//   POST   /v1/swap/in      SwapBody       the verified new tree to the target, the old one kept beside it
+//   POST   /v1/swap/in      SwapInBody     the verified new tree to the target, the old one kept beside it
 //   POST   /v1/swap/commit  SwapBody       the restore is recorded: remove the old tree
 //   POST   /v1/swap/rollback SwapBody      put the target back exactly as it was, remove the new tree
 //   GET    /v1/swap?        SwapBody       a swap's journal ({state: "none"} when there is none)
@@ -615,6 +615,12 @@ export const SwapBody = z.object({
   target: z.string(),
   id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a restore id is 1–128 of A-Z, a-z, 0-9, '.', '_' and '-'"),
 });
+
+/**
+ * `mountedAfter`: nothing is built beside the target, because the tree is a mount laid at the target after the swap
+ * (an overlay over a lazy base, whose verify runs there anyway): an empty directory goes in for it to cover.
+ */
+export const SwapInBody = SwapBody.extend({ mountedAfter: z.boolean().optional() });
 
 /** A swap's journal (tree-swap.ts): how far the swap of a restore's new tree into its target got. */
 export type SwapState = "staging" | "swapping" | "swapped" | "committed";

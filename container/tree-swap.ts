@@ -76,12 +76,14 @@ export async function planSwap(site: SwapSite): Promise<SwapJournal> {
 }
 
 /** Puts the staged tree at the target and keeps the old one at `old`. Repeatable: it continues from the journal. */
-export async function swapIn(site: SwapSite): Promise<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }> {
+export async function swapIn(site: SwapSite, o: { mountedAfter?: boolean } = {}): Promise<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }> {
   const started = performance.now();
   let j = await readJournal(site.host.journal);
   if (!j) throw new AgentError("not_found", `restore ${site.id} has no swap planned for ${site.target} (its probe plans one)`, "id");
   const { host } = site;
   if (j.state === "staging") {
+    // A tree mounted at the target after the swap has nothing beside it: an empty directory goes in for the mount.
+    if (o.mountedAfter) await mkdir(host.staged, { recursive: true });
     if (!(await exists(host.staged))) throw new AgentError("not_found", `restore ${site.id}: nothing was built at ${site.staged} to swap in`, "id");
     j = { ...j, state: "swapping", hadTarget: await exists(host.target) };
     await writeJournal(host.journal, j);

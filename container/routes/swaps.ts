@@ -12,7 +12,10 @@ const siteOf = async (c: Ctx) => swapSite(c, await c.json(P.SwapBody));
 
 export const swapRoutes: Routes = {
   "POST /v1/swap/plan": async (c) => planSwap(await siteOf(c)),
-  "POST /v1/swap/in": async (c) => swapIn(await siteOf(c)),
+  "POST /v1/swap/in": async (c) => {
+    const body = await c.json(P.SwapInBody);
+    return swapIn(await swapSite(c, body), { mountedAfter: body.mountedAfter });
+  },
   "POST /v1/swap/commit": async (c) => commitSwap(await siteOf(c)),
   "POST /v1/swap/rollback": async (c) => rollbackSwap(await siteOf(c)),
   "GET /v1/swap": async (c) => {

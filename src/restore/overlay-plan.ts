@@ -99,17 +99,21 @@ export const overlayPlan: RestorePlan = {
     } else {
       baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
     }
+    // A lazy base's tree is checked at the target (verify below), so its overlay is laid there by the swap, once;
+    // a downloaded base's overlay goes beside the target, where verify checks it before the swap.
+    if (signing) return { ms: since(t), bytes: 0, baseMountMs, upper: where.upper, overlay: "at the target, in the swap", lazy: true };
     const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
-    return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper, ...(isChunked(base) ? { lazy: true } : {}) };
+    return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper };
   },
 
-  async swapIn(c, { swap }) {
+  async swapIn(c, { swap, layers }) {
     const { p, agent } = c;
     const where = sandboxPaths.overlay(p.restoreId);
     // A mount point cannot be renamed: the overlay is taken down beside the target (its lower and upper stay) and
-    // laid again at the target over the same layers.
+    // laid again at the target over the same layers. Over a lazy base it was never beside the target: an empty
+    // directory is swapped in for it.
     await agent.unmount(swap.staged).catch(() => {});
-    const swapped = await agent.swapIn(p.path, p.restoreId);
+    const swapped = await agent.swapIn(p.path, p.restoreId, { mountedAfter: isChunked(layers[0]!) });
     if (!(await ownOverlayAt(c))) await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
     return swapped;
   },

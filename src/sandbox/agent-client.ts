@@ -257,8 +257,9 @@ export class AgentClient {
   planSwap(target: string, id: string) {
     return this.json<SwapJournal>("plan the swap", "/v1/swap/plan", { target, id }, "POST", "short");
   }
-  swapIn(target: string, id: string) {
-    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }>("swap the new tree in", "/v1/swap/in", { target, id }, "POST", "short");
+  /** `mountedAfter`: the tree is mounted at the target after the swap, nothing was built beside it (SwapInBody). */
+  swapIn(target: string, id: string, o: { mountedAfter?: boolean } = {}) {
+    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }>("swap the new tree in", "/v1/swap/in", { target, id, ...o }, "POST", "short");
   }
   commitSwap(target: string, id: string) {
     return this.json<{ committed: boolean; removedOld: boolean }>("commit the swap", "/v1/swap/commit", { target, id }, "POST", "short");
