@@ -167,6 +167,12 @@ export interface OverlayMountRequest {
 
 /** Mounts a writable overlay over `lower` (a fresh upper unless keepUpper, always a fresh work dir), and registers it. */
 export async function mountOverlay(registry: MountRegistry, sandboxId: string, r: OverlayMountRequest): Promise<MountEntry> {
+  // The same overlay over a kept upper already at `dir` (a retried step made it) is answered as made, not stacked
+  // again: the caller need not ask first what is mounted there.
+  if (r.keepUpper) {
+    const same = await sameOverlayAt(registry, sandboxId, r);
+    if (same) return same;
+  }
   if (!(await lstat(r.lower).catch(() => null))?.isDirectory()) throw new AgentError("not_found", "lower: no directory there", "lower");
   const tool = r.how === "kernel" ? (await requireKernelFs("overlay"), "mount") : await requireFuse(["fuse-overlayfs"], "a FUSE overlay");
   const lower = checkOverlayPath(await realpath(r.lower), "lower");
@@ -187,6 +193,13 @@ export async function mountOverlay(registry: MountRegistry, sandboxId: string, r
   };
   registry.add(sandboxId, { entry, hostPath, hostSources: [lower, upper, work], fuse: r.how === "fuse" });
   return entry;
+}
+
+async function sameOverlayAt(registry: MountRegistry, sandboxId: string, r: OverlayMountRequest): Promise<MountEntry | undefined> {
+  const hostPath = await realpath(r.dir).catch(() => null);
+  if (!hostPath) return undefined;
+  const record = registry.records(sandboxId).find((m) => m.hostPath === hostPath && m.entry.kind === "overlay" && m.entry.source === r.lowerPath && m.entry.upper === r.upperPath);
+  return record && (await readMountinfo()).some((m) => m.mountPoint === hostPath) ? record.entry : undefined;
 }
 
 // ---- listing and unmounting ----

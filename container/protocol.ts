@@ -440,6 +440,9 @@ export type DownloadRangedBody = z.infer<typeof DownloadRangedBody>;
 //                                            manifest lists them → {marked, ms}
 //   GET    /v1/mounts                        the sandbox's mounts made through the agent → {mounts: MountEntry[]}
 //   DELETE /v1/mounts?path=                  unmount (overlays on top of it first) → {unmounted: paths}
+//   POST   /v1/clear        ClearBody        unmount what is mounted at each of `unmount` (nothing there is fine),
+//                                            then delete each of `remove`: a retry's way cleared in one call
+//                                            → {unmounted: paths, removed: number, ms}
 // A mount needs an empty or missing `path`. DELETE /v1/sandbox unmounts the sandbox's mounts before deleting.
 
 export const ImageBody = z.object({
@@ -465,6 +468,9 @@ export const OverlayBody = z.object({
  * against the record's SHA-256): tar does not carry overlayfs' opaque mark, the manifest lists the directories that had it.
  */
 export const OverlayOpaqueBody = z.object({ upper: z.string(), layer: StoredManifest }).strict();
+
+/** Paths to clear before a mount is made again: unmounted in the order given, then deleted (never through a mount). */
+export const ClearBody = z.object({ unmount: z.array(z.string()).max(16).default([]), remove: z.array(z.string()).max(16).default([]) }).strict();
 
 /** A mount made through the agent, as GET /v1/mounts lists it (sandbox paths throughout). */
 export interface MountEntry {

@@ -4,6 +4,9 @@
 // and unmount one. Mounts are recorded in the agent's registry so a sandbox's mounts can be listed and undone in
 // order.
 import { createHash } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { AgentError } from "../agent-error.ts";
+import { refuseIfMounted } from "../mount-guard.ts";
 import { checkImage, extractImage, makeImage } from "../images.ts";
 import { makeImageWithManifest } from "../image-with-manifest.ts";
 import { extractSafely } from "../safe-extract.ts";
@@ -68,5 +71,28 @@ export const imageRoutes: Routes = {
     const value = c.url.searchParams.get("path");
     const dir = await c.path(value, "path");
     return { unmounted: await unmountPath(c.agent.mounts, c.sandboxId, dir, checkSandboxPath(value, "path")) };
+  },
+
+  // A retried step clears what its earlier attempt may have left (mounts, then files) in one round trip rather
+  // than one per path: on the first attempt there is nothing to clear, and each call costs the step its latency.
+  "POST /v1/clear": async (c) => {
+    const started = performance.now();
+    const body = await c.json(P.ClearBody);
+    const unmounted: string[] = [];
+    for (const [i, value] of body.unmount.entries()) {
+      const field = `unmount[${i}]`;
+      const done = await unmountPath(c.agent.mounts, c.sandboxId, await c.path(value, field), checkSandboxPath(value, field)).catch((e: unknown) => {
+        if (e instanceof AgentError && e.code === "not_found") return [];
+        throw e;
+      });
+      unmounted.push(...done);
+    }
+    for (const [i, value] of body.remove.entries()) {
+      const field = `remove[${i}]`;
+      const target = await c.path(value, field);
+      await refuseIfMounted(target, field, c.root.hostRoot, c.agent.mounts, c.sandboxId);
+      await rm(target, { recursive: true, force: true });
+    }
+    return { unmounted, removed: body.remove.length, ms: Math.round(performance.now() - started) };
   },
 };

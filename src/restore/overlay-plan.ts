@@ -84,16 +84,13 @@ export const overlayPlan: RestorePlan = {
     // The first URLs are signed (in the Worker) while the agent clears the way: the two do not wait for each other.
     const signing = isChunked(base) ? urlsBeforeMount(c, base.id) : undefined;
     signing?.catch(() => {}); // awaited below; a failure must not go unhandled while the agent calls run
-    // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower).
-    await agent.unmount(where.lower).catch(() => {});
-    await agent.deleteFile(swap.staged);
-    // The upper layer is this restore's own (it follows the overlay from beside the target to the target): a
-    // plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
-    if (layers.length === 1) await agent.deleteFile(where.upper);
+    // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower, the lower
+    // with a lazy base's FUSE file), in one call. The upper layer is this restore's own (it follows the overlay
+    // to the target): a plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
+    await agent.clear({ unmount: [where.lower, `${lazy.work}/fuse`], remove: [swap.staged, ...(layers.length === 1 ? [where.upper] : [])] });
     let baseMountMs: number;
     if (signing) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
-      await agent.unmount(`${lazy.work}/fuse`).catch(() => {});
       const { urls, moreUrls } = await signing;
       baseMountMs = (await agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH })).ms;
     } else {
@@ -111,10 +108,11 @@ export const overlayPlan: RestorePlan = {
     const where = sandboxPaths.overlay(p.restoreId);
     // A mount point cannot be renamed: the overlay is taken down beside the target (its lower and upper stay) and
     // laid again at the target over the same layers. Over a lazy base it was never beside the target: an empty
-    // directory is swapped in for it.
-    await agent.unmount(swap.staged).catch(() => {});
-    const swapped = await agent.swapIn(p.path, p.restoreId, { mountedAfter: isChunked(layers[0]!) });
-    if (!(await ownOverlayAt(c))) await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
+    // directory is swapped in for it. The agent answers a retry's overlay, already at the target, as made.
+    const lazyBase = isChunked(layers[0]!);
+    if (!lazyBase) await agent.unmount(swap.staged).catch(() => {});
+    const swapped = await agent.swapIn(p.path, p.restoreId, { mountedAfter: lazyBase });
+    await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
     return swapped;
   },
 

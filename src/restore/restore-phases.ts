@@ -83,9 +83,14 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   // A plan that left work running (a lazy mount's prefetch) wraps the check: it waits for that work too.
   const checked = journal.state === "staging" ? await (plan.verify ? plan.verify(c, probed, check) : check()) : { ms: 0, bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { by: "verified by an earlier attempt, before its swap" } };
   const swapped = await plan.swapIn(c, probed);
-  const after = plan.afterSwap ? await plan.afterSwap(c, probed, check) : {};
+  const swappedAt = Date.now();
+  const after: Record<string, unknown> = plan.afterSwap ? await plan.afterSwap(c, probed, check) : {};
   if (options.commit) await c.agent.commitSwap(p.path, p.restoreId);
-  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget, ...(swapped.remounted ? { remounted: swapped.remounted } : {}) };
+  // A tree usable once swapped in (a lazy mount): from the materialize step's start (the attempt that succeeded)
+  // to the tree answering at the target, the moment issue 10's "usable ≤ 0.1 s after materialize starts" times.
+  const materializeAt = steps.materialize?.startedAt;
+  const usableAfterMaterializeMs = after.usableMs !== undefined && typeof materializeAt === "number" ? swappedAt - materializeAt : undefined;
+  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget, ...(swapped.remounted ? { remounted: swapped.remounted } : {}), ...(usableAfterMaterializeMs !== undefined ? { usableAfterMaterializeMs } : {}) };
 }
 
 async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>, path: string): Promise<StepResult> {

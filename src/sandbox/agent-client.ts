@@ -229,6 +229,10 @@ export class AgentClient {
   unmount(path: string) {
     return this.json<{ unmounted: string[] }>("unmount", `/v1/mounts?${qs({ path })}`, undefined, "DELETE", "short");
   }
+  /** Unmounts what stands at each of `unmount` (nothing there is fine), then deletes each of `remove`: one call. */
+  clear(body: z.input<typeof P.ClearBody>) {
+    return this.json<{ unmounted: string[]; removed: number; ms: number }>("clear", "/v1/clear", body, "POST", "short");
+  }
   /** Cuts a staged image into content-addressed chunks; the index is also left at `output` for the upload. */
   indexChunks(body: z.input<typeof P.ChunkIndexBody>) {
     return this.json<{ index: P.ChunkIndex; ms: number }>("index chunks", "/v1/chunks/index", body);

@@ -290,6 +290,41 @@ describe("the mount registry", () => {
     expect(gone.body.error.field).toBe("path");
   });
 
+  it.skipIf(reason ?? noKernel("overlay"))(`POST /v1/clear takes down what a retry finds (dependants first, nothing there is fine), then deletes; the same overlay over a kept upper is not stacked twice${skipped(reason ?? noKernel("overlay"))}`, async () => {
+    const sb = fresh("clear");
+    await copyImage(SRC, "/snapflow/images/0.squashfs", sb);
+    expect((await json(call(sb, "POST", "/v1/materialize", { archive: "/snapflow/images/0.squashfs", path: "/workspace/base", format: SQUASHFS, how: "mount-fuse" }))).status).toBe(200);
+    await call(sb, "PUT", "/v1/files?path=/snapflow/layer/upper/kept.txt", new Uint8Array([107]));
+    const overlay = { lower: "/workspace/base", path: "/workspace/app", how: "kernel", upper: "/snapflow/layer/upper" };
+    const first = await json(call(sb, "POST", "/v1/overlay", overlay));
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    // Asked again (a retried step): the overlay standing there is the answer, one mount, the upper as it was.
+    const again = await json(call(sb, "POST", "/v1/overlay", overlay));
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.mounted).toEqual(first.body.mounted);
+    const root = join(sandboxesDir, sb);
+    expect(mountsBelow(root).map((m) => m.mountPoint)).toEqual([join(root, "workspace/base"), join(root, "workspace/app")]);
+    expect(readFileSync(join(root, "snapflow/layer/upper/kept.txt"), "utf8")).toBe("k");
+    // Without a kept upper it is a fresh layer each time: a second one over a mount point is refused, not stacked.
+    expect((await json(call(sb, "POST", "/v1/overlay", { ...overlay, upper: undefined }))).status).toBe(400);
+
+    // Clearing through a mount is refused before anything is deleted, naming the entry.
+    const refused = await json(call(sb, "POST", "/v1/clear", { remove: ["/snapflow/layer"] }));
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.field).toBe("remove[0]");
+    expect(existsSync(join(root, "snapflow/layer/upper/kept.txt"))).toBe(true);
+    // The base (the overlay on it first), a path with nothing mounted, then the files.
+    const cleared = await json(call(sb, "POST", "/v1/clear", { unmount: ["/workspace/base", "/workspace/nothing-here"], remove: ["/workspace/app", "/snapflow/layer"] }));
+    expect(cleared.status, JSON.stringify(cleared.body)).toBe(200);
+    expect(cleared.body).toMatchObject({ unmounted: ["/workspace/app", "/workspace/base"], removed: 2 });
+    expect(mountsBelow(root)).toEqual([]);
+    expect(existsSync(join(root, "workspace/app")) || existsSync(join(root, "snapflow/layer"))).toBe(false);
+    const escaping = await json(call(sb, "POST", "/v1/clear", { unmount: ["/workspace/../../etc"] }));
+    expect(escaping.status).toBe(400);
+    expect(escaping.body.error.field).toBe("unmount[0]");
+    await call(sb, "DELETE", "/v1/sandbox");
+  });
+
   it.skipIf(reason)(`DELETE /v1/sandbox unmounts everything (overlay first) and leaves nothing in mountinfo${skipped(reason)}`, async () => {
     const sb = fresh("drop");
     await copyImage(SRC, "/snapflow/images/0.squashfs", sb);

@@ -76,6 +76,9 @@ describe("squashfs-chunked → lazy restores", () => {
       const v = restored.steps.verify;
       expect(m.mountedMs).toBeGreaterThan(0);
       expect(v.usableMs).toBeGreaterThanOrEqual(m.mountedMs);
+      // From the materialize step's start to usable at the target: at least the materialize step, within the verify step's end.
+      expect(v.usableAfterMaterializeMs).toBeGreaterThanOrEqual(m.endedAt - m.startedAt);
+      expect(v.usableAfterMaterializeMs).toBeLessThanOrEqual(v.endedAt - m.startedAt);
       // The swap made the tree again at the target over the helper that kept running: no URL signed twice.
       expect(v.remounted).toBe("over what still ran");
       const stored = await getJson<any>(d.store, restoreRecordKey(restored.id));

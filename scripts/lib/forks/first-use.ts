@@ -38,6 +38,7 @@ export function toUsable(steps: Record<string, unknown>): Record<string, number>
   for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "baseMountMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
   const v = (steps.verify ?? {}) as Record<string, unknown>;
   if (typeof v.swapMs === "number") out.swapMs = v.swapMs;
+  if (typeof v.usableAfterMaterializeMs === "number") out.usableAfterMaterializeMs = v.usableAfterMaterializeMs;
   return out;
 }
 
