@@ -38,8 +38,9 @@ export interface LazyMountRequest {
   work: string;
   workPath: string;
   cache: string;
-  dir: string;
-  path: string;
+  /** where the image is mounted; none: only the FUSE file (remountLazyImage mounts the image later) */
+  dir?: string;
+  path?: string;
   urls: Record<string, string>;
   /** `urls` is a first part; addLazyUrls brings the rest */
   moreUrls?: boolean;
@@ -71,9 +72,9 @@ export interface LazyMountResult {
   readyMs: number;
   /** exec → ready line, as the agent saw it */
   fuseMs: number;
-  /** the image mount over the FUSE file */
+  /** the image mount over the FUSE file (0 and no `how` when none was asked for) */
   mountMs: number;
-  how: "mount-kernel" | "mount-fuse";
+  how?: "mount-kernel" | "mount-fuse";
   mounted: MountEntry[];
   /** sandbox path of the status file */
   status: string;
@@ -170,10 +171,10 @@ export async function mountLazy(registry: MountRegistry, sandboxId: string, r: L
     registry.add(sandboxId, { entry: lazyEntry, hostPath: fuseDir, hostSources: [await realpath(r.cache)], fuse: true, stop });
     registered = true;
 
-    const image = await mountImageFromHelper(registry, sandboxId, r);
+    const image = r.dir !== undefined && r.path !== undefined ? await mountImageFromHelper(registry, sandboxId, { ...r, dir: r.dir, path: r.path }) : undefined;
     return {
-      ms: Math.round(performance.now() - started), readyMs: ready.readyMs, fuseMs, mountMs: image.ms, how: image.how,
-      mounted: [lazyEntry, image.mounted], status: `${r.workPath}/status.json`, chunks: ready.chunks, local: ready.local,
+      ms: Math.round(performance.now() - started), readyMs: ready.readyMs, fuseMs, mountMs: image?.ms ?? 0, ...(image ? { how: image.how } : {}),
+      mounted: image ? [lazyEntry, image.mounted] : [lazyEntry], status: `${r.workPath}/status.json`, chunks: ready.chunks, local: ready.local,
     };
   } catch (e) {
     await stop().catch(() => {});
@@ -182,7 +183,7 @@ export async function mountLazy(registry: MountRegistry, sandboxId: string, r: L
   }
 }
 
-export type LazyImageMountRequest = Pick<LazyMountRequest, "work" | "workPath" | "dir" | "path" | "format">;
+export type LazyImageMountRequest = Pick<LazyMountRequest, "work" | "workPath" | "format"> & { dir: string; path: string };
 
 /** The image mounted read-only at `dir` from the helper's FUSE file (which must be serving). */
 async function mountImageFromHelper(registry: MountRegistry, sandboxId: string, r: LazyImageMountRequest): Promise<{ ms: number; how: "mount-kernel" | "mount-fuse"; mounted: MountEntry }> {
@@ -213,6 +214,10 @@ export async function remountLazyImage(registry: MountRegistry, sandboxId: strin
   const fuseDir = await realpath(lazyFiles(r.work).fuse).catch(() => lazyFiles(r.work).fuse);
   const serving = registry.records(sandboxId).some((m) => m.hostPath === fuseDir) && (await readMountinfo()).some((m) => m.mountPoint === fuseDir && m.fstype.startsWith("fuse"));
   if (!serving) throw new AgentError("not_found", `work: no lazy mount's helper serves at ${r.workPath}`, "work");
+  // Asked again (a retried swap): the image from this helper already at `dir` is the answer, not a second mount.
+  const at = await realpath(r.dir).catch(() => null);
+  const there = at ? registry.records(sandboxId).find((m) => m.hostPath === at && m.entry.kind === "image" && m.entry.source === `${r.workPath}/fuse/image`) : undefined;
+  if (there && (await readMountinfo()).some((m) => m.mountPoint === at)) return { ms: 0, how: there.entry.how as "mount-kernel" | "mount-fuse", mounted: there.entry };
   return mountImageFromHelper(registry, sandboxId, r);
 }
 

@@ -163,6 +163,8 @@ export interface OverlayMountRequest {
   how: "kernel" | "fuse";
   /** keep what the upper directory holds (a restored overlay delta); otherwise it starts empty */
   keepUpper?: boolean;
+  /** refuse (404, `lower`) a lower that is not a mount point */
+  lowerMounted?: boolean;
 }
 
 /** Mounts a writable overlay over `lower` (a fresh upper unless keepUpper, always a fresh work dir), and registers it. */
@@ -176,6 +178,7 @@ export async function mountOverlay(registry: MountRegistry, sandboxId: string, r
   if (!(await lstat(r.lower).catch(() => null))?.isDirectory()) throw new AgentError("not_found", "lower: no directory there", "lower");
   const tool = r.how === "kernel" ? (await requireKernelFs("overlay"), "mount") : await requireFuse(["fuse-overlayfs"], "a FUSE overlay");
   const lower = checkOverlayPath(await realpath(r.lower), "lower");
+  if (r.lowerMounted && !(await readMountinfo()).some((m) => m.mountPoint === lower)) throw new AgentError("not_found", "lower: nothing is mounted there any more", "lower");
   const hostPath = checkOverlayPath(await prepareTarget(r.dir, "path"), "path");
   // A fresh writable layer: whatever a previous overlay at this path left is not carried over.
   for (const d of r.keepUpper ? [r.work] : [r.upper, r.work]) {

@@ -461,6 +461,9 @@ export const OverlayBody = z.object({
   /** an upper directory that already holds a layer (a restored overlay delta), kept as it is; its work dir is
    *  `${upper}.work`. Without it the overlay gets a fresh, empty layer under /snapflow/overlays/. */
   upper: z.string().optional(),
+  /** the lower must be a mount point (a lazy image): once its mount is gone (an agent restart) the empty directory
+   *  left is refused with a 404 naming `lower`, never laid under the overlay */
+  lowerMounted: z.boolean().optional(),
 });
 
 /**
@@ -511,8 +514,9 @@ export interface MaterializeResult {
 //                                             read-only at `path` (kernel squashfs, or squashfuse), optionally under a
 //                                             writable overlay → {ms, readyMs, mounted, status}
 //   POST   /v1/lazy/urls      LazyUrlsBody     add URLs to a mount started with moreUrls (the last call says so) → {urls}
-//   POST   /v1/lazy/remount   LazyRemountBody  mount the image again at `path` from a helper that still serves
-//                                             (a swap took the first image mount down) → {ms, how, mounted}; 404 if none
+//   POST   /v1/lazy/remount   LazyRemountBody  mount the image at `path` from a helper that still serves (a mount
+//                                             started without a path, or a swap took the first image mount down)
+//                                             → {ms, how, mounted}; the image already there is the answer; 404 if no helper
 //   POST   /v1/lazy/wait      LazyWaitBody     wait until the mount's image is complete or its prefetch ended → LazyStatus
 // Mounts made here are listed and undone by GET/DELETE /v1/mounts like any other (the FUSE file is kind "lazy").
 
@@ -564,11 +568,10 @@ export const LazyMountBody = z.object({
   work: z.string(),
   /** the chunk cache, content-addressed and shared by every lazy mount of the sandbox (a fork reuses its parent's) */
   cache: z.string(),
-  /** where the image is mounted read-only (the target, or an overlay's lower directory) */
-  path: z.string(),
+  /** where the image is mounted read-only (an overlay's lower directory); without it only the FUSE file is made,
+   *  and POST /v1/lazy/remount mounts the image where it is wanted (a restore's target, after its swap) */
+  path: z.string().optional(),
   format: SquashfsFormat,
-  /** a writable overlay over `path` at this target, with its upper on local disk (as overlay-restore) */
-  overlay: z.object({ path: z.string() }).strict().optional(),
   /** parallel background fetches (0: on demand only) */
   prefetch: z.number().int().min(0).max(64).default(4),
   /** `urls` is a first part: more come through POST /v1/lazy/urls; until the last, a chunk without one waits for it */

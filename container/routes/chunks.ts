@@ -38,7 +38,7 @@ export const chunkRoutes: Routes = {
       index: await existingFile(c, body.index, "index"), indexPath: checkSandboxPath(body.index, "index"),
       work: await c.path(body.work, "work"), workPath: checkSandboxPath(body.work, "work"),
       cache: await c.path(body.cache, "cache"),
-      dir: await c.path(body.path, "path"), path: checkSandboxPath(body.path, "path"),
+      ...(body.path !== undefined ? { dir: await c.path(body.path, "path"), path: checkSandboxPath(body.path, "path") } : {}),
       urls: body.urls, moreUrls: body.moreUrls, format: body.format, prefetch: body.prefetch,
     });
   },

@@ -56,6 +56,7 @@ export const imageRoutes: Routes = {
       work: await c.path(workPath, "path"), workPath,
       how: body.how,
       keepUpper: body.upper !== undefined,
+      lowerMounted: body.lowerMounted,
     });
     return { upper: upperPath, work: workPath, ms: Math.round(performance.now() - started), mounted };
   },

@@ -115,14 +115,25 @@ export const archivePlan: RestorePlan = {
 
   async swapIn(c, probed) {
     const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
+    const format = probed.snapshot.format;
+    const materializeAt = async (dir: string) => m!.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
+    if (m?.atTarget) {
+      // Nothing was mounted beside the target: an empty directory goes in, and the tree is made at the target, once.
+      const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mountedAfter: true });
+      const at = await m.atTarget.mountAt(c, c.p.path, format);
+      if (at) return { ...swapped, remounted: "over what still ran" as const, mountAtMs: at.ms };
+      // What backed it is gone (an agent restart): started again, then mounted at the target.
+      await m.undo(c, probed.swap.staged);
+      await materializeAt(probed.swap.staged);
+      const again = await m.atTarget.mountAt(c, c.p.path, format);
+      if (!again) throw new SnapflowError("agent_error", `restore ${c.p.restoreId}: the tree could not be mounted at ${c.p.path} even after its mount was made again`);
+      return { ...swapped, remounted: "from scratch" as const, mountAtMs: again.ms };
+    }
     // A mount point cannot be renamed: the verified image is unmounted beside the target and mounted again at it.
-    if (m?.mounts) await (m.remount ? m.remount.unmount(c, probed.swap.staged) : m.undo(c, probed.swap.staged));
+    if (m?.mounts) await m.undo(c, probed.swap.staged);
     const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId);
     if (m?.mounts && !(await ownMountAt(c, probed))) {
-      const format = probed.snapshot.format;
-      if (await m.remount?.mountAt(c, c.p.path, format)) return { ...swapped, remounted: "over what still ran" as const };
-      if (m.remount) await m.undo(c, probed.swap.staged);
-      await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, c.p.path);
+      await materializeAt(c.p.path);
       return { ...swapped, remounted: "from scratch" as const };
     }
     return swapped;

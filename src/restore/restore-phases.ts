@@ -90,7 +90,7 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   // to the tree answering at the target, the moment issue 10's "usable ≤ 0.1 s after materialize starts" times.
   const materializeAt = steps.materialize?.startedAt;
   const usableAfterMaterializeMs = after.usableMs !== undefined && typeof materializeAt === "number" ? swappedAt - materializeAt : undefined;
-  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget, ...(swapped.remounted ? { remounted: swapped.remounted } : {}), ...(usableAfterMaterializeMs !== undefined ? { usableAfterMaterializeMs } : {}) };
+  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget, ...(swapped.remounted ? { remounted: swapped.remounted } : {}), ...(swapped.mountAtMs !== undefined ? { mountAtMs: swapped.mountAtMs } : {}), ...(usableAfterMaterializeMs !== undefined ? { usableAfterMaterializeMs } : {}) };
 }
 
 async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>, path: string): Promise<StepResult> {

@@ -18,8 +18,11 @@ export interface RestorePlan {
    * Puts the verified tree, built at probed.swap.staged, at the target (the agent's swap keeps the old tree beside
    * it); a tree that is a mount is taken down at the staged place and made again at the target. Repeatable.
    */
-  /** `remounted`: a mount taken down for the swap and made again at the target over what still ran, or from scratch */
-  swapIn(c: RestoreContext, probed: RestoreProbeResult): Promise<{ ms: number; hadTarget: boolean; remounted?: "over what still ran" | "from scratch" }>;
+  /**
+   * `remounted`: the tree made at the target over what still ran, or from scratch; `mountAtMs`: the mount at the
+   * target, when the swap made it (a lazy mount's image or overlay)
+   */
+  swapIn(c: RestoreContext, probed: RestoreProbeResult): Promise<{ ms: number; hadTarget: boolean; remounted?: "over what still ran" | "from scratch"; mountAtMs?: number }>;
   /**
    * After a failure past the probe: take down the run's own mounts (at the staged place, or at the target after a
    * swap) and remove its staging files, so that the agent's rollback can put the old tree back. Idempotent.

@@ -319,6 +319,12 @@ describe("the mount registry", () => {
     expect(cleared.body).toMatchObject({ unmounted: ["/workspace/app", "/workspace/base"], removed: 2 });
     expect(mountsBelow(root)).toEqual([]);
     expect(existsSync(join(root, "workspace/app")) || existsSync(join(root, "snapflow/layer"))).toBe(false);
+    // The base's mount went, its empty directory stayed: an overlay that needs a mounted lower refuses it.
+    expect(existsSync(join(root, "workspace/base"))).toBe(true);
+    const unmountedLower = await json(call(sb, "POST", "/v1/overlay", { ...overlay, lowerMounted: true }));
+    expect(unmountedLower.status).toBe(404);
+    expect(unmountedLower.body.error.field).toBe("lower");
+    expect(mountsBelow(root)).toEqual([]);
     const escaping = await json(call(sb, "POST", "/v1/clear", { unmount: ["/workspace/../../etc"] }));
     expect(escaping.status).toBe(400);
     expect(escaping.body.error.field).toBe("unmount[0]");

@@ -172,8 +172,18 @@ it("an unmount from outside ends the helper too, and a mount that cannot read it
   // Put every chunk right again (from the staged image), mount, let it complete, then unmount behind the agent's back.
   const image = readFileSync(host("/snapflow/staging/img.sqsh"));
   for (const c of index.chunks) await store.put(`chunks/${c.sha256}`, image.subarray(c.offset, c.offset + c.size));
-  const whole = await call("POST", "/v1/lazy/mount", { index: "/snapflow/images/r1.index.json", urls, work: "/snapflow/lazy/r4", cache: "/snapflow/chunks", path: "/workspace/app4", format: FORMAT });
+  // Without a path only the FUSE file is made (a restore mounts the image at its target after the swap); the image
+  // is then mounted where asked, and asked again (a retried swap) the mount standing there is the answer.
+  const whole = await call("POST", "/v1/lazy/mount", { index: "/snapflow/images/r1.index.json", urls, work: "/snapflow/lazy/r4", cache: "/snapflow/chunks", format: FORMAT });
   expect(whole.status, JSON.stringify(whole.body)).toBe(200);
+  expect(whole.body.mounted.map((m: MountEntry) => m.kind)).toEqual(["lazy"]);
+  expect(whole.body.how).toBeUndefined();
+  const at = await call("POST", "/v1/lazy/remount", { work: "/snapflow/lazy/r4", path: "/workspace/app4", format: FORMAT });
+  expect(at.status, JSON.stringify(at.body)).toBe(200);
+  const again = await call("POST", "/v1/lazy/remount", { work: "/snapflow/lazy/r4", path: "/workspace/app4", format: FORMAT });
+  expect(again.body.mounted).toEqual(at.body.mounted);
+  expect((await readMountinfo()).filter((m) => m.mountPoint === host("/workspace/app4"))).toHaveLength(1);
+  expect(readdirSync(host("/workspace/app4")).sort()).toEqual(readdirSync(host("/workspace/src")).sort());
   const done = (await call("POST", "/v1/lazy/wait", { work: "/snapflow/lazy/r4", timeoutMs: 30_000 })).body as LazyStatus;
   expect(done.state).toBe("complete");
   expect(done.chunks.local).toBe(done.chunks.total);

@@ -35,10 +35,15 @@ export function toUsable(steps: Record<string, unknown>): Record<string, number>
   }
   const m = (steps.materialize ?? {}) as Record<string, unknown>;
   // The lazy materializations' parts, and the overlay plan's (a fork: its base's lazy mount, then the overlay).
-  for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "baseMountMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
+  for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "servingAfterStepMs", "baseMountMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
   const v = (steps.verify ?? {}) as Record<string, unknown>;
   if (typeof v.swapMs === "number") out.swapMs = v.swapMs;
+  if (typeof v.mountAtMs === "number") out.mountAtMs = v.mountAtMs;
   if (typeof v.usableAfterMaterializeMs === "number") out.usableAfterMaterializeMs = v.usableAfterMaterializeMs;
+  // Where the rest of that went: the materialize step's whole attempt (its clearing calls included), and the Workflow's
+  // gap between that step's end and the verify step's start.
+  if (typeof m.startedAt === "number" && typeof m.endedAt === "number") out.materializeStepWallMs = m.endedAt - m.startedAt;
+  if (typeof m.endedAt === "number" && typeof v.startedAt === "number") out.betweenStepsMs = v.startedAt - m.endedAt;
   return out;
 }
 

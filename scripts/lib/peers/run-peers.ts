@@ -69,7 +69,7 @@ const chunkFigures = (r: SnapflowRun) => {
   return c ? { imageBytes: c.imageBytes, uploadedBytes: c.uploadedBytes, chunks: c.distinct, uploadedChunks: c.uploadedChunks } : {};
 };
 /** A lazy restore's two moments and where its chunks came from. */
-const lazyFigures = (r: SnapflowRun) => ({ usableMs: r.raw.verify?.usableMs, mountedMs: r.raw.materialize?.mountedMs, completeMs: r.raw.verify?.completeMs, chunks: (r.raw.verify?.lazy as { chunks?: unknown } | undefined)?.chunks });
+const lazyFigures = (r: SnapflowRun) => ({ usableMs: r.raw.verify?.usableMs, servingMs: r.raw.materialize?.servingMs, completeMs: r.raw.verify?.completeMs, chunks: (r.raw.verify?.lazy as { chunks?: unknown } | undefined)?.chunks });
 
 const fromRun = (r: SnapflowRun, extra: Record<string, unknown> = {}): Sample => {
   const substeps: Record<string, number> = {};

@@ -1,17 +1,16 @@
 // lazy / lazy-overlay: a chunked snapshot mounted before it is downloaded. The transfer step brought only the index
-// (hash-checked against the snapshot record); here the Worker signs GETs for the chunks the mount reads (splitForMount),
-// the agent starts snapflow-lazy's FUSE file over the index and mounts the image from it read-only (kernel squashfs,
-// or squashfuse),
-// and, for lazy-overlay, a writable overlayfs over that with its upper on local disk — beside the target, where every
-// restore builds its tree (tree-swap.ts). The step ends when that tree answers (`mountedMs`).
+// (hash-checked against the snapshot record); here the Worker signs GETs for the chunks the mount reads (splitForMount)
+// and the agent starts snapflow-lazy's FUSE file over the index (for lazy-overlay, the image mounted from it
+// read-only at the lower directory). The step ends when the helper serves (`servingMs`).
 //
-// Verify then swaps it in (the tree is made again at the target over the same FUSE file, whose helper keeps running):
-// from the restore request to that moment is `usableMs`. Then it hands the helper the other chunks' URLs, checks the
-// tree at the target (a metadata walk through the
-// mount: the reads it makes fetch what they need) and waits until every chunk is local and verified (`completeMs`)
-// or the prefetcher gave up on a chunk; either failure fails the restore naming the chunk, and the swap is rolled
-// back. Presigned URLs are the only credential the sandbox gets, one per chunk, as long-lived as the
-// presigner allows (PRESIGN_EXPIRY_SECONDS): once the image is complete, reads never reach the network.
+// Verify then swaps an empty directory in at the target and makes the tree there, once, over the running helper:
+// the image mounted read-only (kernel squashfs, or squashfuse), or the writable overlay over the lower with its
+// upper on local disk. From the restore request to that moment is `usableMs`. Then it hands the helper the other
+// chunks' URLs, checks the tree at the target (a metadata walk through the mount: the reads it makes fetch what
+// they need) and waits until every chunk is local and verified (`completeMs`) or the prefetcher gave up on a chunk;
+// either failure fails the restore naming the chunk, and the swap is rolled back. Presigned URLs are the only
+// credential the sandbox gets, one per chunk, as long-lived as the presigner allows (PRESIGN_EXPIRY_SECONDS): once
+// the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
 import { AgentCallError } from "../../sandbox/agent-client.ts";
 import type { ChunkIndex } from "../../../container/protocol.ts";
@@ -92,59 +91,54 @@ async function deliverRemainingUrls(c: RestoreContext, work: string, snapshotId:
 
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
   mounts: true,
-  // A mount cannot be renamed: the swap takes the tree (the image mount, or the overlay over it) down beside the
-  // target and makes it again at the target, over the same FUSE file: its helper, URLs, cache and prefetch go on.
-  remount: {
-    async unmount({ agent }, from) {
-      await agent.unmount(from).catch(() => {});
-    },
+  // The tree is made once, at the target, by the swap: materialize starts the FUSE file (and, for lazy-overlay, mounts
+  // the image at the lower) and leaves the staged place empty; the swap mounts the image (or lays the overlay) at the
+  // target over what runs. Mounting beside the target first and again at it cost an image mount, an unmount and
+  // their round trips before the tree answered where the user looks.
+  atTarget: {
     async mountAt({ p, agent }, to, format) {
       const where = sandboxPaths.lazy(p.restoreId);
       if (format.kind !== "squashfs") return false;
-      if (overlay) {
-        const live = (await agent.mounts()).mounts;
-        if (!live.some((m) => m.path === where.lower) || !live.some((m) => m.path === `${where.work}/fuse`)) return false;
-        await agent.mountOverlay({ lower: where.lower, path: to, how: "kernel", upper: `${where.layer}/upper` });
-        return true;
-      }
-      return agent.lazyRemount({ work: where.work, path: to, format }).then(() => true, (e: unknown) => {
-        if (e instanceof AgentCallError && e.status === 404) return false;
+      const gone = (e: unknown) => {
+        if (e instanceof AgentCallError && e.status === 404) return false as const;
         throw e;
-      });
+      };
+      // The agent answers a tree already there (a retried swap) as made; a lower or helper gone (an agent restart) is a 404.
+      if (overlay) return agent.mountOverlay({ lower: where.lower, path: to, how: "kernel", upper: `${where.layer}/upper`, lowerMounted: true }).then((r) => ({ ms: r.ms }), gone);
+      return agent.lazyRemount({ work: where.work, path: to, format }).then((r) => ({ ms: r.ms }), gone);
     },
   },
-  async materialize(c, staged, format, _expected, dir) {
+  async materialize(c, staged, format) {
     const t = performance.now();
     const { p, agent } = c;
     if (format.kind !== "squashfs" || !format.chunks) throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image; restore it with a strategy that reads it`, { field: "strategy" });
     const where = sandboxPaths.lazy(p.restoreId);
     const signed = await urlsBeforeMount(c, p.snapshotId);
     const presignMs = since(t);
-    const mounted = await agent.lazyMount({ index: staged, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, path: overlay ? where.lower : dir, format, prefetch: PREFETCH });
-    let overlayMs: number | undefined;
-    if (overlay) {
-      // A fresh, empty writable layer on local disk, kept beside the mount it belongs to.
-      await agent.deleteFile(where.layer);
-      overlayMs = (await agent.mountOverlay({ lower: where.lower, path: dir, how: "kernel", upper: `${where.layer}/upper` })).ms;
-    }
+    // lazy-overlay's lower is the image (its fresh upper was cleared with the rest by undo); plain lazy mounts nothing yet.
+    const mounted = await agent.lazyMount({ index: staged, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(overlay ? { path: where.lower } : {}), format, prefetch: PREFETCH });
     const ms = since(t);
     return {
-      ms, bytes: 0, how: overlay ? "lazy-overlay" : "lazy", imageMount: mounted.how,
-      // The mount answering beside the target (the restore request → now, and this step's own time); usable at the
-      // target comes after verify's swap (afterSwap).
-      mountedMs: sinceRequest(c), mountedAfterStepMs: ms,
-      presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, imageMountMs: mounted.mountMs, ...(overlayMs !== undefined ? { overlayMs } : {}),
+      ms, bytes: 0, how: overlay ? "lazy-overlay" : "lazy", ...(mounted.how ? { imageMount: mounted.how } : {}),
+      // The helper serving (and lazy-overlay's lower mounted): the restore request → now, and this step's own time.
+      // The tree answers at the target after verify's swap mounts it there (afterSwap: usableMs).
+      servingMs: sinceRequest(c), servingAfterStepMs: ms,
+      presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, ...(mounted.how ? { imageMountMs: mounted.mountMs } : {}),
       imageBytes: signed.imageBytes, chunks: signed.chunks, urlsBeforeMount: signed.first, chunksCachedAtStart: mounted.local,
     };
   },
 
   async undo({ p, agent }, dir) {
     const where = sandboxPaths.lazy(p.restoreId);
-    // The tree (image or overlay) first, then the FUSE file with whatever still stands on it; unmounting the FUSE
-    // file stops its helper process.
-    await agent.unmount(dir).catch(() => {});
-    await agent.unmount(`${where.work}/fuse`).catch(() => {});
-    for (const dir of [where.work, where.lower, ...(overlay ? [where.layer] : [])]) await agent.deleteFile(dir).catch(() => {});
+    // The tree (image or overlay) first, then the FUSE file with whatever still stands on it (unmounting it stops
+    // its helper), then the files: in one call when nothing resists, path by path when something does, so that one
+    // mount that will not go keeps nothing else behind.
+    const unmount = [dir, `${where.work}/fuse`];
+    const remove = [where.work, where.lower, ...(overlay ? [where.layer] : [])];
+    await agent.clear({ unmount, remove }).catch(async () => {
+      for (const path of unmount) await agent.unmount(path).catch(() => {});
+      for (const path of remove) await agent.deleteFile(path).catch(() => {});
+    });
   },
 
   // Every byte a lazy mount serves is a chunk checked against its SHA-256 first, and the image was built from the same

@@ -17,14 +17,14 @@ export interface Materialization {
   /** true: the tree is a mount of the archive, which a rename cannot move: the swap makes it again at the target */
   readonly mounts: boolean;
   /**
-   * For a mount whose making is costly (a lazy mount signs a URL per chunk and starts its helper): how the swap
-   * moves it without redoing that. `unmount` takes down only the tree at `from`, leaving what backs it running;
-   * `mountAt` makes the tree again at `to` from what still runs, or answers false when that is gone (an agent
-   * restart), and the swap runs materialize again. Without it the swap undoes and materializes again.
+   * For a tree whose making is costly (a lazy mount signs URLs and starts its helper): materialize starts what backs
+   * it and leaves `dir` empty, and the swap makes the tree once, at the target — `mountAt` over what still runs, or
+   * false when that is gone (an agent restart), when the swap materializes again. Repeatable: a tree already at `to`
+   * is kept. The tree's check then runs at the target (afterSwap). Without it a mount is made beside the target,
+   * checked there, and made again at the target by the swap.
    */
-  readonly remount?: {
-    unmount(c: RestoreContext, from: string): Promise<void>;
-    mountAt(c: RestoreContext, to: string, format: ArchiveFormat): Promise<boolean>;
+  readonly atTarget?: {
+    mountAt(c: RestoreContext, to: string, format: ArchiveFormat): Promise<{ ms: number } | false>;
   };
   /**
    * Wraps the verify step's tree check when materialize left work running in the background (a lazy mount's
