@@ -14,6 +14,7 @@ import type { Layer, RestoreProbeResult } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
 import { RESTORE_TRANSFERS, type Destination } from "./transfer/index.ts";
+import { usableNow } from "./materialize/lazy.ts";
 
 const MAX_LAYERS = 100;
 
@@ -102,6 +103,7 @@ export const archivePlan: RestorePlan = {
 
   async materialize(c, probed) {
     if (RESTORE_TRANSFERS[c.s.path].piped) return { ms: 0, bytes: 0, overlapped: true };
+    const t = performance.now();
     const m = materializationOf(c);
     const dir = probed.swap.staged;
     // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree.
@@ -110,34 +112,14 @@ export const archivePlan: RestorePlan = {
     const format = probed.snapshot.format;
     if (!isImage(format) && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
     // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
-    return m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
+    const made = await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
+    // A tree made at the target (a lazy mount) goes in now, usable at once; verify walks it there (afterSwap).
+    if (!m.atTarget) return made;
+    const swapped = await swapInArchive(c, probed);
+    return { ...made, ...usableNow(c, swapped), ms: since(t) };
   },
 
-  async swapIn(c, probed) {
-    const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
-    const format = probed.snapshot.format;
-    const materializeAt = async (dir: string) => m!.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
-    if (m?.atTarget) {
-      // Nothing was mounted beside the target: an empty directory goes in, and the tree is made at the target, once.
-      const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mountedAfter: true });
-      const at = await m.atTarget.mountAt(c, c.p.path, format);
-      if (at) return { ...swapped, remounted: "over what still ran" as const, mountAtMs: at.ms };
-      // What backed it is gone (an agent restart): started again, then mounted at the target.
-      await m.undo(c, probed.swap.staged);
-      await materializeAt(probed.swap.staged);
-      const again = await m.atTarget.mountAt(c, c.p.path, format);
-      if (!again) throw new SnapflowError("agent_error", `restore ${c.p.restoreId}: the tree could not be mounted at ${c.p.path} even after its mount was made again`);
-      return { ...swapped, remounted: "from scratch" as const, mountAtMs: again.ms };
-    }
-    // A mount point cannot be renamed: the verified image is unmounted beside the target and mounted again at it.
-    if (m?.mounts) await m.undo(c, probed.swap.staged);
-    const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId);
-    if (m?.mounts && !(await ownMountAt(c, probed))) {
-      await materializeAt(c.p.path);
-      return { ...swapped, remounted: "from scratch" as const };
-    }
-    return swapped;
-  },
+  swapIn: (c, probed) => swapInArchive(c, probed),
 
   async afterSwap(c, _probed, check) {
     const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
@@ -158,3 +140,30 @@ export const archivePlan: RestorePlan = {
     await c.agent.deleteFile(stagingPath(c, probed.snapshot.format));
   },
 };
+
+/** The archive plan's swap (RestorePlan.swapIn); materialize calls it too, for a tree made at the target. */
+async function swapInArchive(c: RestoreContext, probed: RestoreProbeResult): ReturnType<RestorePlan["swapIn"]> {
+  const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
+  const format = probed.snapshot.format;
+  const materializeAt = async (dir: string) => m!.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
+  if (m?.atTarget) {
+    // Nothing was mounted beside the target: an empty directory goes in, and the tree is made at the target, once.
+    const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mountedAfter: true });
+    const at = await m.atTarget.mountAt(c, c.p.path, format);
+    if (at) return { ...swapped, remounted: "over what still ran" as const, mountAtMs: at.ms };
+    // What backed it is gone (an agent restart): started again, then mounted at the target.
+    await m.undo(c, probed.swap.staged);
+    await materializeAt(probed.swap.staged);
+    const again = await m.atTarget.mountAt(c, c.p.path, format);
+    if (!again) throw new SnapflowError("agent_error", `restore ${c.p.restoreId}: the tree could not be mounted at ${c.p.path} even after its mount was made again`);
+    return { ...swapped, remounted: "from scratch" as const, mountAtMs: again.ms };
+  }
+  // A mount point cannot be renamed: the verified image is unmounted beside the target and mounted again at it.
+  if (m?.mounts) await m.undo(c, probed.swap.staged);
+  const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId);
+  if (m?.mounts && !(await ownMountAt(c, probed))) {
+    await materializeAt(c.p.path);
+    return { ...swapped, remounted: "from scratch" as const };
+  }
+  return swapped;
+}

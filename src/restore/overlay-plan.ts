@@ -15,10 +15,10 @@ import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { manifestKey, readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
 import { archiveFamily, formatName } from "../strategies/registry.ts";
 import type { RestoreContext } from "./restore-context.ts";
-import type { Layer } from "./restore-params.ts";
+import type { Layer, RestoreProbeResult } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
-import { afterLazySwap, PREFETCH, urlsBeforeMount } from "./materialize/lazy.ts";
+import { afterLazySwap, PREFETCH, urlsBeforeMount, usableNow } from "./materialize/lazy.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive });
 
@@ -74,8 +74,9 @@ export const overlayPlan: RestorePlan = {
     return { ms: since(t), bytes: got.reduce((n, g) => n + g.bytes, 0), layers: layers.length, ...(opaque ? { opaque: opaque.marked } : {}) };
   },
 
-  async materialize(c, { layers, swap }) {
+  async materialize(c, probed) {
     const { p, agent } = c;
+    const { layers, swap } = probed;
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
     const base = layers[0]!;
@@ -96,25 +97,17 @@ export const overlayPlan: RestorePlan = {
     } else {
       baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
     }
-    // A lazy base's tree is checked at the target (verify below), so its overlay is laid there by the swap, once;
-    // a downloaded base's overlay goes beside the target, where verify checks it before the swap.
-    if (signing) return { ms: since(t), bytes: 0, baseMountMs, upper: where.upper, overlay: "at the target, in the swap", lazy: true };
+    // A lazy base's tree is checked at the target (afterSwap), so it goes in now, its overlay laid at the target
+    // once: usable at once. A downloaded base's overlay goes beside the target, where verify checks it before the swap.
+    if (signing) {
+      const swapped = await swapInOverlay(c, probed);
+      return { ms: since(t), bytes: 0, baseMountMs, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+    }
     const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
     return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper };
   },
 
-  async swapIn(c, { swap, layers }) {
-    const { p, agent } = c;
-    const where = sandboxPaths.overlay(p.restoreId);
-    // A mount point cannot be renamed: the overlay is taken down beside the target (its lower and upper stay) and
-    // laid again at the target over the same layers. Over a lazy base it was never beside the target: an empty
-    // directory is swapped in for it. The agent answers a retry's overlay, already at the target, as made.
-    const lazyBase = isChunked(layers[0]!);
-    if (!lazyBase) await agent.unmount(swap.staged).catch(() => {});
-    const swapped = await agent.swapIn(p.path, p.restoreId, { mountedAfter: lazyBase });
-    await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
-    return swapped;
-  },
+  swapIn: (c, probed) => swapInOverlay(c, probed),
 
   async cleanup(c, { swap }) {
     const { p, agent } = c;
@@ -130,18 +123,28 @@ export const overlayPlan: RestorePlan = {
     for (const path of [where.image, where.lower, where.layer, lazy.work]) await agent.deleteFile(path).catch(() => {});
   },
 
-  // A lazy base serves only chunks checked against their SHA-256, and its delta arrived hash-checked: the metadata
-  // walk can wait until the tree is at the target (afterSwap), so the fork answers there at once, as lazy ones do.
-  async verify(_c, { layers }, check) {
-    return isChunked(layers[0]!) ? { ms: 0, bytes: 0, deferred: "the metadata walk runs at the target, after the swap" } : check();
-  },
-
-  // Then the walk at the target, and a wait until every chunk is local and verified (or a failure naming the chunk
+  // A lazy base serves only chunks checked against their SHA-256, and its delta arrived hash-checked: the fork went
+  // in at the end of materialize, and the walk at the target, and a wait until every chunk is local and verified (or a failure naming the chunk
   // that cannot be had); the restore records both moments.
   async afterSwap(c, { layers }, check) {
     return isChunked(layers[0]!) ? afterLazySwap(c, layers[0]!.id, check) : {};
   },
 };
+
+/**
+ * A mount point cannot be renamed: the overlay is taken down beside the target (its lower and upper stay) and laid
+ * again at the target over the same layers. Over a lazy base it was never beside the target: an empty directory is
+ * swapped in for it. The agent answers a retry's overlay, already at the target, as made.
+ */
+async function swapInOverlay(c: RestoreContext, probed: RestoreProbeResult): ReturnType<RestorePlan["swapIn"]> {
+  const { p, agent } = c;
+  const where = sandboxPaths.overlay(p.restoreId);
+  const lazyBase = isChunked(probed.layers[0]!);
+  if (!lazyBase) await agent.unmount(probed.swap.staged).catch(() => {});
+  const swapped = await agent.swapIn(p.path, p.restoreId, { mountedAfter: lazyBase });
+  await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
+  return swapped;
+}
 
 /** Is this restore's overlay (over its own lower) mounted at the target? */
 async function ownOverlayAt({ p, agent }: RestoreContext): Promise<boolean> {

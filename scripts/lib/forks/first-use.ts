@@ -36,14 +36,10 @@ export function toUsable(steps: Record<string, unknown>): Record<string, number>
   const m = (steps.materialize ?? {}) as Record<string, unknown>;
   // The lazy materializations' parts, and the overlay plan's (a fork: its base's lazy mount, then the overlay).
   for (const k of ["presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "servingAfterStepMs", "baseMountMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
-  const v = (steps.verify ?? {}) as Record<string, unknown>;
-  if (typeof v.swapMs === "number") out.swapMs = v.swapMs;
-  if (typeof v.mountAtMs === "number") out.mountAtMs = v.mountAtMs;
-  if (typeof v.usableAfterMaterializeMs === "number") out.usableAfterMaterializeMs = v.usableAfterMaterializeMs;
-  // Where the rest of that went: the materialize step's whole attempt (its clearing calls included), and the Workflow's
-  // gap between that step's end and the verify step's start.
+  // The swap at the end of a lazy materialize (usableNow), and from that step's start to usable.
+  for (const k of ["swapMs", "mountAtMs", "usableAfterMaterializeMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
+  // The materialize step's whole attempt, its clearing calls included.
   if (typeof m.startedAt === "number" && typeof m.endedAt === "number") out.materializeStepWallMs = m.endedAt - m.startedAt;
-  if (typeof m.endedAt === "number" && typeof v.startedAt === "number") out.betweenStepsMs = v.startedAt - m.endedAt;
   return out;
 }
 
@@ -74,11 +70,12 @@ export async function measureFirstUse(api: ReturnType<typeof apiClient>, o: { sn
     if (performance.now() > deadline) throw new Error(`restore ${id} still ${final.status}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const verify = final.steps.verify as { usableMs?: number; completeMs?: number } | undefined;
+  const verify = final.steps.verify as { completeMs?: number } | undefined;
+  const materialize = final.steps.materialize as { usableMs?: number } | undefined;
   return {
     restoreId: id, usableSeenMs, commandMs: ran.ms, firstUseDoneMs,
     atFirstUse: { imageBytes: status.bytes.total, localBytes: status.bytes.local, onDemandBytes: status.bytes.onDemand, aheadBytes: status.bytes.ahead, onDemandChunks: status.chunks.onDemand, chunks: status.chunks.total },
-    completeMs: Math.round(performance.now() - t0), usableMs: verify?.usableMs, workflowCompleteMs: verify?.completeMs,
+    completeMs: Math.round(performance.now() - t0), usableMs: materialize?.usableMs, workflowCompleteMs: verify?.completeMs,
     toUsable: toUsable(final.steps),
   };
 }

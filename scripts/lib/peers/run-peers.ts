@@ -59,7 +59,7 @@ const ROWS: Omit<PeerRow, "samples">[] = [
   { id: "snapflow-mount-restore", who: "snapflow", label: `snapflow fastest mount restore (${MOUNT_RESTORE})`, command: snapflowCommand(`POST /api/restores {snapshotId: <the image backup>, strategy: "${MOUNT_RESTORE}"} into a fresh sandbox`) },
   { id: "snapflow-chunked-backup", who: "snapflow", label: `snapflow chunked backup (${CHUNKED_BACKUP}), empty chunk store`, command: snapflowCommand(`POST /api/backups {strategy: "${CHUNKED_BACKUP}"}`) },
   { id: "snapflow-chunked-fork", who: "snapflow", label: `snapflow chunked backup after the 10 MB change (only new chunks uploaded)`, command: snapflowCommand(`POST /api/backups {strategy: "${CHUNKED_BACKUP}"} after the change`) },
-  { id: "snapflow-lazy-usable", who: "snapflow", label: `snapflow lazy restore (${LAZY_RESTORE}): usable`, command: `the lazy restore's usableMs (the POST → the mount answers at the target, after its verified swap)` },
+  { id: "snapflow-lazy-usable", who: "snapflow", label: `snapflow lazy restore (${LAZY_RESTORE}): usable`, command: `the lazy restore's usableMs (the POST → the mount answers at the target, swapped in by its materialize step)` },
   { id: "snapflow-lazy-restore", who: "snapflow", label: `snapflow lazy restore (${LAZY_RESTORE}): complete`, command: snapflowCommand(`POST /api/restores {snapshotId: <the chunked backup>, strategy: "${LAZY_RESTORE}"} into a fresh sandbox (ends when every chunk is local and verified)`) },
 ];
 
@@ -69,7 +69,7 @@ const chunkFigures = (r: SnapflowRun) => {
   return c ? { imageBytes: c.imageBytes, uploadedBytes: c.uploadedBytes, chunks: c.distinct, uploadedChunks: c.uploadedChunks } : {};
 };
 /** A lazy restore's two moments and where its chunks came from. */
-const lazyFigures = (r: SnapflowRun) => ({ usableMs: r.raw.verify?.usableMs, servingMs: r.raw.materialize?.servingMs, completeMs: r.raw.verify?.completeMs, chunks: (r.raw.verify?.lazy as { chunks?: unknown } | undefined)?.chunks });
+const lazyFigures = (r: SnapflowRun) => ({ usableMs: r.raw.materialize?.usableMs, servingMs: r.raw.materialize?.servingMs, completeMs: r.raw.verify?.completeMs, chunks: (r.raw.verify?.lazy as { chunks?: unknown } | undefined)?.chunks });
 
 const fromRun = (r: SnapflowRun, extra: Record<string, unknown> = {}): Sample => {
   const substeps: Record<string, number> = {};
@@ -203,7 +203,7 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
           await change.undo();
           const target = `${sandbox}-lazy-${run}`;
           const lazy = await measure("snapflow-lazy-restore", () => snap.restore(chunked.snapshotId!, target, LAZY_RESTORE), (r) => fromRun(r, lazyFigures(r)));
-          const usableMs = lazy?.raw.verify?.usableMs;
+          const usableMs = lazy?.raw.materialize?.usableMs;
           if (typeof usableMs === "number") d.rows.find((r) => r.id === "snapflow-lazy-usable")!.samples.push({ ms: usableMs, detail: { id: lazy!.id } });
           await snap.dispose(target, lazy !== undefined).catch((e: Error) => log(`peers: could not unmount or end sandbox ${target}: ${e.message}`));
           await snap.forgetChunked([chunked.snapshotId!, ...(fork ? [fork.snapshotId!] : [])]).catch((e: Error) => log(`peers: could not delete the chunked snapshots: ${e.message}`));

@@ -47,12 +47,11 @@ export function completionOf(s: LazyStatus, requestedAt: string | undefined) {
 }
 
 /**
- * After a lazy tree's swap, for the lazy materializations and a lazy overlay base: the tree answers at the target
- * now (usable); walk it there (the reads fetch what they need; one that fails with EIO is a chunk the helper could
- * not have, named in the error), then wait until every chunk is local and verified (complete).
+ * After a lazy tree's swap, for the lazy materializations and a lazy overlay base: walk the tree at the target (the
+ * reads fetch what they need; one that fails with EIO is a chunk the helper could not have, named in the error), then
+ * wait until every chunk is local and verified (complete).
  */
 export async function walkThenComplete(c: RestoreContext, work: string, check: (path: string) => Promise<StepResult>) {
-  const usableMs = c.p.startedAt ? Date.now() - Date.parse(c.p.startedAt) : undefined;
   let checked;
   try {
     checked = await check(c.p.path);
@@ -63,5 +62,5 @@ export async function walkThenComplete(c: RestoreContext, work: string, check: (
     throw e;
   }
   const status = await waitComplete(c.agent, work);
-  return { ...checked, ...(usableMs !== undefined ? { usableMs } : {}), ...completionOf(status, c.p.startedAt) };
+  return { ...checked, ...completionOf(status, c.p.startedAt) };
 }

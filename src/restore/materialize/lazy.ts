@@ -3,9 +3,11 @@
 // and the agent starts snapflow-lazy's FUSE file over the index (for lazy-overlay, the image mounted from it
 // read-only at the lower directory). The step ends when the helper serves (`servingMs`).
 //
-// Verify then swaps an empty directory in at the target and makes the tree there, once, over the running helper:
-// the image mounted read-only (kernel squashfs, or squashfuse), or the writable overlay over the lower with its
-// upper on local disk. From the restore request to that moment is `usableMs`. Then it hands the helper the other
+// The same step then swaps an empty directory in at the target and makes the tree there, once, over the running
+// helper: the image mounted read-only (kernel squashfs, or squashfuse), or the writable overlay over the lower with
+// its upper on local disk. From the restore request to that moment is `usableMs`. Every byte the mount serves is a
+// chunk checked against its SHA-256, and the image was built from the same tar stream its manifest was hashed from
+// (image-with-manifest.ts): the metadata walk can wait until the tree is at the target. Verify hands the helper the other
 // chunks' URLs, checks the tree at the target (a metadata walk through the mount: the reads it makes fetch what
 // they need) and waits until every chunk is local and verified (`completeMs`) or the prefetcher gave up on a chunk;
 // either failure fails the restore naming the chunk, and the swap is rolled back. Presigned URLs are the only
@@ -67,15 +69,24 @@ export async function urlsBeforeMount(c: RestoreContext, snapshotId: string): Pr
 }
 
 /**
- * After the swap of a tree over a lazy mount (the lazy materializations, and a fork's lazy base): usable now; then
- * the URLs the mount started without, the walk at the target and the wait until every chunk is local.
+ * What the materialize step of a tree over a lazy mount (the lazy materializations, and a fork's lazy base) reports
+ * once it swapped the tree in at the target: usable now (`usableMs`: the restore request → now). Verify sees
+ * `swappedIn` and goes straight to the walk at the target and the wait for every chunk (afterLazySwap).
+ */
+export function usableNow(c: RestoreContext, swapped: { ms: number; remounted?: string; mountAtMs?: number }) {
+  const usableMs = sinceRequest(c);
+  return { swappedIn: true as const, swapMs: swapped.ms, ...(swapped.remounted ? { remounted: swapped.remounted } : {}), ...(swapped.mountAtMs !== undefined ? { mountAtMs: swapped.mountAtMs } : {}), ...(usableMs !== undefined ? { usableMs } : {}) };
+}
+
+/**
+ * After the swap of a tree over a lazy mount: the URLs the mount started without, the walk at the target and the
+ * wait until every chunk is local.
  */
 export async function afterLazySwap(c: RestoreContext, snapshotId: string, check: (path: string) => Promise<StepResult>) {
   const work = sandboxPaths.lazy(c.p.restoreId).work;
-  const usableMs = sinceRequest(c);
   const delivered = await deliverRemainingUrls(c, work, snapshotId);
   const done = await walkThenComplete(c, work, check);
-  return { ...done, ...(usableMs !== undefined ? { usableMs } : {}), urlsAfterUsable: delivered.urls, urlsAfterUsableMs: delivered.ms };
+  return { ...done, urlsAfterUsable: delivered.urls, urlsAfterUsableMs: delivered.ms };
 }
 
 /** The URLs the mount started without, in batches; the last batch tells the helper that no more are coming. */
@@ -120,8 +131,8 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
     const ms = since(t);
     return {
       ms, bytes: 0, how: overlay ? "lazy-overlay" : "lazy", ...(mounted.how ? { imageMount: mounted.how } : {}),
-      // The helper serving (and lazy-overlay's lower mounted): the restore request → now, and this step's own time.
-      // The tree answers at the target after verify's swap mounts it there (afterSwap: usableMs).
+      // The helper serving (and lazy-overlay's lower mounted): the restore request → now, and this part's own time.
+      // The archive plan then swaps the tree in at the target (usableNow).
       servingMs: sinceRequest(c), servingAfterStepMs: ms,
       presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, ...(mounted.how ? { imageMountMs: mounted.mountMs } : {}),
       imageBytes: signed.imageBytes, chunks: signed.chunks, urlsBeforeMount: signed.first, chunksCachedAtStart: mounted.local,
@@ -139,13 +150,6 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       for (const path of unmount) await agent.unmount(path).catch(() => {});
       for (const path of remove) await agent.deleteFile(path).catch(() => {});
     });
-  },
-
-  // Every byte a lazy mount serves is a chunk checked against its SHA-256 first, and the image was built from the same
-  // tar stream its manifest was hashed from (image-with-manifest.ts): the metadata walk that compares the tree with
-  // the manifest can wait until the tree is at the target, so the workspace answers there at once (afterSwap).
-  async verify() {
-    return { ms: 0, bytes: 0, deferred: "the metadata walk runs at the target, after the swap" };
   },
 
   async afterSwap(c, check) {
