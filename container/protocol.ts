@@ -530,6 +530,8 @@ export const ChunkIndex = z.object({
   sha256: CHUNK_DIGEST,
   avgChunk: z.number().int().positive(),
   chunks: z.array(z.object({ sha256: CHUNK_DIGEST, offset: z.number().int().nonnegative(), size: z.number().int().positive() }).strict()),
+  /** a squashfs image's tables (from its superblock): what a mount and a metadata walk read besides the first chunk */
+  tables: z.object({ from: z.number().int().nonnegative(), to: z.number().int().positive() }).strict().optional(),
 }).superRefine((x, ctx) => {
   let at = 0;
   for (const [i, c] of x.chunks.entries()) {
@@ -537,6 +539,7 @@ export const ChunkIndex = z.object({
     at += c.size;
   }
   if (at !== x.size) ctx.addIssue({ code: "custom", path: ["size"], message: `the chunks cover ${at} bytes, not ${x.size}` });
+  if (x.tables && (x.tables.to <= x.tables.from || x.tables.to > x.size)) ctx.addIssue({ code: "custom", path: ["tables"], message: `tables [${x.tables.from}, ${x.tables.to}) do not lie inside the image's ${x.size} bytes` });
 });
 export type ChunkIndex = z.infer<typeof ChunkIndex>;
 

@@ -28,7 +28,8 @@ const Config = z.object({
   S3_ACCESS_KEY_ID: z.string().min(1, "set the S3_ACCESS_KEY_ID secret (an R2 API token's access key)"),
   S3_SECRET_ACCESS_KEY: z.string().min(1, "set the S3_SECRET_ACCESS_KEY secret"),
   PRESIGN_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600),
-  // A lazy restore signs the URLs of the image's first chunks and of its last bytes (its tables) before the mount,
+  // A lazy restore signs the URLs of the image's first chunks and of its tables (where the index names them, else its
+  // last bytes) before the mount,
   // the rest once the tree is usable (restore/materialize/lazy.ts). The tests shrink both so that they take that path.
   LAZY_HEAD_CHUNKS: z.coerce.number().int().min(1).default(16),
   LAZY_TAIL_BYTES: z.coerce.number().int().min(0).default(128 * 1024 * 1024),

@@ -64,6 +64,9 @@ describe("squashfs-chunked → lazy restores", () => {
     // The record keeps the index's SHA-256; the index names every chunk, and every chunk is in the store.
     const index = await readIndex(d.store, snap.archive.key, snap.archive.sha256);
     expect(index.size).toBe(snap.chunks!.imageBytes);
+    // The squashfs tables, from the image's superblock: the restore signs their chunks' URLs first.
+    expect(index.tables!.from).toBeGreaterThan(0);
+    expect(index.tables!.to).toBeLessThanOrEqual(index.size);
     for (const c of index.chunks) expect((await d.store.head(chunkKey(c.sha256)))?.size).toBe(c.size);
 
     for (const strategy of ["lazy-squashfs", "lazy-squashfs-overlay"]) {

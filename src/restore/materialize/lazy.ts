@@ -49,15 +49,19 @@ const beforeMount = (c: RestoreContext) => ({ headChunks: c.d.config.LAZY_HEAD_C
 const URL_BATCH = 4096;
 
 /**
- * The chunks whose URLs the mount needs before it answers — the image's first `headChunks` (the superblock) and
- * its last `tailBytes`, where mksquashfs writes the inode, directory, fragment, export and id tables that the mount
- * and the metadata walk read (the default 128 MiB holds them for about a million entries) — and the rest, signed after the tree is usable (deliverRemainingUrls): the time to usable then no longer grows with the
- * image's chunk count. A read that needs a chunk of the rest before its URL came waits for it (the helper's
- * urlfile.Await), bounded by the agent's store deadline.
+ * The chunks whose URLs the mount needs before it answers — the image's first `headChunks` (the superblock) and its
+ * tables, which the mount and the metadata walk read: where the index says they lie (`tables`, from the superblock,
+ * for indexes made since it was recorded), else its last `tailBytes`, where mksquashfs writes them (the default 128
+ * MiB holds them for about a million entries) — and the rest, signed after the tree is usable (deliverRemainingUrls):
+ * the time to usable then no longer grows with the image's chunk count. Only those few chunks are fetched while the
+ * tree is being mounted, so the prefetch of the rest does not compete with the mount for the sandbox's CPU. A read that
+ * needs a chunk of the rest before its URL came waits for it (the helper's urlfile.Await), bounded by the agent's
+ * store deadline.
  */
 export function splitForMount(index: ChunkIndex, o: { headChunks: number; tailBytes: number }): { first: string[]; rest: string[] } {
+  const [from, to] = index.tables ? [index.tables.from, index.tables.to] : [index.size - o.tailBytes, index.size];
   const first = new Set<string>();
-  for (const [i, ch] of index.chunks.entries()) if (i < o.headChunks || ch.offset + ch.size > index.size - o.tailBytes) first.add(ch.sha256);
+  for (const [i, ch] of index.chunks.entries()) if (i < o.headChunks || (ch.offset + ch.size > from && ch.offset < to)) first.add(ch.sha256);
   return { first: [...first], rest: distinctChunks(index).map((ch) => ch.sha256).filter((sha) => !first.has(sha)) };
 }
 

@@ -3,10 +3,12 @@ package index
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"snapflow/native/lazy/internal/testkit"
@@ -103,4 +105,24 @@ func indexOf(t *testing.T, tree, image string) *Index {
 		t.Fatal(err)
 	}
 	return idx
+}
+
+func TestSquashfsTablesAreReadFromTheSuperblockAndCheckedAgainstTheImage(t *testing.T) {
+	sb := make([]byte, 96)
+	copy(sb, "hsqs")
+	binary.LittleEndian.PutUint64(sb[40:], 9_000) // bytes_used
+	binary.LittleEndian.PutUint64(sb[64:], 7_000) // inode_table_start
+	if got, ok := SquashfsTables(sb, 10_000); !ok || got != (Range{From: 7_000, To: 9_000}) {
+		t.Fatalf("tables %+v ok %v, want [7000, 9000)", got, ok)
+	}
+	if _, ok := SquashfsTables(sb, 8_000); ok {
+		t.Fatal("tables past the image's end: taken")
+	}
+	if _, ok := SquashfsTables(append([]byte("sqsh"), sb[4:]...), 10_000); ok {
+		t.Fatal("no squashfs magic: taken")
+	}
+	idx := &Index{Version: Version, Size: 10_000, Chunks: []Chunk{{SHA256: strings.Repeat("a", 64), Offset: 0, Size: 10_000}}, Tables: &Range{From: 9_000, To: 10_001}}
+	if err := idx.Validate(); err == nil {
+		t.Fatal("an index whose tables run past its size validated")
+	}
 }

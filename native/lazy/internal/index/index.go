@@ -1,10 +1,15 @@
 // Package index is the snapshot's chunk index: the ordered list of content-defined chunks that make up an image, each
 // named by the SHA-256 of its bytes. The JSON form is the contract with the agent and the Worker:
 //
-//	{"version":1,"size":N,"sha256":"<whole image>","avgChunk":N,"chunks":[{"sha256":"…","offset":N,"size":N},…]}
+//	{"version":1,"size":N,"sha256":"<whole image>","avgChunk":N,"chunks":[{"sha256":"…","offset":N,"size":N},…],
+//	 "tables":{"from":N,"to":N}}
+//
+// `tables` (a squashfs image only) is where its superblock says the tables lie: the bytes a mount and a metadata walk
+// read besides the first chunk, so a restore can hand the mount only those chunks' URLs first.
 package index
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -29,6 +34,32 @@ type Index struct {
 	SHA256   string  `json:"sha256"`
 	AvgChunk int     `json:"avgChunk"`
 	Chunks   []Chunk `json:"chunks"`
+	Tables   *Range  `json:"tables,omitempty"`
+}
+
+// Range is the bytes [From, To) of the image.
+type Range struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+// squashfsMagic is "hsqs", the first four bytes of a squashfs image (little-endian).
+const squashfsMagic = 0x73717368
+
+// SquashfsTables answers where a squashfs image keeps its tables, from its first 96 bytes (the superblock):
+// mksquashfs writes the inode, directory, fragment, export and id tables together after the data, from
+// inode_table_start (superblock offset 64) to bytes_used (40). The kernel's mount and a walk's lookups read nothing
+// else but the superblock. ok is false for anything else, or tables that do not lie inside `size` bytes.
+func SquashfsTables(sb []byte, size int64) (tables Range, ok bool) {
+	if len(sb) < 96 || binary.LittleEndian.Uint32(sb) != squashfsMagic {
+		return Range{}, false
+	}
+	used := int64(binary.LittleEndian.Uint64(sb[40:]))
+	start := int64(binary.LittleEndian.Uint64(sb[64:]))
+	if start < 96 || used <= start || used > size {
+		return Range{}, false
+	}
+	return Range{From: start, To: used}, true
 }
 
 // Load reads and validates an index file.
@@ -64,6 +95,9 @@ func (idx *Index) Validate() error {
 	}
 	if next != idx.Size {
 		return fmt.Errorf("chunks cover %d bytes, size is %d", next, idx.Size)
+	}
+	if t := idx.Tables; t != nil && (t.From < 0 || t.To <= t.From || t.To > idx.Size) {
+		return fmt.Errorf("tables [%d, %d) do not lie inside the image's %d bytes", t.From, t.To, idx.Size)
 	}
 	return nil
 }

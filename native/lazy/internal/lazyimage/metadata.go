@@ -2,26 +2,9 @@ package lazyimage
 
 import (
 	"context"
-	"encoding/binary"
+
+	"snapflow/native/lazy/internal/index"
 )
-
-// squashfsMagic is "hsqs", the first four bytes of a squashfs image (little-endian).
-const squashfsMagic = 0x73717368
-
-// squashfsTables answers where a squashfs image keeps its tables: mksquashfs writes the inode, directory, fragment,
-// export and id tables together after the data, from inode_table_start (superblock offset 64) to bytes_used (40).
-// The kernel's mount and a walk's first lookups read nothing else but the superblock.
-func squashfsTables(sb []byte, size int64) (from, to int64, ok bool) {
-	if len(sb) < 96 || binary.LittleEndian.Uint32(sb) != squashfsMagic {
-		return 0, 0, false
-	}
-	used := int64(binary.LittleEndian.Uint64(sb[40:]))
-	start := int64(binary.LittleEndian.Uint64(sb[64:]))
-	if start < 96 || used <= start || used > size {
-		return 0, 0, false
-	}
-	return start, used, true
-}
 
 // queueTables makes the image's first chunk local and, when it is a squashfs image, queues the chunks holding its
 // tables first for the prefetcher: all of them at once, before the kernel asks, instead of one on-demand fetch after
@@ -36,11 +19,11 @@ func (img *Image) queueTables(ctx context.Context) {
 	if img.cache.ReadAt(first.SHA256, sb, 0) != nil {
 		return
 	}
-	from, to, ok := squashfsTables(sb, img.idx.Size)
+	tables, ok := index.SquashfsTables(sb, img.idx.Size)
 	if !ok {
 		return
 	}
-	lo, hi, ok := img.idx.Span(from, to-from)
+	lo, hi, ok := img.idx.Span(tables.From, tables.To-tables.From)
 	if !ok {
 		return
 	}
