@@ -106,9 +106,11 @@ export const archivePlan: RestorePlan = {
     const t = performance.now();
     const m = materializationOf(c);
     const dir = probed.swap.staged;
-    // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree.
+    // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree. (A tree made at
+    // the target leaves nothing at the staged place: the swap makes its empty directory and renames it at once.)
     await m.undo(c, dir);
-    await c.agent.deleteFile(dir);
+    if (!m.atTarget) await c.agent.deleteFile(dir);
+    const clearMs = since(t);
     const format = probed.snapshot.format;
     if (!isImage(format) && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
     // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
@@ -116,7 +118,7 @@ export const archivePlan: RestorePlan = {
     // A tree made at the target (a lazy mount) goes in now, usable at once; verify walks it there (afterSwap).
     if (!m.atTarget) return made;
     const swapped = await swapInArchive(c, probed);
-    return { ...made, ...usableNow(c, swapped), ms: since(t) };
+    return { ...made, ...usableNow(c, swapped), ms: since(t), clearMs };
   },
 
   swapIn: (c, probed) => swapInArchive(c, probed),

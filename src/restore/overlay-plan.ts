@@ -89,10 +89,13 @@ export const overlayPlan: RestorePlan = {
     // with a lazy base's FUSE file), in one call. The upper layer is this restore's own (it follows the overlay
     // to the target): a plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
     await agent.clear({ unmount: [where.lower, `${lazy.work}/fuse`], remove: [swap.staged, ...(layers.length === 1 ? [where.upper] : [])] });
+    const clearMs = since(t);
     let baseMountMs: number;
+    let signedMs = 0;
     if (signing) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
       const { urls, moreUrls } = await signing;
+      signedMs = since(t);
       baseMountMs = (await agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH })).ms;
     } else {
       baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
@@ -101,7 +104,7 @@ export const overlayPlan: RestorePlan = {
     // once: usable at once. A downloaded base's overlay goes beside the target, where verify checks it before the swap.
     if (signing) {
       const swapped = await swapInOverlay(c, probed);
-      return { ms: since(t), bytes: 0, baseMountMs, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+      return { ms: since(t), bytes: 0, clearMs, signedMs, baseMountMs, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
     }
     const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
     return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper };
@@ -142,8 +145,8 @@ async function swapInOverlay(c: RestoreContext, probed: RestoreProbeResult): Ret
   const lazyBase = isChunked(probed.layers[0]!);
   if (!lazyBase) await agent.unmount(probed.swap.staged).catch(() => {});
   const swapped = await agent.swapIn(p.path, p.restoreId, { mountedAfter: lazyBase });
-  await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
-  return swapped;
+  const overlay = await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
+  return { ...swapped, mountAtMs: overlay.ms };
 }
 
 /** Is this restore's overlay (over its own lower) mounted at the target? */
