@@ -7,7 +7,8 @@
 //
 // A chunked base (lazy-overlay-restore) is not downloaded: the transfer brings its index, and the base is mounted
 // lazily (snapflow-lazy, as the lazy materialization does), so a fork — a chunked parent plus the few megabytes its
-// overlay delta holds — is usable before the parent is local; verify waits until every chunk is.
+// overlay delta holds — is usable before the parent is local: materialize swaps it in at once, with its overlay laid
+// at the target; verify walks it there and waits until every chunk is local.
 import { SnapflowError } from "../errors.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
@@ -126,9 +127,9 @@ export const overlayPlan: RestorePlan = {
     for (const path of [where.image, where.lower, where.layer, lazy.work]) await agent.deleteFile(path).catch(() => {});
   },
 
-  // A lazy base serves only chunks checked against their SHA-256, and its delta arrived hash-checked: the fork went
-  // in at the end of materialize, and the walk at the target, and a wait until every chunk is local and verified (or a failure naming the chunk
-  // that cannot be had); the restore records both moments.
+  // A lazy base serves only chunks checked against their SHA-256, and its delta arrived hash-checked: the fork went in
+  // at the end of materialize; here the walk at the target, and a wait until every chunk is local and verified (or a
+  // failure naming the chunk that cannot be had). The restore records both moments.
   async afterSwap(c, { layers }, check) {
     return isChunked(layers[0]!) ? afterLazySwap(c, layers[0]!.id, check) : {};
   },
