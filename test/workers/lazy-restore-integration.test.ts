@@ -64,9 +64,12 @@ describe("squashfs-chunked → lazy restores", () => {
     // The record keeps the index's SHA-256; the index names every chunk, and every chunk is in the store.
     const index = await readIndex(d.store, snap.archive.key, snap.archive.sha256);
     expect(index.size).toBe(snap.chunks!.imageBytes);
-    // The squashfs tables, from the image's superblock: the restore signs their chunks' URLs first.
+    // The squashfs tables, from the image's superblock: the record lists the chunks that hold them (and the head),
+    // and the restore signs those URLs first without reading the index.
     expect(index.tables!.from).toBeGreaterThan(0);
     expect(index.tables!.to).toBeLessThanOrEqual(index.size);
+    const holding = index.chunks.filter((c, i) => i < d.config.LAZY_HEAD_CHUNKS || (c.offset + c.size > index.tables!.from && c.offset < index.tables!.to));
+    expect(new Set(snap.chunks!.mountFirst)).toEqual(new Set(holding.map((c) => c.sha256)));
     for (const c of index.chunks) expect((await d.store.head(chunkKey(c.sha256)))?.size).toBe(c.size);
 
     for (const strategy of ["lazy-squashfs", "lazy-squashfs-overlay"]) {
@@ -108,6 +111,14 @@ describe("squashfs-chunked → lazy restores", () => {
       expect(down.json.unmounted.at(-1)).toBe(fuse);
       expect((await agent(dst, "GET", "/v1/mounts")).mounts).toEqual([]);
     }
+
+    // A record from before mount sets: the chunks the mount needs first are found in the index instead.
+    const { mountFirst: _listed, ...olderChunks } = snap.chunks!;
+    await d.store.put(snapshotRecordKey(backup.snapshotId), JSON.stringify({ ...snap, chunks: olderChunks }), { contentType: "application/json" });
+    const older = sandbox("dst");
+    const fromIndex = await run("restore", { snapshotId: backup.snapshotId, sandboxId: older, path: APP, strategy: "lazy-squashfs" });
+    expect(fromIndex.steps.materialize.urlsBeforeMount).toBeGreaterThan(0);
+    expect((await manifest(older)).entries).toEqual(source.entries);
   });
 
   it("a second backup of a slightly changed tree uploads only the chunks that changed", async () => {

@@ -7,6 +7,7 @@ import { mapBounded } from "../../chunks/bounded.ts";
 import { distinctChunks, readIndex, serializeIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
 import { missingChunks } from "../../chunks/missing-chunks.ts";
+import { mountFirstOf } from "../../chunks/mount-set.ts";
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
@@ -51,11 +52,13 @@ export const chunkedTransfer: BackupTransfer = {
       throw new SnapflowError("transfer_damaged", `the agent uploaded ${sent.chunks} chunks (${sent.bytes} bytes); ${missing.length} (${missingBytes} bytes) were missing`);
     }
     for (const file of [image, indexFile]) await agent.deleteFile(file).catch(() => {});
+    const mountFirst = mountFirstOf(index, { headChunks: d.config.LAZY_HEAD_CHUNKS, tailBytes: d.config.LAZY_TAIL_BYTES });
     return {
       ms: since(started), bytes: stored.bytes, sha256: stored.sha256,
       chunks: {
         imageBytes: index.size, imageSha256: index.sha256, avg: index.avgChunk, count: index.chunks.length, distinct: distinct.length,
         uploadedChunks: sent.chunks, uploadedBytes: sent.bytes, indexMs, findMs, uploadMs: sent.ms, uploadRetries: sent.retries,
+        ...(mountFirst ? { mountFirst } : {}),
       },
     };
   },

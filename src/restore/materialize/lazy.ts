@@ -20,7 +20,8 @@ import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
-import { readSnapshot } from "../../snapshots/records.ts";
+import { readSnapshot, type SnapshotRecord } from "../../snapshots/records.ts";
+import { splitForMount } from "../../chunks/mount-set.ts";
 import { formatName } from "../../strategies/registry.ts";
 import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
@@ -33,11 +34,13 @@ export const PREFETCH = 4;
 /** Milliseconds from the restore request (the API's startedAt) to now, when the request time is known. */
 const sinceRequest = (c: RestoreContext, at = Date.now()) => (c.p.startedAt ? at - Date.parse(c.p.startedAt) : undefined);
 
-async function snapshotIndex(c: RestoreContext, snapshotId: string): Promise<ChunkIndex> {
+async function snapshotRecord(c: RestoreContext, snapshotId: string): Promise<SnapshotRecord> {
   const record = await readSnapshot(c.d.store, c.d.kv, snapshotId);
   if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${snapshotId} was deleted during its restore`);
-  return readIndex(c.d.store, record.archive.key, record.archive.sha256, { recorded: true });
+  return record;
 }
+
+const indexOf = (c: RestoreContext, record: SnapshotRecord): Promise<ChunkIndex> => readIndex(c.d.store, record.archive.key, record.archive.sha256, { recorded: true });
 
 function signed(c: RestoreContext, digests: readonly string[]): Record<string, string> {
   const urls = c.d.presigner.gets(digests.map(chunkKey));
@@ -49,25 +52,15 @@ const beforeMount = (c: RestoreContext) => ({ headChunks: c.d.config.LAZY_HEAD_C
 const URL_BATCH = 4096;
 
 /**
- * The chunks whose URLs the mount needs before it answers — the image's first `headChunks` (the superblock) and its
- * tables, which the mount and the metadata walk read: where the index says they lie (`tables`, from the superblock,
- * for indexes made since it was recorded), else its last `tailBytes`, where mksquashfs writes them (the default 128
- * MiB holds them for about a million entries) — and the rest, signed after the tree is usable (deliverRemainingUrls):
- * the time to usable then no longer grows with the image's chunk count. Only those few chunks are fetched while the
- * tree is being mounted, so the prefetch of the rest does not compete with the mount for the sandbox's CPU. A read that
- * needs a chunk of the rest before its URL came waits for it (the helper's urlfile.Await), bounded by the agent's
- * store deadline.
+ * The URLs a lazy mount of `snapshotId`'s image starts with, and whether more are to come (afterLazySwap). A record
+ * that lists them (`chunks.mountFirst`, from its backup) spares reading the index: the time to usable then no
+ * longer grows with the image; an older record's are found in its index.
  */
-export function splitForMount(index: ChunkIndex, o: { headChunks: number; tailBytes: number }): { first: string[]; rest: string[] } {
-  const [from, to] = index.tables ? [index.tables.from, index.tables.to] : [index.size - o.tailBytes, index.size];
-  const first = new Set<string>();
-  for (const [i, ch] of index.chunks.entries()) if (i < o.headChunks || (ch.offset + ch.size > from && ch.offset < to)) first.add(ch.sha256);
-  return { first: [...first], rest: distinctChunks(index).map((ch) => ch.sha256).filter((sha) => !first.has(sha)) };
-}
-
-/** The URLs a lazy mount of `snapshotId`'s index starts with, and whether more are to come (afterLazySwap). */
 export async function urlsBeforeMount(c: RestoreContext, snapshotId: string): Promise<{ urls: Record<string, string>; moreUrls: boolean; first: number; chunks: number; imageBytes: number }> {
-  const index = await snapshotIndex(c, snapshotId);
+  const record = await snapshotRecord(c, snapshotId);
+  const listed = record.chunks?.mountFirst;
+  if (listed && record.chunks) return { urls: signed(c, listed), moreUrls: record.chunks.distinct > listed.length, first: listed.length, chunks: record.chunks.distinct, imageBytes: record.chunks.imageBytes };
+  const index = await indexOf(c, record);
   const { first, rest } = splitForMount(index, beforeMount(c));
   return { urls: signed(c, first), moreUrls: rest.length > 0, first: first.length, chunks: first.length + rest.length, imageBytes: index.size };
 }
@@ -93,10 +86,13 @@ export async function afterLazySwap(c: RestoreContext, snapshotId: string, check
   return { ...done, urlsAfterUsable: delivered.urls, urlsAfterUsableMs: delivered.ms };
 }
 
-/** The URLs the mount started without, in batches; the last batch tells the helper that no more are coming. */
+/** The URLs the mount started without (urlsBeforeMount's), in batches; the last batch tells the helper that no more are coming. */
 async function deliverRemainingUrls(c: RestoreContext, work: string, snapshotId: string): Promise<{ ms: number; urls: number }> {
   const t = performance.now();
-  const { rest } = splitForMount(await snapshotIndex(c, snapshotId), beforeMount(c));
+  const record = await snapshotRecord(c, snapshotId);
+  const index = await indexOf(c, record);
+  const sent = new Set(record.chunks?.mountFirst ?? splitForMount(index, beforeMount(c)).first);
+  const rest = distinctChunks(index).map((ch) => ch.sha256).filter((sha) => !sent.has(sha));
   for (let at = 0; at === 0 || at < rest.length; at += URL_BATCH) {
     const batch = rest.slice(at, at + URL_BATCH);
     await c.agent.lazyUrls({ work, urls: signed(c, batch), last: at + URL_BATCH >= rest.length });
