@@ -7,3 +7,5 @@ require (
 	github.com/jotfs/fastcdc-go v0.2.0
 	golang.org/x/sys v0.28.0
 )
+
+require github.com/goccy/go-json v0.12.0

@@ -11,10 +11,11 @@ package index
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // Version is the only index format this package reads and writes.
@@ -69,7 +70,9 @@ func Load(path string) (*Index, error) {
 		return nil, err
 	}
 	var idx Index
-	if err := json.Unmarshal(b, &idx); err != nil {
+	// goccy/go-json decodes an 8,686-chunk (5 GB) index in 2.2-2.9 ms where encoding/json takes 9 ms, measured
+	// cold, once per process as the mount does: that is on the path to a lazy restore's usable moment.
+	if err := gojson.Unmarshal(b, &idx); err != nil {
 		return nil, fmt.Errorf("index %s: %w", path, err)
 	}
 	if err := idx.Validate(); err != nil {
