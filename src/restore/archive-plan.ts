@@ -15,8 +15,6 @@ import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
 import { RESTORE_TRANSFERS, type Destination } from "./transfer/index.ts";
 import { usableNow } from "./materialize/lazy.ts";
-import type { Materialization } from "./materialize/index.ts";
-import { settleBoth } from "./settle-both.ts";
 
 const MAX_LAYERS = 100;
 
@@ -41,22 +39,6 @@ async function destinationOf(c: RestoreContext, probed: RestoreProbeResult, i: n
   const last = i === probed.layers.length - 1;
   // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
   return { extract: { path: probed.swap.staged, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last, keepOwnership: c.p.keepOwnership } };
-}
-
-/**
- * A tree made at the target (Materialization.atTarget), after the swap: over what still runs, or — that gone (an
- * agent restart) — started again and then mounted. Repeatable: a tree already there is kept.
- */
-async function mountAtTarget(c: RestoreContext, probed: RestoreProbeResult, atTarget: NonNullable<Materialization["atTarget"]>): Promise<{ remounted: "over what still ran" | "from scratch"; mountAtMs: number }> {
-  const format = probed.snapshot.format;
-  const at = await atTarget.mountAt(c, c.p.path, format);
-  if (at) return { remounted: "over what still ran", mountAtMs: at.ms };
-  const m = materializationOf(c);
-  await m.undo(c, probed.swap.staged);
-  await m.materialize(c, stagingPath(c, format), format, { url: await manifestUrl(c, probed.snapshot.id) }, probed.swap.staged);
-  const again = await atTarget.mountAt(c, c.p.path, format);
-  if (!again) throw new SnapflowError("agent_error", `restore ${c.p.restoreId}: the tree could not be mounted at ${c.p.path} even after its mount was made again`);
-  return { remounted: "from scratch", mountAtMs: again.ms };
 }
 
 /** Is this restore's own image mounted at the target (a swap that got as far as mounting it there)? */
@@ -132,14 +114,11 @@ export const archivePlan: RestorePlan = {
     const format = probed.snapshot.format;
     if (!isImage(format) && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
     // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
-    const making = async () => m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
-    if (!m.atTarget) return making();
-    // A tree made at the target (a lazy mount) goes in now, usable at once; verify walks it there (afterSwap). The
-    // swap (an empty directory in at the target, the old tree kept beside it) does not wait for the helper: both run
-    // at once, then the tree is mounted at the target. A failure after the swap is rolled back like any other.
-    const [made, swapped] = await settleBoth(making(), c.agent.swapIn(c.p.path, c.p.restoreId, { mountedAfter: true }));
-    const at = await mountAtTarget(c, probed, m.atTarget);
-    return { ...made, ...usableNow(c, { ...swapped, ...at }), ms: since(t), clearMs };
+    const made = await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
+    // A tree made at the target (a lazy mount) goes in now, usable at once; verify walks it there (afterSwap).
+    if (!m.atTarget) return made;
+    const swapped = await swapInArchive(c, probed);
+    return { ...made, ...usableNow(c, swapped), ms: since(t), clearMs };
   },
 
   swapIn: (c, probed) => swapInArchive(c, probed),
@@ -167,17 +146,25 @@ export const archivePlan: RestorePlan = {
 /** The archive plan's swap (RestorePlan.swapIn); materialize calls it too, for a tree made at the target. */
 async function swapInArchive(c: RestoreContext, probed: RestoreProbeResult): ReturnType<RestorePlan["swapIn"]> {
   const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
+  const format = probed.snapshot.format;
+  const materializeAt = async (dir: string) => m!.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
   if (m?.atTarget) {
     // Nothing was mounted beside the target: an empty directory goes in, and the tree is made at the target, once.
     const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mountedAfter: true });
-    return { ...swapped, ...(await mountAtTarget(c, probed, m.atTarget)) };
+    const at = await m.atTarget.mountAt(c, c.p.path, format);
+    if (at) return { ...swapped, remounted: "over what still ran" as const, mountAtMs: at.ms };
+    // What backed it is gone (an agent restart): started again, then mounted at the target.
+    await m.undo(c, probed.swap.staged);
+    await materializeAt(probed.swap.staged);
+    const again = await m.atTarget.mountAt(c, c.p.path, format);
+    if (!again) throw new SnapflowError("agent_error", `restore ${c.p.restoreId}: the tree could not be mounted at ${c.p.path} even after its mount was made again`);
+    return { ...swapped, remounted: "from scratch" as const, mountAtMs: again.ms };
   }
   // A mount point cannot be renamed: the verified image is unmounted beside the target and mounted again at it.
   if (m?.mounts) await m.undo(c, probed.swap.staged);
   const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId);
   if (m?.mounts && !(await ownMountAt(c, probed))) {
-    const format = probed.snapshot.format;
-    await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, c.p.path);
+    await materializeAt(c.p.path);
     return { ...swapped, remounted: "from scratch" as const };
   }
   return swapped;

@@ -19,7 +19,6 @@ import type { RestoreContext } from "./restore-context.ts";
 import type { Layer, RestoreProbeResult } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
-import { settleBoth } from "./settle-both.ts";
 import { afterLazySwap, PREFETCH, urlsBeforeMount, usableNow } from "./materialize/lazy.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive });
@@ -82,8 +81,7 @@ export const overlayPlan: RestorePlan = {
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
     const base = layers[0]!;
-    const format = base.format;
-    if (format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is not squashfs`);
+    if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is not squashfs`);
     const lazy = sandboxPaths.lazy(p.restoreId);
     // The first URLs are signed (in the Worker) while the agent clears the way: the two do not wait for each other.
     const signing = isChunked(base) ? urlsBeforeMount(c, base.id) : undefined;
@@ -93,22 +91,22 @@ export const overlayPlan: RestorePlan = {
     // to the target): a plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
     await agent.clear({ unmount: [where.lower, `${lazy.work}/fuse`], remove: [swap.staged, ...(layers.length === 1 ? [where.upper] : [])] });
     const clearMs = since(t);
+    let baseMountMs: number;
     let signedMs = 0;
     if (signing) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
-      // A lazy base's tree is checked at the target (afterSwap), so it goes in now, usable at once: the swap (an empty
-      // directory in at the target, the old tree kept beside it) runs while the base is mounted, then the overlay is
-      // laid at the target, once. A failure after the swap is rolled back like any other.
-      const mounting = signing.then(({ urls, moreUrls }) => {
-        signedMs = since(t);
-        return agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format, prefetch: PREFETCH });
-      });
-      const [mounted, swapped] = await settleBoth(mounting, agent.swapIn(p.path, p.restoreId, { mountedAfter: true }));
-      const overlay = await overlayAtTarget(c);
-      return { ms: since(t), bytes: 0, clearMs, signedMs, baseMountMs: mounted.ms, upper: where.upper, lazy: true, ...usableNow(c, { ...swapped, mountAtMs: overlay.ms }) };
+      const { urls, moreUrls } = await signing;
+      signedMs = since(t);
+      baseMountMs = (await agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH })).ms;
+    } else {
+      baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
     }
-    // A downloaded base's overlay goes beside the target, where verify checks it before the swap.
-    const baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format, how: "mount-fuse" })).ms;
+    // A lazy base's tree is checked at the target (afterSwap), so it goes in now, its overlay laid at the target
+    // once: usable at once. A downloaded base's overlay goes beside the target, where verify checks it before the swap.
+    if (signing) {
+      const swapped = await swapInOverlay(c, probed);
+      return { ms: since(t), bytes: 0, clearMs, signedMs, baseMountMs, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+    }
     const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
     return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper };
   },
@@ -144,16 +142,12 @@ export const overlayPlan: RestorePlan = {
  */
 async function swapInOverlay(c: RestoreContext, probed: RestoreProbeResult): ReturnType<RestorePlan["swapIn"]> {
   const { p, agent } = c;
+  const where = sandboxPaths.overlay(p.restoreId);
   const lazyBase = isChunked(probed.layers[0]!);
   if (!lazyBase) await agent.unmount(probed.swap.staged).catch(() => {});
   const swapped = await agent.swapIn(p.path, p.restoreId, { mountedAfter: lazyBase });
-  return { ...swapped, mountAtMs: (await overlayAtTarget(c)).ms };
-}
-
-/** The overlay over this restore's lower and upper, at the target (one already there, a retry's, is kept). */
-function overlayAtTarget({ p, agent }: RestoreContext) {
-  const where = sandboxPaths.overlay(p.restoreId);
-  return agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
+  const overlay = await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
+  return { ...swapped, mountAtMs: overlay.ms };
 }
 
 /** Is this restore's overlay (over its own lower) mounted at the target? */
