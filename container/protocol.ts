@@ -511,8 +511,8 @@ export interface MaterializeResult {
 //   POST   /v1/chunks/upload  ChunkUploadBody  PUT the chunks named in `urls` (the ones the store lacks) from the
 //                                             image → {chunks, bytes, retries, ms}
 //   POST   /v1/lazy/mount     LazyMountBody    start the lazy FUSE file over the index, then mount the image from it
-//                                             read-only at `path` (kernel squashfs, or squashfuse), optionally under a
-//                                             writable overlay → {ms, readyMs, mounted, status}
+//                                             read-only at `path` (kernel squashfs, or squashfuse) when one is given
+//                                             → {ms, readyMs, mounted, status}
 //   POST   /v1/lazy/urls      LazyUrlsBody     add URLs to a mount started with moreUrls (the last call says so) → {urls}
 //   POST   /v1/lazy/remount   LazyRemountBody  mount the image at `path` from a helper that still serves (a mount
 //                                             started without a path, or a swap took the first image mount down)
