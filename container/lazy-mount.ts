@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { AgentError } from "./agent-error.ts";
 import { lazyTool } from "./lazy-tool.ts";
-import { mountImage, prepareTarget, readMountinfo, type MountRegistry } from "./mounts.ts";
+import { mountedAt, mountImage, prepareTarget, readMountinfo, type MountRegistry } from "./mounts.ts";
 import { hasCapSysAdmin } from "./probe.ts";
 import type { LazyStatus, MountEntry, SquashfsFormat } from "./protocol.ts";
 import { runQuiet } from "./images.ts";
@@ -209,15 +209,13 @@ async function mountImageFromHelper(registry: MountRegistry, sandboxId: string, 
  * `work` (it died with an agent): the caller then mounts from scratch.
  */
 export async function remountLazyImage(registry: MountRegistry, sandboxId: string, r: LazyImageMountRequest): Promise<{ ms: number; how: "mount-kernel" | "mount-fuse"; mounted: MountEntry }> {
-  // Canonical, as the registry and mountinfo hold it (prepareTarget): a sandbox root reached through a symlink
-  // would otherwise never match, and every swap would mount from scratch.
-  const fuseDir = await realpath(lazyFiles(r.work).fuse).catch(() => lazyFiles(r.work).fuse);
-  const serving = registry.records(sandboxId).some((m) => m.hostPath === fuseDir) && (await readMountinfo()).some((m) => m.mountPoint === fuseDir && m.fstype.startsWith("fuse"));
+  // Compared canonically, as the registry holds it (prepareTarget): a sandbox root reached through a symlink would
+  // otherwise never match, and every swap would mount from scratch.
+  const serving = await mountedAt(registry, sandboxId, lazyFiles(r.work).fuse, (e) => e.kind === "lazy");
   if (!serving) throw new AgentError("not_found", `work: no lazy mount's helper serves at ${r.workPath}`, "work");
   // Asked again (a retried swap): the image from this helper already at `dir` is the answer, not a second mount.
-  const at = await realpath(r.dir).catch(() => null);
-  const there = at ? registry.records(sandboxId).find((m) => m.hostPath === at && m.entry.kind === "image" && m.entry.source === `${r.workPath}/fuse/image`) : undefined;
-  if (there && (await readMountinfo()).some((m) => m.mountPoint === at)) return { ms: 0, how: there.entry.how as "mount-kernel" | "mount-fuse", mounted: there.entry };
+  const there = await mountedAt(registry, sandboxId, r.dir, (e) => e.kind === "image" && e.source === `${r.workPath}/fuse/image`);
+  if (there) return { ms: 0, how: there.how as "mount-kernel" | "mount-fuse", mounted: there };
   return mountImageFromHelper(registry, sandboxId, r);
 }
 

@@ -198,10 +198,16 @@ export async function mountOverlay(registry: MountRegistry, sandboxId: string, r
   return entry;
 }
 
-async function sameOverlayAt(registry: MountRegistry, sandboxId: string, r: OverlayMountRequest): Promise<MountEntry | undefined> {
-  const hostPath = await realpath(r.dir).catch(() => null);
-  if (!hostPath) return undefined;
-  const record = registry.records(sandboxId).find((m) => m.hostPath === hostPath && m.entry.kind === "overlay" && m.entry.source === r.lowerPath && m.entry.upper === r.upperPath);
+const sameOverlayAt = (registry: MountRegistry, sandboxId: string, r: OverlayMountRequest) =>
+  mountedAt(registry, sandboxId, r.dir, (e) => e.kind === "overlay" && e.source === r.lowerPath && e.upper === r.upperPath);
+
+/**
+ * The mount this sandbox made at `dir` (compared canonically, as the registry keeps it), when it is still mounted and
+ * `matches` its entry: what a repeated request finds already done.
+ */
+export async function mountedAt(registry: MountRegistry, sandboxId: string, dir: string, matches: (entry: MountEntry) => boolean): Promise<MountEntry | undefined> {
+  const hostPath = await realpath(dir).catch(() => null);
+  const record = hostPath ? registry.records(sandboxId).find((m) => m.hostPath === hostPath && matches(m.entry)) : undefined;
   return record && (await readMountinfo()).some((m) => m.mountPoint === hostPath) ? record.entry : undefined;
 }
 
