@@ -34,7 +34,8 @@
 //   POST   /v1/upload       UploadBody     PUT a file in the sandbox to a presigned URL
 //   POST   /v1/download     DownloadBody   GET a presigned URL into a file, or piped into the extractor
 //   POST   /v1/swap/plan    SwapBody       a restore's swap: where its new tree is built beside the target (journal)
-//   POST   /v1/swap/in      SwapInBody     the verified new tree to the target, the old one kept beside it
+//   POST   /v1/swap/in      SwapInBody     the verified new tree to the target, the old one kept beside it (or an
+//                                          empty directory, and the mount it asks for made there at once)
 //   POST   /v1/swap/commit  SwapBody       the restore is recorded: remove the old tree
 //   POST   /v1/swap/rollback SwapBody      put the target back exactly as it was, remove the new tree
 //   GET    /v1/swap?        SwapBody       a swap's journal ({state: "none"} when there is none)
@@ -629,10 +630,21 @@ export const SwapBody = z.object({
 });
 
 /**
- * `mountedAfter`: nothing is built beside the target, because the tree is a mount laid at the target after the swap
- * (an overlay over a lazy base, whose verify runs there anyway): an empty directory goes in for it to cover.
+ * A tree the swap lays at the target itself, right after it: the image from a lazy mount whose helper still serves
+ * (LazyRemountBody without its path), or an overlay over a lower that must still be mounted (OverlayBody with
+ * `lowerMounted`). One call instead of two on the way to usable.
  */
-export const SwapInBody = SwapBody.extend({ mountedAfter: z.boolean().optional() });
+export const SwapMount = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("lazy-image"), work: z.string(), format: SquashfsFormat }).strict(),
+  z.object({ kind: z.literal("overlay"), lower: z.string(), upper: z.string(), how: z.enum(["kernel", "fuse"]) }).strict(),
+]);
+
+/**
+ * `mount`: nothing is built beside the target, because the tree is a mount: an empty directory goes in for it, and
+ * the agent mounts it at the target. What it mounts over must still be there (an agent restart takes it): else a
+ * 404 naming `mount.work` or `mount.lower`, with the swap done (repeating the call repeats only the mount).
+ */
+export const SwapInBody = SwapBody.extend({ mount: SwapMount.optional() });
 
 /** A swap's journal (tree-swap.ts): how far the swap of a restore's new tree into its target got. */
 export type SwapState = "staging" | "swapping" | "swapped" | "committed";

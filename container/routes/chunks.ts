@@ -2,6 +2,7 @@
 // chunks the store lacks, mount an image before it is downloaded, and wait for it to become complete. Every URL a
 // request names must be on the store's origin, checked field by field, as for the other presigned routes.
 import { stat } from "node:fs/promises";
+import type { z } from "zod";
 import { AgentError } from "../agent-error.ts";
 import { indexImage, uploadChunks } from "../chunks.ts";
 import { addLazyUrls, lazyFiles, mountLazy, remountLazyImage, waitLazy } from "../lazy-mount.ts";
@@ -49,16 +50,18 @@ export const chunkRoutes: Routes = {
     return addLazyUrls(await c.path(body.work, "work"), body.urls, body.last);
   },
 
-  "POST /v1/lazy/remount": async (c) => {
-    const body = await c.json(P.LazyRemountBody);
-    return remountLazyImage(c.agent.mounts, c.sandboxId, {
-      work: await c.path(body.work, "work"), workPath: checkSandboxPath(body.work, "work"),
-      dir: await c.path(body.path, "path"), path: checkSandboxPath(body.path, "path"), format: body.format,
-    });
-  },
+  "POST /v1/lazy/remount": async (c) => remountLazy(c, await c.json(P.LazyRemountBody)),
 
   "POST /v1/lazy/wait": async (c) => {
     const body = await c.json(P.LazyWaitBody);
     return waitLazy(lazyFiles(await c.path(body.work, "work")).status, body.timeoutMs);
   },
 };
+
+/** POST /v1/lazy/remount's work, also done by a swap that mounts the image at its target (routes/swaps.ts). */
+export async function remountLazy(c: Ctx, body: z.infer<typeof P.LazyRemountBody>) {
+  return remountLazyImage(c.agent.mounts, c.sandboxId, {
+    work: await c.path(body.work, "work"), workPath: checkSandboxPath(body.work, "work"),
+    dir: await c.path(body.path, "path"), path: checkSandboxPath(body.path, "path"), format: body.format,
+  });
+}

@@ -4,6 +4,7 @@
 // and unmount one. Mounts are recorded in the agent's registry so a sandbox's mounts can be listed and undone in
 // order.
 import { createHash } from "node:crypto";
+import type { z } from "zod";
 import { rm } from "node:fs/promises";
 import { AgentError } from "../agent-error.ts";
 import { refuseIfMounted } from "../mount-guard.ts";
@@ -16,7 +17,7 @@ import * as P from "../protocol.ts";
 import { overlayLayer } from "../sandbox-layout.ts";
 import { checkSandboxPath } from "../sandbox-paths.ts";
 import { excludedTopLevel } from "../selection.ts";
-import { existingDir, type Routes } from "./route.ts";
+import { existingDir, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
 
 export const imageRoutes: Routes = {
@@ -43,23 +44,7 @@ export const imageRoutes: Routes = {
     return { ms: Math.round(performance.now() - started), bytes, mounted };
   },
 
-  "POST /v1/overlay": async (c) => {
-    const body = await c.json(P.OverlayBody);
-    const started = performance.now();
-    const path = checkSandboxPath(body.path, "path");
-    const layer = overlayLayer(createHash("sha256").update(path).digest("hex").slice(0, 16));
-    const [upperPath, workPath] = body.upper ? [checkSandboxPath(body.upper, "upper"), `${checkSandboxPath(body.upper, "upper")}.work`] : [layer.upper, layer.work];
-    const mounted = await mountOverlay(c.agent.mounts, c.sandboxId, {
-      lower: await c.path(body.lower, "lower"), lowerPath: checkSandboxPath(body.lower, "lower"),
-      dir: await c.path(path, "path"), path,
-      upper: await c.path(upperPath, "path"), upperPath,
-      work: await c.path(workPath, "path"), workPath,
-      how: body.how,
-      keepUpper: body.upper !== undefined,
-      lowerMounted: body.lowerMounted,
-    });
-    return { upper: upperPath, work: workPath, ms: Math.round(performance.now() - started), mounted };
-  },
+  "POST /v1/overlay": async (c) => layOverlay(c, await c.json(P.OverlayBody)),
 
   "POST /v1/overlay/opaque": async (c) => {
     const body = await c.json(P.OverlayOpaqueBody);
@@ -97,3 +82,21 @@ export const imageRoutes: Routes = {
     return { unmounted, removed: body.remove.length, ms: Math.round(performance.now() - started) };
   },
 };
+
+/** POST /v1/overlay's work, also done by a swap that lays the overlay at its target (routes/swaps.ts). */
+export async function layOverlay(c: Ctx, body: z.infer<typeof P.OverlayBody>) {
+  const started = performance.now();
+  const path = checkSandboxPath(body.path, "path");
+  const layer = overlayLayer(createHash("sha256").update(path).digest("hex").slice(0, 16));
+  const [upperPath, workPath] = body.upper ? [checkSandboxPath(body.upper, "upper"), `${checkSandboxPath(body.upper, "upper")}.work`] : [layer.upper, layer.work];
+  const mounted = await mountOverlay(c.agent.mounts, c.sandboxId, {
+    lower: await c.path(body.lower, "lower"), lowerPath: checkSandboxPath(body.lower, "lower"),
+    dir: await c.path(path, "path"), path,
+    upper: await c.path(upperPath, "path"), upperPath,
+    work: await c.path(workPath, "path"), workPath,
+    how: body.how,
+    keepUpper: body.upper !== undefined,
+    lowerMounted: body.lowerMounted,
+  });
+  return { upper: upperPath, work: workPath, ms: Math.round(performance.now() - started), mounted };
+}

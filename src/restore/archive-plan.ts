@@ -3,6 +3,7 @@
 // materialization then extracts or mounts.
 import type { ArchiveFormat } from "../../container/protocol.ts";
 import { SnapflowError } from "../errors.ts";
+import { AgentCallError } from "../sandbox/agent-client.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
@@ -106,10 +107,12 @@ export const archivePlan: RestorePlan = {
     const t = performance.now();
     const m = materializationOf(c);
     const dir = probed.swap.staged;
-    // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree. (A tree made at
-    // the target leaves nothing at the staged place: the swap makes its empty directory and renames it at once.)
-    await m.undo(c, dir);
-    if (!m.atTarget) await c.agent.deleteFile(dir);
+    // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree. A tree made at
+    // the target clears an earlier attempt's leftovers itself, while it prepares (Materialization.atTarget).
+    if (!m.atTarget) {
+      await m.undo(c, dir);
+      await c.agent.deleteFile(dir);
+    }
     const clearMs = since(t);
     const format = probed.snapshot.format;
     if (!isImage(format) && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
@@ -118,7 +121,7 @@ export const archivePlan: RestorePlan = {
     // A tree made at the target (a lazy mount) goes in now, usable at once; verify walks it there (afterSwap).
     if (!m.atTarget) return made;
     const swapped = await swapInArchive(c, probed);
-    return { ...made, ...usableNow(c, swapped), ms: since(t), clearMs };
+    return { ...made, ...usableNow(c, swapped), ms: since(t) };
   },
 
   swapIn: (c, probed) => swapInArchive(c, probed),
@@ -149,16 +152,17 @@ async function swapInArchive(c: RestoreContext, probed: RestoreProbeResult): Ret
   const format = probed.snapshot.format;
   const materializeAt = async (dir: string) => m!.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
   if (m?.atTarget) {
-    // Nothing was mounted beside the target: an empty directory goes in, and the tree is made at the target, once.
-    const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mountedAfter: true });
-    const at = await m.atTarget.mountAt(c, c.p.path, format);
-    if (at) return { ...swapped, remounted: "over what still ran" as const, mountAtMs: at.ms };
-    // What backed it is gone (an agent restart): started again, then mounted at the target.
-    await m.undo(c, probed.swap.staged);
+    // Nothing was mounted beside the target: an empty directory goes in, and the agent makes the tree at the target,
+    // once, in the same call.
+    const mount = m.atTarget.mount(c, format);
+    const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mount }).catch(goneIs404);
+    if (swapped) return { ...swapped, remounted: "over what still ran" as const };
+    // What backed it is gone (an agent restart; the swap itself is done): started again (materialize clears what
+    // is left of it first), then mounted at the target.
     await materializeAt(probed.swap.staged);
-    const again = await m.atTarget.mountAt(c, c.p.path, format);
+    const again = await c.agent.swapIn(c.p.path, c.p.restoreId, { mount }).catch(goneIs404);
     if (!again) throw new SnapflowError("agent_error", `restore ${c.p.restoreId}: the tree could not be mounted at ${c.p.path} even after its mount was made again`);
-    return { ...swapped, remounted: "from scratch" as const, mountAtMs: again.ms };
+    return { ...again, remounted: "from scratch" as const };
   }
   // A mount point cannot be renamed: the verified image is unmounted beside the target and mounted again at it.
   if (m?.mounts) await m.undo(c, probed.swap.staged);
@@ -168,4 +172,10 @@ async function swapInArchive(c: RestoreContext, probed: RestoreProbeResult): Ret
     return { ...swapped, remounted: "from scratch" as const };
   }
   return swapped;
+}
+
+/** A 404 from a swap that mounts: what the mount needed is gone (an agent restart), answered as undefined. */
+function goneIs404(e: unknown): undefined {
+  if (e instanceof AgentCallError && e.status === 404 && e.field?.startsWith("mount.")) return undefined;
+  throw e;
 }

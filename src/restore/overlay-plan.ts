@@ -138,16 +138,14 @@ export const overlayPlan: RestorePlan = {
 /**
  * A mount point cannot be renamed: the overlay is taken down beside the target (its lower and upper stay) and laid
  * again at the target over the same layers. Over a lazy base it was never beside the target: an empty directory is
- * swapped in for it. The agent answers a retry's overlay, already at the target, as made.
+ * swapped in for it. Either way the agent's swap lays the overlay at the target in the same call, and answers a
+ * retry's overlay, already there, as made; a lower whose mount went (an agent restart) is a 404 naming it.
  */
 async function swapInOverlay(c: RestoreContext, probed: RestoreProbeResult): ReturnType<RestorePlan["swapIn"]> {
   const { p, agent } = c;
   const where = sandboxPaths.overlay(p.restoreId);
-  const lazyBase = isChunked(probed.layers[0]!);
-  if (!lazyBase) await agent.unmount(probed.swap.staged).catch(() => {});
-  const swapped = await agent.swapIn(p.path, p.restoreId, { mountedAfter: lazyBase });
-  const overlay = await agent.mountOverlay({ lower: where.lower, path: p.path, how: "kernel", upper: where.upper });
-  return { ...swapped, mountAtMs: overlay.ms };
+  if (!isChunked(probed.layers[0]!)) await agent.unmount(probed.swap.staged).catch(() => {});
+  return agent.swapIn(p.path, p.restoreId, { mount: { kind: "overlay", lower: where.lower, upper: where.upper, how: "kernel" } });
 }
 
 /** Is this restore's overlay (over its own lower) mounted at the target? */

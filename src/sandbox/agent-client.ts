@@ -249,10 +249,6 @@ export class AgentClient {
   lazyUrls(body: z.input<typeof P.LazyUrlsBody>) {
     return this.json<{ urls: number }>("lazy urls", "/v1/lazy/urls", body);
   }
-  /** The image mounted again at `path` from a lazy mount whose helper still serves (404 if none does). */
-  lazyRemount(body: z.input<typeof P.LazyRemountBody>) {
-    return this.json<{ ms: number; how: string; mounted: P.MountEntry }>("lazy remount", "/v1/lazy/remount", body, "POST", "short");
-  }
   /** Waits (at most timeoutMs) until a lazy mount's image is complete or its prefetch has ended. */
   lazyWait(body: z.input<typeof P.LazyWaitBody>) {
     return this.json<P.LazyStatus & { waitedMs: number; running: boolean }>("wait for lazy mount", "/v1/lazy/wait", body, "POST", { long: { extraMs: body.timeoutMs ?? 0 } });
@@ -261,9 +257,9 @@ export class AgentClient {
   planSwap(target: string, id: string) {
     return this.json<SwapJournal>("plan the swap", "/v1/swap/plan", { target, id }, "POST", "short");
   }
-  /** `mountedAfter`: the tree is mounted at the target after the swap, nothing was built beside it (SwapInBody). */
-  swapIn(target: string, id: string, o: { mountedAfter?: boolean } = {}) {
-    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number }>("swap the new tree in", "/v1/swap/in", { target, id, ...o }, "POST", "short");
+  /** `mount`: nothing was built beside the target; the agent mounts this tree at it, in the same call (SwapInBody). */
+  swapIn(target: string, id: string, o: { mount?: z.input<typeof P.SwapMount> } = {}) {
+    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number; mountAtMs?: number; mounted?: P.MountEntry }>("swap the new tree in", "/v1/swap/in", { target, id, ...o }, "POST", "short");
   }
   commitSwap(target: string, id: string) {
     return this.json<{ committed: boolean; removedOld: boolean }>("commit the swap", "/v1/swap/commit", { target, id }, "POST", "short");

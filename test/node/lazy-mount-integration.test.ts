@@ -176,17 +176,26 @@ it("an unmount from outside ends the helper too, and a mount that cannot read it
   // Put every chunk right again (from the staged image), mount, let it complete, then unmount behind the agent's back.
   const image = readFileSync(host("/snapflow/staging/img.sqsh"));
   for (const c of index.chunks) await store.put(`chunks/${c.sha256}`, image.subarray(c.offset, c.offset + c.size));
-  // Without a path only the FUSE file is made (a restore mounts the image at its target after the swap); the image
-  // is then mounted where asked, and asked again (a retried swap) the mount standing there is the answer.
+  // Without a path only the FUSE file is made; a restore's swap then puts an empty directory at its target and
+  // mounts the image there in the same call, and asked again (a retried swap) the mount standing there is the answer.
   const whole = await call("POST", "/v1/lazy/mount", { index: "/snapflow/images/r1.index.json", urls, work: "/snapflow/lazy/r4", cache: "/snapflow/chunks", format: FORMAT });
   expect(whole.status, JSON.stringify(whole.body)).toBe(200);
   expect(whole.body.mounted.map((m: MountEntry) => m.kind)).toEqual(["lazy"]);
   expect(whole.body.how).toBeUndefined();
-  const at = await call("POST", "/v1/lazy/remount", { work: "/snapflow/lazy/r4", path: "/workspace/app4", format: FORMAT });
+  const swap = { target: "/workspace/app4", id: "r4" };
+  expect((await call("POST", "/v1/swap/plan", swap)).status).toBe(200);
+  const mount = { kind: "lazy-image", work: "/snapflow/lazy/r4", format: FORMAT };
+  const at = await call("POST", "/v1/swap/in", { ...swap, mount });
   expect(at.status, JSON.stringify(at.body)).toBe(200);
-  const again = await call("POST", "/v1/lazy/remount", { work: "/snapflow/lazy/r4", path: "/workspace/app4", format: FORMAT });
+  expect(at.body).toMatchObject({ swapped: true, hadTarget: false, mounted: { kind: "image", path: "/workspace/app4", source: "/snapflow/lazy/r4/fuse/image" } });
+  const again = await call("POST", "/v1/swap/in", { ...swap, mount });
   expect(again.body.mounted).toEqual(at.body.mounted);
   expect((await readMountinfo()).filter((m) => m.mountPoint === realpathSync(host("/workspace/app4")))).toHaveLength(1);
+  // The same image mounted elsewhere from the same helper (POST /v1/lazy/remount, the swap's own step).
+  const beside = await call("POST", "/v1/lazy/remount", { work: "/snapflow/lazy/r4", path: "/workspace/app5", format: FORMAT });
+  expect(beside.status, JSON.stringify(beside.body)).toBe(200);
+  expect(readdirSync(host("/workspace/app5")).sort()).toEqual(readdirSync(host("/workspace/src")).sort());
+  expect((await call("DELETE", `/v1/mounts?path=${encodeURIComponent("/workspace/app5")}`)).body.unmounted).toEqual(["/workspace/app5"]);
   expect(readdirSync(host("/workspace/app4")).sort()).toEqual(readdirSync(host("/workspace/src")).sort());
   const done = (await call("POST", "/v1/lazy/wait", { work: "/snapflow/lazy/r4", timeoutMs: 30_000 })).body as LazyStatus;
   expect(done.state).toBe("complete");
@@ -197,6 +206,14 @@ it("an unmount from outside ends the helper too, and a mount that cannot read it
   for (let i = 0; i < 50 && helpers(host("/snapflow/lazy/r4")).length; i++) await new Promise((r) => setTimeout(r, 100));
   expect(helpers(host("/snapflow/lazy/r4"))).toEqual([]);
   expect((await call("GET", "/v1/mounts")).body.mounts).toEqual([]);
+
+  // The helper gone (as after an agent restart), the swap asked again keeps what it did and names what is missing.
+  const gone = await call("POST", "/v1/swap/in", { ...swap, mount });
+  expect(gone.status).toBe(404);
+  expect(gone.body.error).toMatchObject({ code: "not_found", field: "mount.work" });
+  expect(gone.body.error.message).toMatch(/^mount\.work: no lazy mount's helper serves at \/snapflow\/lazy\/r4/);
+  expect((await call("GET", `/v1/swap?target=${encodeURIComponent(swap.target)}&id=r4`)).body.state).toBe("swapped");
+  expect((await readMountinfo()).filter((m) => m.mountPoint.startsWith(base))).toEqual([]);
 });
 
 /** snapflow-lazy processes serving a mount under `work` (by their command line). */

@@ -14,7 +14,6 @@
 // credential the sandbox gets, one per chunk, as long-lived as the presigner allows (PRESIGN_EXPIRY_SECONDS): once
 // the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
-import { AgentCallError } from "../../sandbox/agent-client.ts";
 import type { ChunkIndex } from "../../../container/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
@@ -103,29 +102,25 @@ async function deliverRemainingUrls(c: RestoreContext, work: string, snapshotId:
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
   mounts: true,
   // The tree is made once, at the target, by the swap: materialize starts the FUSE file (and, for lazy-overlay, mounts
-  // the image at the lower) and leaves the staged place empty; the swap mounts the image (or lays the overlay) at the
-  // target over what runs. Mounting beside the target first and again at it cost an image mount, an unmount and
-  // their round trips before the tree answered where the user looks.
+  // the image at the lower) and leaves the staged place empty; the agent's swap mounts the image (or lays the overlay)
+  // at the target over what runs, in the same call. Mounting beside the target first and again at it cost an image
+  // mount, an unmount and their round trips before the tree answered where the user looks.
   atTarget: {
-    async mountAt({ p, agent }, to, format) {
+    mount({ p }, format) {
       const where = sandboxPaths.lazy(p.restoreId);
-      if (format.kind !== "squashfs") return false;
-      const gone = (e: unknown) => {
-        if (e instanceof AgentCallError && e.status === 404) return false as const;
-        throw e;
-      };
-      // The agent answers a tree already there (a retried swap) as made; a lower or helper gone (an agent restart) is a 404.
-      if (overlay) return agent.mountOverlay({ lower: where.lower, path: to, how: "kernel", upper: `${where.layer}/upper`, lowerMounted: true }).then((r) => ({ ms: r.ms }), gone);
-      return agent.lazyRemount({ work: where.work, path: to, format }).then((r) => ({ ms: r.ms }), gone);
+      if (format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image`);
+      return overlay ? { kind: "overlay", lower: where.lower, upper: `${where.layer}/upper`, how: "kernel" } : { kind: "lazy-image", work: where.work, format };
     },
   },
-  async materialize(c, staged, format) {
+  async materialize(c, staged, format, _expected, dir) {
     const t = performance.now();
     const { p, agent } = c;
     if (format.kind !== "squashfs" || !format.chunks) throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image; restore it with a strategy that reads it`, { field: "strategy" });
     const where = sandboxPaths.lazy(p.restoreId);
-    const signed = await urlsBeforeMount(c, p.snapshotId);
-    const presignMs = since(t);
+    // The first URLs are signed (in the Worker) while the agent clears what an earlier attempt left: neither waits.
+    const [signed] = await Promise.all([urlsBeforeMount(c, p.snapshotId).then((s) => ({ ...s, ms: since(t) })), undoLazy(c, dir, overlay)]);
+    const clearMs = since(t);
+    const presignMs = signed.ms;
     // lazy-overlay's lower is the image (its fresh upper was cleared with the rest by undo); plain lazy mounts nothing yet.
     const mounted = await agent.lazyMount({ index: staged, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(overlay ? { path: where.lower } : {}), format, prefetch: PREFETCH });
     const ms = since(t);
@@ -134,25 +129,29 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       // The helper serving (and lazy-overlay's lower mounted): the restore request → now, and this part's own time.
       // The archive plan then swaps the tree in at the target (usableNow).
       servingMs: sinceRequest(c), servingAfterStepMs: ms,
-      presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, ...(mounted.how ? { imageMountMs: mounted.mountMs } : {}),
+      clearMs, presignMs, fuseMs: mounted.fuseMs, helperReadyMs: mounted.readyMs, ...(mounted.how ? { imageMountMs: mounted.mountMs } : {}),
       imageBytes: signed.imageBytes, chunks: signed.chunks, urlsBeforeMount: signed.first, chunksCachedAtStart: mounted.local,
     };
   },
 
-  async undo({ p, agent }, dir) {
-    const where = sandboxPaths.lazy(p.restoreId);
-    // The tree (image or overlay) first, then the FUSE file with whatever still stands on it (unmounting it stops
-    // its helper), then the files: in one call when nothing resists, path by path when something does, so that one
-    // mount that will not go keeps nothing else behind.
-    const unmount = [dir, `${where.work}/fuse`];
-    const remove = [where.work, where.lower, ...(overlay ? [where.layer] : [])];
-    await agent.clear({ unmount, remove }).catch(async () => {
-      for (const path of unmount) await agent.unmount(path).catch(() => {});
-      for (const path of remove) await agent.deleteFile(path).catch(() => {});
-    });
-  },
+  undo: (c, dir) => undoLazy(c, dir, overlay),
 
   async afterSwap(c, check) {
     return afterLazySwap(c, c.p.snapshotId, check);
   },
 });
+
+/**
+ * Takes down a lazy tree (image or overlay) at `dir`, then the FUSE file with whatever still stands on it (unmounting it
+ * stops its helper), then the files: in one call when nothing resists, path by path when something does, so that one
+ * mount that will not go keeps nothing else behind.
+ */
+async function undoLazy({ p, agent }: RestoreContext, dir: string, overlay: boolean): Promise<void> {
+  const where = sandboxPaths.lazy(p.restoreId);
+  const unmount = [dir, `${where.work}/fuse`];
+  const remove = [where.work, where.lower, ...(overlay ? [where.layer] : [])];
+  await agent.clear({ unmount, remove }).catch(async () => {
+    for (const path of unmount) await agent.unmount(path).catch(() => {});
+    for (const path of remove) await agent.deleteFile(path).catch(() => {});
+  });
+}

@@ -1,7 +1,8 @@
 // The interface every materialization implements: what becomes of an archive once it is in the sandbox's staging
 // file. Piped transfers extract while receiving and skip this step. index.ts gathers them by the registry's
 // Materialize (overlay is a restore plan of its own: overlay-plan.ts).
-import type { ArchiveFormat } from "../../../container/protocol.ts";
+import type { z } from "zod";
+import type { ArchiveFormat, SwapMount } from "../../../container/protocol.ts";
 import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
 
@@ -18,13 +19,13 @@ export interface Materialization {
   readonly mounts: boolean;
   /**
    * For a tree whose making is costly (a lazy mount signs URLs and starts its helper): materialize starts what backs
-   * it and leaves `dir` empty, and the swap makes the tree once, at the target — `mountAt` over what still runs, or
-   * false when that is gone (an agent restart), when the swap materializes again. Repeatable: a tree already at `to`
-   * is kept. The tree's check then runs at the target (afterSwap). Without it a mount is made beside the target,
-   * checked there, and made again at the target by the swap.
+   * it and leaves `dir` empty, and the swap makes the tree once, at the target: the agent's swap mounts `mount` there
+   * over what still runs, in the same call (a 404 when that is gone, after an agent restart: the swap then
+   * materializes again). Repeatable: a tree already at the target is kept; materialize clears what an earlier attempt
+   * left (undo) itself, while it prepares. The tree's check then runs at the target (afterSwap). Without it a mount is made beside the target, checked there, and made again at the target by the swap.
    */
   readonly atTarget?: {
-    mountAt(c: RestoreContext, to: string, format: ArchiveFormat): Promise<{ ms: number } | false>;
+    mount(c: RestoreContext, format: ArchiveFormat): z.input<typeof SwapMount>;
   };
   /**
    * Wraps the verify step's tree check when materialize left work running in the background (a lazy mount's
