@@ -616,8 +616,9 @@ export interface LazyStatus {
   readyMs: number;
   firstReadMs: number;
   completeMs: number;
-  chunks: { index: number; total: number; local: number; cached: number; onDemand: number; ahead: number; failed: number };
-  bytes: { total: number; local: number; fetched: number; onDemand: number; ahead: number };
+  /** `read`: distinct chunks the mount has read from so far, whoever fetched them (what its readers needed) */
+  chunks: { index: number; total: number; local: number; cached: number; onDemand: number; ahead: number; failed: number; read: number };
+  bytes: { total: number; local: number; fetched: number; onDemand: number; ahead: number; read: number };
   fetchAttempts: number;
   onDemandChunks: { index: number; sha256: string; atMs: number }[];
   failed: { index: number; sha256: string; reason: string; attempts: number; atMs: number }[];

@@ -17,7 +17,8 @@ export interface FirstUse {
   commandMs: number;
   firstUseDoneMs: number;
   /** the lazy mount's bytes when the command had succeeded */
-  atFirstUse: { imageBytes: number; localBytes: number; onDemandBytes: number; aheadBytes: number; onDemandChunks: number; chunks: number };
+  /** `readBytes`: the chunks the mount had read from (first use, and the verify step's walk), whoever fetched them */
+  atFirstUse: { imageBytes: number; localBytes: number; onDemandBytes: number; aheadBytes: number; readBytes: number; onDemandChunks: number; readChunks: number; chunks: number };
   /** POST → complete (every chunk local and verified), and the Workflow's own moments */
   completeMs: number;
   usableMs?: number;
@@ -74,7 +75,7 @@ export async function measureFirstUse(api: ReturnType<typeof apiClient>, o: { sn
   const materialize = final.steps.materialize as { usableMs?: number } | undefined;
   return {
     restoreId: id, usableSeenMs, commandMs: ran.ms, firstUseDoneMs,
-    atFirstUse: { imageBytes: status.bytes.total, localBytes: status.bytes.local, onDemandBytes: status.bytes.onDemand, aheadBytes: status.bytes.ahead, onDemandChunks: status.chunks.onDemand, chunks: status.chunks.total },
+    atFirstUse: { imageBytes: status.bytes.total, localBytes: status.bytes.local, onDemandBytes: status.bytes.onDemand, aheadBytes: status.bytes.ahead, readBytes: status.bytes.read, onDemandChunks: status.chunks.onDemand, readChunks: status.chunks.read, chunks: status.chunks.total },
     completeMs: Math.round(performance.now() - t0), usableMs: materialize?.usableMs, workflowCompleteMs: verify?.completeMs,
     toUsable: toUsable(final.steps),
   };

@@ -94,6 +94,7 @@ export function forksMarkdown(r: ForksResults): string {
       out.push(`| first use \`${d.firstUse.command}\` at the target: its own time; POST → done | ${s(f.commandMs)} s; ${s(f.firstUseDoneMs)} s |`);
       out.push(`| bytes local when first use was done (all fetched by then, prefetch included) | ${mb(f.atFirstUse.localBytes)} MB = ${((100 * f.atFirstUse.localBytes) / f.atFirstUse.imageBytes).toFixed(1)} % of ${mb(f.atFirstUse.imageBytes)} MB |`);
       out.push(`| of which the mount at the target asked for on demand | ${mb(f.atFirstUse.onDemandBytes)} MB (${f.atFirstUse.onDemandChunks} chunks); ahead: ${mb(f.atFirstUse.aheadBytes)} MB |`);
+      out.push(`| the chunks the mount had read from by then (first use and the verify step's walk), whoever fetched them | ${mb(f.atFirstUse.readBytes)} MB (${f.atFirstUse.readChunks} chunks) = ${((100 * f.atFirstUse.readBytes) / f.atFirstUse.imageBytes).toFixed(1)} % |`);
       out.push(`| lazy restore complete (every chunk local and verified), POST → complete | ${s(f.completeMs)} s (Workflow: ${s(f.workflowCompleteMs)}) |`);
     }
     if (d.forks.length) {
@@ -122,6 +123,7 @@ export function forksMarkdown(r: ForksResults): string {
       out.push(`| ≤ 0.5 s from the restore request to usable | ${s(f.usableSeenMs)} s | ${verdict(f.usableSeenMs <= 500)} |`);
       afterMaterialize(out, "lazy restore", f.toUsable?.usableAfterMaterializeMs);
       out.push(`| bytes fetched on demand before first use ≤ 10 % of the image | ${(100 * share).toFixed(1)} % | ${verdict(share <= 0.1)} |`);
+      out.push(`| bytes the mount read before first use was done (fetched on demand or ahead) ≤ 10 % | ${((100 * f.atFirstUse.readBytes) / f.atFirstUse.imageBytes).toFixed(1)} % | ${verdict(f.atFirstUse.readBytes / f.atFirstUse.imageBytes <= 0.1)} |`);
       out.push(`| all bytes local at first use (prefetch included) ≤ 10 % | ${((100 * f.atFirstUse.localBytes) / f.atFirstUse.imageBytes).toFixed(1)} % | ${verdict(f.atFirstUse.localBytes / f.atFirstUse.imageBytes <= 0.1)} |`);
       if (d.mountRestoreMs) out.push(`| complete ≤ 1.2 × the download-then-mount restore | ${(f.completeMs / d.mountRestoreMs).toFixed(2)} × | ${verdict(f.completeMs <= 1.2 * d.mountRestoreMs)} |`);
     }

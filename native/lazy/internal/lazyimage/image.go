@@ -29,6 +29,7 @@ var ErrUnavailable = errors.New("chunk unavailable")
 
 type chunkState struct {
 	local    bool
+	read     bool // a read has copied from it (whoever fetched it)
 	source   string
 	inflight chan struct{} // closed when the running fetch ends
 	failure  *Failure
@@ -67,8 +68,8 @@ type Image struct {
 }
 
 type counters struct {
-	cached, onDemand, ahead               int
-	bytesLocal, bytesOnDemand, bytesAhead int64
+	cached, onDemand, ahead, read                    int
+	bytesLocal, bytesOnDemand, bytesAhead, bytesRead int64
 	attempts                              int
 	firstReadMs, completeMs, readyMs      int64
 	onDemandList                          []Fetched
@@ -141,6 +142,7 @@ func (img *Image) ReadAt(ctx context.Context, p []byte, off int64) (int, error) 
 		if err := img.ensure(ctx, img.of[i], OnDemand); err != nil {
 			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
+		img.noteRead(img.of[i])
 	}
 	n := 0
 	end := min(off+int64(len(p)), img.idx.Size)
@@ -160,6 +162,17 @@ func (img *Image) noteFirstRead() {
 	img.mu.Lock()
 	if img.counts.firstReadMs < 0 {
 		img.counts.firstReadMs = img.ms()
+	}
+	img.mu.Unlock()
+}
+
+// noteRead counts distinct chunk d as read, once: what the readers needed, whether a read or the prefetcher fetched it.
+func (img *Image) noteRead(d int) {
+	img.mu.Lock()
+	if !img.st[d].read {
+		img.st[d].read = true
+		img.counts.read++
+		img.counts.bytesRead += img.distinct[d].Size
 	}
 	img.mu.Unlock()
 }

@@ -170,3 +170,22 @@ func TestPrefetchTakesASquashfsImagesTablesRightAfterItsFirstChunk(t *testing.T)
 		t.Fatal("tables past the image's end were taken")
 	}
 }
+
+func TestReadCountsTheChunksReadersNeededWhoeverFetchedThem(t *testing.T) {
+	img, _, _ := newImage(t, 5)
+	img.Prefetch(context.Background(), PrefetchOptions{Workers: 1, Passes: 1}) // every chunk fetched ahead
+	p := make([]byte, 2500)
+	for i := 0; i < 2; i++ { // read twice: a chunk counts once
+		if _, err := img.ReadAt(context.Background(), p, 900); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := img.Snapshot("ready")
+	var spanned int64
+	for _, c := range img.idx.Chunks[:4] { // [900, 3400) lies on the first four chunks
+		spanned += c.Size
+	}
+	if s.Chunks.OnDemand != 0 || s.Chunks.Read != 4 || s.Bytes.Read != spanned || s.Bytes.Ahead != s.Bytes.Total {
+		t.Fatalf("chunks %+v bytes %+v", s.Chunks, s.Bytes)
+	}
+}

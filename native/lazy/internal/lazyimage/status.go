@@ -30,6 +30,7 @@ type Status struct {
 		OnDemand int `json:"onDemand"`
 		Ahead    int `json:"ahead"`
 		Failed   int `json:"failed"`
+		Read     int `json:"read"` // read from by the mount so far (fetched on demand, ahead, or cached)
 	} `json:"chunks"`
 	Bytes struct {
 		Total    int64 `json:"total"` // distinct bytes
@@ -37,6 +38,7 @@ type Status struct {
 		Fetched  int64 `json:"fetched"`
 		OnDemand int64 `json:"onDemand"`
 		Ahead    int64 `json:"ahead"`
+		Read     int64 `json:"read"` // the distinct chunks read from: what the mount's readers needed so far
 	} `json:"bytes"`
 	FetchAttempts  int       `json:"fetchAttempts"`
 	OnDemandChunks []Fetched `json:"onDemandChunks"`
@@ -57,11 +59,11 @@ func (img *Image) Snapshot(state string) Status {
 	s.ImageSHA256, s.Size, s.StartedAt = img.idx.SHA256, img.idx.Size, img.start.UTC()
 	s.ReadyMs, s.FirstReadMs, s.CompleteMs, s.UpdatedMs = img.counts.readyMs, img.counts.firstReadMs, img.counts.completeMs, img.ms()
 	s.Chunks.Index, s.Chunks.Total, s.Chunks.Local = len(img.idx.Chunks), len(img.distinct), img.local
-	s.Chunks.Cached, s.Chunks.OnDemand, s.Chunks.Ahead, s.Chunks.Failed = img.counts.cached, img.counts.onDemand, img.counts.ahead, len(img.counts.failed)
+	s.Chunks.Cached, s.Chunks.OnDemand, s.Chunks.Ahead, s.Chunks.Failed, s.Chunks.Read = img.counts.cached, img.counts.onDemand, img.counts.ahead, len(img.counts.failed), img.counts.read
 	for _, ch := range img.distinct {
 		s.Bytes.Total += ch.Size
 	}
-	s.Bytes.Local, s.Bytes.OnDemand, s.Bytes.Ahead = img.counts.bytesLocal, img.counts.bytesOnDemand, img.counts.bytesAhead
+	s.Bytes.Local, s.Bytes.OnDemand, s.Bytes.Ahead, s.Bytes.Read = img.counts.bytesLocal, img.counts.bytesOnDemand, img.counts.bytesAhead, img.counts.bytesRead
 	s.Bytes.Fetched = s.Bytes.OnDemand + s.Bytes.Ahead
 	s.FetchAttempts = img.counts.attempts
 	s.OnDemandChunks = append([]Fetched{}, img.counts.onDemandList...)
