@@ -7,7 +7,7 @@ import { distinctChunks } from "./chunk-index.ts";
 export const MOUNT_FIRST_MAX = 512;
 
 /**
- * The chunks whose URLs the mount needs before it answers — the image's first `headChunks` (the superblock) and its
+ * The chunks whose URLs the mount needs before it answers — the image's first `headChunks` (the first holds the superblock) and its
  * tables, which the mount and the metadata walk read: where the index says they lie (`tables`, from the superblock,
  * for indexes made since it was recorded), else its last `tailBytes`, where mksquashfs writes them (the default 128
  * MiB holds them for about a million entries) — and the rest, signed after the tree is usable (deliverRemainingUrls):
