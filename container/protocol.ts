@@ -516,7 +516,7 @@ export interface MaterializeResult {
 //                                             → {ms, readyMs, mounted, status}
 //   POST   /v1/lazy/urls      LazyUrlsBody     add URLs to a mount started with moreUrls (the last call says so) → {urls}
 //   POST   /v1/lazy/remount   LazyRemountBody  mount the image at `path` from a helper that still serves (a mount
-//                                             started without a path, or a swap took the first image mount down)
+//                                             started without a path; a restore's swap does it at its target, SwapMount)
 //                                             → {ms, how, mounted}; the image already there is the answer; 404 if no helper
 //   POST   /v1/lazy/wait      LazyWaitBody     wait until the mount's image is complete or its prefetch ended → LazyStatus
 // Mounts made here are listed and undone by GET/DELETE /v1/mounts like any other (the FUSE file is kind "lazy").
@@ -573,7 +573,7 @@ export const LazyMountBody = z.object({
   /** the chunk cache, content-addressed and shared by every lazy mount of the sandbox (a fork reuses its parent's) */
   cache: z.string(),
   /** where the image is mounted read-only (an overlay's lower directory); without it only the FUSE file is made,
-   *  and POST /v1/lazy/remount mounts the image where it is wanted (a restore's target, after its swap) */
+   *  and the image is mounted where it is wanted later (a restore's target, by its swap: SwapMount) */
   path: z.string().optional(),
   format: SquashfsFormat,
   /** parallel background fetches (0: on demand only) */
