@@ -124,6 +124,15 @@ try {
   for (const [run, m] of memory) {
     console.log(`  ${run.padEnd(8)} workerd ${mib(m.workerd.before)} → ${mib(m.workerd.peak)} → ${mib(m.workerd.after)};  agent ${mib(m.agent.before)} → ${mib(m.agent.peak)} → ${mib(m.agent.after)}`);
   }
+  // A chunked backup uploads only the chunks the store lacks; a lazy restore is usable before it is complete.
+  const chunks = (backup.steps.transfer as { chunks?: { imageBytes: number; uploadedBytes: number } } | undefined)?.chunks;
+  if (chunks) {
+    const rest = chunks.uploadedBytes < chunks.imageBytes ? " (the rest: chunks already in the store, or repeated in the image)" : "";
+    console.log(`\nchunks: uploaded ${(chunks.uploadedBytes / 1e6).toFixed(1)} MB of the image's ${(chunks.imageBytes / 1e6).toFixed(1)} MB${rest}`);
+  }
+  const usableMs = (restore.steps.materialize as { usableMs?: number } | undefined)?.usableMs;
+  const completeMs = (restore.steps.verify as { completeMs?: number } | undefined)?.completeMs;
+  if (usableMs !== undefined) console.log(`lazy restore: usable ${usableMs} ms after the request (the tree answers at the target), complete ${completeMs ?? "?"} ms (every chunk local and verified)`);
   const v = restore.steps.verify!;
   console.log(`\nrestored manifest equals source: ${v.files} files, ${v.dirs} dirs, ${v.symlinks} symlinks, ${v.bytes} bytes (snapshot ${b.snapshotId})`);
   console.log(`inspect: npx wrangler workflows instances describe snapflow-backup ${b.id} --local  (while the stack runs)`);

@@ -114,7 +114,9 @@ async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResul
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);
   }
-  const by = p.deepVerify ? "every file hashed (deepVerify)" : "the image's SHA-256 on arrival, then a metadata walk";
+  // A lazy tree (swapped in by materialize) never had its image hashed whole: each chunk was, before any byte of it was served.
+  const lazy = steps.materialize?.swappedIn === true;
+  const by = p.deepVerify ? "every file hashed (deepVerify)" : lazy ? "each chunk's SHA-256 before it was served, then a metadata walk" : "the image's SHA-256 on arrival, then a metadata walk";
   return { ms: since(t), bytes: v.totals.bytes, files: v.totals.files, dirs: v.totals.dirs, symlinks: v.totals.symlinks, agentMs: v.ms, verified: { ...v.verified, by } };
 }
 

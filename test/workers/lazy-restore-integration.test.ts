@@ -97,6 +97,11 @@ describe("squashfs-chunked → lazy restores", () => {
       expect(stored.completeMs).toBeGreaterThanOrEqual(0);
       expect(stored.chunks.chunks.local).toBe(stored.chunks.chunks.total);
       expect(stored.chunks.chunks.onDemand + stored.chunks.chunks.ahead + stored.chunks.chunks.cached).toBe(stored.chunks.chunks.total);
+      // The walk read through the mount (the chunks it read are counted whoever fetched them); nothing claims the
+      // image was hashed whole: each chunk was, before it was served.
+      expect(stored.chunks.chunks.read).toBeGreaterThan(0);
+      expect(stored.chunks.bytes.read).toBeLessThanOrEqual(stored.chunks.bytes.total);
+      expect(JSON.stringify(v)).toContain("each chunk's SHA-256 before it was served, then a metadata walk");
       console.log(`${strategy}: serving ${m.servingMs} ms, usable at the target ${m.usableMs} ms after the request (${m.usableAfterMaterializeMs} ms after materialize began; helper ready ${m.helperReadyMs} ms, mounted at the target in ${m.mountAtMs} ms), complete ${stored.completeMs} ms; ${JSON.stringify(stored.chunks.chunks)}`);
       const mounts = (await agent(dst, "GET", "/v1/mounts")).mounts;
       expect(mounts.map((x: any) => x.kind).sort()).toEqual(strategy === "lazy-squashfs" ? ["image", "lazy"] : ["image", "lazy", "overlay"]);
