@@ -93,11 +93,15 @@ export const overlayPlan: RestorePlan = {
     const clearMs = since(t);
     let baseMountMs: number;
     let signedMs = 0;
+    let baseParts = {};
     if (signing) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
       const { urls, moreUrls } = await signing;
       signedMs = since(t);
-      baseMountMs = (await agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH })).ms;
+      const based = await agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH });
+      baseMountMs = based.ms;
+      // The base mount's parts: the helper's start (exec → ready line) and the image mounted over its FUSE file.
+      baseParts = { baseFuseMs: based.fuseMs, baseImageMountMs: based.mountMs };
     } else {
       baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
     }
@@ -105,7 +109,7 @@ export const overlayPlan: RestorePlan = {
     // once: usable at once. A downloaded base's overlay goes beside the target, where verify checks it before the swap.
     if (signing) {
       const swapped = await swapInOverlay(c, probed);
-      return { ms: since(t), bytes: 0, clearMs, signedMs, baseMountMs, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+      return { ms: since(t), bytes: 0, clearMs, signedMs, baseMountMs, ...baseParts, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
     }
     const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
     return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper };
