@@ -70,10 +70,10 @@ type Image struct {
 type counters struct {
 	cached, onDemand, ahead, read                    int
 	bytesLocal, bytesOnDemand, bytesAhead, bytesRead int64
-	attempts                              int
-	firstReadMs, completeMs, readyMs      int64
-	onDemandList                          []Fetched
-	failed                                map[int]*Failure
+	attempts                                         int
+	firstReadMs, completeMs, readyMs                 int64
+	onDemandList                                     []Fetched
+	failed                                           map[int]*Failure
 }
 
 // Fetched names a chunk fetched on demand and when.

@@ -189,3 +189,22 @@ func TestReadCountsTheChunksReadersNeededWhoeverFetchedThem(t *testing.T) {
 		t.Fatalf("chunks %+v bytes %+v", s.Chunks, s.Bytes)
 	}
 }
+
+func TestPrefetchTakesTheTablesTheIndexNamesWithoutWaitingForTheFirstChunk(t *testing.T) {
+	// No superblock in the image: the index alone says where the tables are (chunks 15–17).
+	img, store, _ := newImage(t, 20)
+	img.idx.Tables = &index.Range{From: 15_200, To: 17_900}
+	img.Prefetch(context.Background(), PrefetchOptions{Workers: 1, Passes: 1})
+	pos := map[string]int{}
+	for i, c := range img.idx.Chunks {
+		pos[c.SHA256] = i
+	}
+	var order []int
+	for _, g := range store.Gets() {
+		order = append(order, pos[g])
+	}
+	want := []int{0, 17, 16, 15, 1, 2}
+	if fmt.Sprint(order[:len(want)]) != fmt.Sprint(want) {
+		t.Fatalf("fetch order %v, want it to start %v", order, want)
+	}
+}
