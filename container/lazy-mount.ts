@@ -203,10 +203,9 @@ async function mountImageFromHelper(registry: MountRegistry, sandboxId: string, 
 }
 
 /**
- * The image mounted again, at another place, from a lazy mount whose helper still serves: a restore's swap cannot
- * rename a mount, so it takes the image mount down beside the target and makes it again at the target. The helper,
- * its URLs, its cache and its prefetch go on; nothing is signed or fetched again. 404 when no helper serves at
- * `work` (it died with an agent): the caller then mounts from scratch.
+ * The image mounted at `dir` from a lazy mount whose helper still serves (started without a path): a restore's swap
+ * does it at its target (SwapMount). The helper, its URLs, its cache and its prefetch go on; nothing is signed or
+ * fetched again. 404 when no helper serves at `work` (it died with an agent): the caller then mounts from scratch.
  */
 export async function remountLazyImage(registry: MountRegistry, sandboxId: string, r: LazyImageMountRequest): Promise<{ ms: number; how: "mount-kernel" | "mount-fuse"; mounted: MountEntry }> {
   // Compared canonically, as the registry holds it (prepareTarget): a sandbox root reached through a symlink would

@@ -1,11 +1,11 @@
 // lazy / lazy-overlay: a chunked snapshot mounted before it is downloaded. The transfer step brought only the index
 // (hash-checked against the snapshot record); here the Worker signs GETs for the chunks the mount reads (splitForMount)
 // and the agent starts snapflow-lazy's FUSE file over the index (for lazy-overlay, the image mounted from it
-// read-only at the lower directory). The step ends when the helper serves (`servingMs`).
+// read-only at the lower directory): the helper serves (`servingMs`).
 //
-// The same step then swaps an empty directory in at the target and makes the tree there, once, over the running
-// helper: the image mounted read-only (kernel squashfs, or squashfuse), or the writable overlay over the lower with
-// its upper on local disk. From the restore request to that moment is `usableMs`. Every byte the mount serves is a
+// The same step then swaps an empty directory in at the target and the agent's swap makes the tree there, in the
+// same call, once, over the running helper: the image mounted read-only (kernel squashfs, or squashfuse), or the
+// writable overlay over the lower with its upper on local disk. From the restore request to that moment is `usableMs`. Every byte the mount serves is a
 // chunk checked against its SHA-256, and the image was built from the same tar stream its manifest was hashed from
 // (image-with-manifest.ts): the metadata walk can wait until the tree is at the target. Verify hands the helper the other
 // chunks' URLs, checks the tree at the target (a metadata walk through the mount: the reads it makes fetch what
