@@ -68,14 +68,7 @@ func TestPrefetchTakesTheChunksAfterAnOnDemandReadFirstThenTheRest(t *testing.T)
 		t.Fatalf("read: %v", err)
 	}
 	img.Prefetch(context.Background(), PrefetchOptions{Workers: 1, Passes: 1})
-	var order []int
-	pos := map[string]int{}
-	for i, c := range img.idx.Chunks {
-		pos[c.SHA256] = i
-	}
-	for _, g := range store.Gets() {
-		order = append(order, pos[g])
-	}
+	order := fetchOrder(img, store)
 	// The first chunk before anything (its superblock says where a squashfs image's tables are; this is none).
 	want := []int{10, 0, 11, 12, 13, 14, 1, 2}
 	if fmt.Sprint(order[:len(want)]) != fmt.Sprint(want) {
@@ -150,14 +143,7 @@ func TestPrefetchTakesASquashfsImagesTablesRightAfterItsFirstChunk(t *testing.T)
 	binary.LittleEndian.PutUint64(sb[64:], 15_200)
 	img, store, _ := newImageWith(t, 20, sb)
 	img.Prefetch(context.Background(), PrefetchOptions{Workers: 1, Passes: 1})
-	pos := map[string]int{}
-	for i, c := range img.idx.Chunks {
-		pos[c.SHA256] = i
-	}
-	var order []int
-	for _, g := range store.Gets() {
-		order = append(order, pos[g])
-	}
+	order := fetchOrder(img, store)
 	want := []int{0, 17, 16, 15, 1, 2}
 	if fmt.Sprint(order[:len(want)]) != fmt.Sprint(want) {
 		t.Fatalf("fetch order %v, want it to start %v", order, want)
@@ -195,6 +181,15 @@ func TestPrefetchTakesTheTablesTheIndexNamesWithoutWaitingForTheFirstChunk(t *te
 	img, store, _ := newImage(t, 20)
 	img.idx.Tables = &index.Range{From: 15_200, To: 17_900}
 	img.Prefetch(context.Background(), PrefetchOptions{Workers: 1, Passes: 1})
+	order := fetchOrder(img, store)
+	want := []int{0, 17, 16, 15, 1, 2}
+	if fmt.Sprint(order[:len(want)]) != fmt.Sprint(want) {
+		t.Fatalf("fetch order %v, want it to start %v", order, want)
+	}
+}
+
+// fetchOrder is the index position of each chunk the store was asked for, in the order asked.
+func fetchOrder(img *Image, store *testkit.Store) []int {
 	pos := map[string]int{}
 	for i, c := range img.idx.Chunks {
 		pos[c.SHA256] = i
@@ -203,8 +198,5 @@ func TestPrefetchTakesTheTablesTheIndexNamesWithoutWaitingForTheFirstChunk(t *te
 	for _, g := range store.Gets() {
 		order = append(order, pos[g])
 	}
-	want := []int{0, 17, 16, 15, 1, 2}
-	if fmt.Sprint(order[:len(want)]) != fmt.Sprint(want) {
-		t.Fatalf("fetch order %v, want it to start %v", order, want)
-	}
+	return order
 }
