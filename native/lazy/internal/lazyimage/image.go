@@ -30,6 +30,7 @@ var ErrUnavailable = errors.New("chunk unavailable")
 type chunkState struct {
 	local    bool
 	read     bool // a read has copied from it (whoever fetched it)
+	ahead    bool // suggested as the neighbour of a read: its own first read moves the suggestion on
 	source   string
 	inflight chan struct{} // closed when the running fetch ends
 	failure  *Failure
@@ -61,8 +62,10 @@ type Image struct {
 	st       []chunkState
 	local    int
 	counts   counters
-	hints    []int  // distinct ids suggested by reads; a stack, so the latest read's neighbours go first
-	prefetch string // "pending" until Prefetch starts, "running", then "done" (passes spent, complete, or stopped)
+	hints    []int         // distinct ids suggested by reads; a stack, so the latest read's neighbours go first
+	hinted   chan struct{} // closed (and replaced) when hints are added: wakes prefetch workers waiting out a quiet spell
+	demandAt time.Time     // when a read last had to fetch (the mount's start until one did); the sweep waits for quiet
+	prefetch string        // "pending" until Prefetch starts, "running", then "done" (passes spent, complete, or stopped)
 	complete chan struct{}
 	changed  chan struct{} // poked (non-blocking) whenever status should be rewritten
 }
@@ -86,7 +89,7 @@ type Fetched struct {
 // New builds the state, counting chunks already in the cache as local. start is the moment the restore's mount began,
 // the zero of every *Ms figure; ending life abandons every running fetch.
 func New(life context.Context, idx *index.Index, c *cache.Dir, f *fetch.Fetcher, start time.Time) *Image {
-	img := &Image{life: life, idx: idx, cache: c, fetcher: f, start: start, prefetch: "pending", complete: make(chan struct{}), changed: make(chan struct{}, 1)}
+	img := &Image{life: life, idx: idx, cache: c, fetcher: f, start: start, prefetch: "pending", complete: make(chan struct{}), changed: make(chan struct{}, 1), hinted: make(chan struct{}), demandAt: start}
 	ids := map[string]int{}
 	img.of = make([]int, len(idx.Chunks))
 	for i, ch := range idx.Chunks {
@@ -167,12 +170,17 @@ func (img *Image) noteFirstRead() {
 }
 
 // noteRead counts distinct chunk d as read, once: what the readers needed, whether a read or the prefetcher fetched it.
+// The first read of a suggested neighbour suggests the chunks after it, so a reader going through a file keeps finding
+// them local (a readahead window, as the kernel's page cache keeps one).
 func (img *Image) noteRead(d int) {
 	img.mu.Lock()
-	if !img.st[d].read {
-		img.st[d].read = true
+	if s := &img.st[d]; !s.read {
+		s.read = true
 		img.counts.read++
 		img.counts.bytesRead += img.distinct[d].Size
+		if s.ahead {
+			img.pushHints(d)
+		}
 	}
 	img.mu.Unlock()
 }
@@ -192,6 +200,7 @@ func (img *Image) ensure(ctx context.Context, d int, source string) error {
 		if s.inflight == nil {
 			s.inflight = make(chan struct{})
 			if source == OnDemand {
+				img.demandAt = time.Now()
 				img.pushHints(d)
 			}
 			started = true
@@ -260,11 +269,19 @@ func (img *Image) checkComplete() {
 	}
 }
 
+// pushHints suggests the chunks after d to the prefetcher (called with mu held).
 func (img *Image) pushHints(d int) {
+	added := false
 	for n := min(d+neighbours, len(img.distinct)-1); n > d; n-- {
-		if !img.st[n].local {
+		if s := &img.st[n]; !s.local && s.inflight == nil {
 			img.hints = append(img.hints, n)
+			s.ahead = true
+			added = true
 		}
+	}
+	if added {
+		close(img.hinted)
+		img.hinted = make(chan struct{})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -188,6 +189,12 @@ func TestPrefetchTakesTheTablesTheIndexNamesWithoutWaitingForTheFirstChunk(t *te
 	}
 }
 
+func sorted(xs []int) []int {
+	out := append([]int{}, xs...)
+	sort.Ints(out)
+	return out
+}
+
 // fetchOrder is the index position of each chunk the store was asked for, in the order asked.
 func fetchOrder(img *Image, store *testkit.Store) []int {
 	pos := map[string]int{}
@@ -199,4 +206,47 @@ func fetchOrder(img *Image, store *testkit.Store) []int {
 		order = append(order, pos[g])
 	}
 	return order
+}
+
+func TestTheSweepWaitsForQuietReadsButTheirNeighboursGoAtOnce(t *testing.T) {
+	img, store, whole := newImage(t, 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { img.Prefetch(ctx, PrefetchOptions{Workers: 2, Passes: 1, Quiet: time.Hour}); close(done) }()
+	p := make([]byte, 500)
+	if _, err := img.ReadAt(ctx, p, 10_200); err != nil || !bytes.Equal(p, whole[10_200:10_700]) { // chunk 10, on demand
+		t.Fatalf("read: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(store.Gets()) < 6 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // room for a sweep that should not run
+	if got := sorted(fetchOrder(img, store)); fmt.Sprint(got) != "[0 10 11 12 13 14]" {
+		t.Fatalf("fetched %v while reads were not quiet, want chunk 10, its four neighbours and the first chunk", got)
+	}
+	// The first chunk (the prefetcher took it for a superblock) suggests nothing when read; a reader going on through
+	// the file finds the neighbour local, and its first read suggests the next ones.
+	for _, off := range []int64{0, 11_000} {
+		if _, err := img.ReadAt(ctx, p, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(store.Gets()) < 7 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if order := fetchOrder(img, store); len(order) != 7 || order[6] != 15 || img.Snapshot("ready").Chunks.OnDemand != 1 {
+		t.Fatalf("after reading chunk 11: fetched %v, status %+v", order, img.Snapshot("ready").Chunks)
+	}
+	cancel()
+	<-done
+
+	// Quiet once the wait has passed: the sweep fetches the rest.
+	img2, store2, _ := newImage(t, 20)
+	img2.Prefetch(context.Background(), PrefetchOptions{Workers: 2, Passes: 1, Quiet: 50 * time.Millisecond})
+	if s := img2.Snapshot("ready"); s.State != "complete" || len(store2.Gets()) != 20 {
+		t.Fatalf("after quiet: %s, %d GETs", s.State, len(store2.Gets()))
+	}
 }

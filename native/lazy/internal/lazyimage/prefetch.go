@@ -10,11 +10,16 @@ type PrefetchOptions struct {
 	Workers    int           // parallel fetches; 0 disables prefetching
 	Passes     int           // sweeps over the chunk list; later passes retry what failed
 	RetryPause time.Duration // pause before a pass that retries failures
+	// Quiet: the sweep in image order waits until this long has passed since the mount started and since a read last
+	// had to fetch a chunk; the chunks reads suggest (the tables, the neighbours of what they read) go at once. The
+	// reads a workspace's first use makes then have the store and the CPU to themselves.
+	Quiet time.Duration
 }
 
 // Prefetch fetches every chunk not yet local until the image is complete, ctx ends, or the passes are spent. Order:
-// the first chunk, then a squashfs image's tables (queueTables); chunks after the ones reads fetched on demand (the
-// latest read first: squashfs stores a directory's files next to each other), then the rest in image order. Failures are recorded in the status and retried in the next pass.
+// the first chunk, then a squashfs image's tables (queueTables); chunks after the ones reads touched (the latest read
+// first: squashfs stores a directory's files next to each other), then, once reads have been quiet for o.Quiet, the
+// rest in image order. Failures are recorded in the status and retried in the next pass.
 //
 // The status's "prefetch" field says when it has ended ("done"): a chunk still failed then will only be tried again by
 // a read that needs it, so whoever waits for completion (the agent) can stop waiting and report the chunk.
@@ -38,30 +43,42 @@ func (img *Image) Prefetch(ctx context.Context, o PrefetchOptions) {
 			}
 		}
 		cursor := 0
-		next := func() (int, bool) {
+		// next is a chunk to fetch; or, while reads are not yet quiet, how long to wait (or until hints come).
+		next := func() (d int, ok bool, wait time.Duration, hinted <-chan struct{}) {
 			img.mu.Lock()
 			defer img.mu.Unlock()
 			for len(img.hints) > 0 {
 				d := img.hints[len(img.hints)-1]
 				img.hints = img.hints[:len(img.hints)-1]
 				if !img.st[d].local && img.st[d].inflight == nil {
-					return d, true
+					return d, true, 0, nil
 				}
+			}
+			if quiet := o.Quiet - time.Since(img.demandAt); quiet > 0 {
+				return 0, false, quiet, img.hinted
 			}
 			for ; cursor < len(img.st); cursor++ {
 				if !img.st[cursor].local && img.st[cursor].inflight == nil {
 					cursor++
-					return cursor - 1, true
+					return cursor - 1, true, 0, nil
 				}
 			}
-			return 0, false
+			return 0, false, 0, nil
 		}
 		done := make(chan struct{}, o.Workers)
 		for w := 0; w < o.Workers; w++ {
 			go func() {
 				defer func() { done <- struct{}{} }()
 				for ctx.Err() == nil {
-					d, ok := next()
+					d, ok, wait, hinted := next()
+					if wait > 0 {
+						select {
+						case <-time.After(wait):
+						case <-hinted:
+						case <-ctx.Done():
+						}
+						continue
+					}
 					if !ok {
 						return
 					}
