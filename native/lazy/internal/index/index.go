@@ -10,7 +10,6 @@ package index
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"sort"
@@ -130,21 +129,16 @@ func (idx *Index) Distinct() []Chunk {
 	return out
 }
 
-// IsDigest reports whether s is 64 lowercase hex characters.
+// IsDigest reports whether s is 64 lowercase hex characters. It allocates nothing: a restore's mount checks every
+// chunk of its index (8,686 for a 5 GB image) before it answers.
 func IsDigest(s string) bool {
 	if len(s) != 64 {
 		return false
 	}
-	_, err := hex.DecodeString(s)
-	return err == nil && s == toLower(s)
-}
-
-func toLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'F' {
-			b[i] = c + 32
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
 		}
 	}
-	return string(b)
+	return true
 }

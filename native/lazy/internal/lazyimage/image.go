@@ -90,8 +90,10 @@ type Fetched struct {
 // the zero of every *Ms figure; ending life abandons every running fetch.
 func New(life context.Context, idx *index.Index, c *cache.Dir, f *fetch.Fetcher, start time.Time) *Image {
 	img := &Image{life: life, idx: idx, cache: c, fetcher: f, start: start, prefetch: "pending", complete: make(chan struct{}), changed: make(chan struct{}, 1), hinted: make(chan struct{}), demandAt: start}
-	ids := map[string]int{}
+	ids := make(map[string]int, len(idx.Chunks))
 	img.of = make([]int, len(idx.Chunks))
+	img.distinct = make([]index.Chunk, 0, len(idx.Chunks))
+	img.first = make([]int, 0, len(idx.Chunks))
 	for i, ch := range idx.Chunks {
 		d, ok := ids[ch.SHA256]
 		if !ok {
