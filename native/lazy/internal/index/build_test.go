@@ -126,3 +126,15 @@ func TestSquashfsTablesAreReadFromTheSuperblockAndCheckedAgainstTheImage(t *test
 		t.Fatal("an index whose tables run past its size validated")
 	}
 }
+
+func TestIsDigestTakesOnly64LowercaseHexCharacters(t *testing.T) {
+	good := strings.Repeat("0123456789abcdef", 4)
+	if !IsDigest(good) {
+		t.Fatalf("%s refused", good)
+	}
+	for _, bad := range []string{good[:63], good + "0", strings.ToUpper(good), good[:63] + "g", good[:63] + "/", ""} {
+		if IsDigest(bad) {
+			t.Fatalf("%q taken for a digest", bad)
+		}
+	}
+}
