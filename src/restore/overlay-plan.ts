@@ -19,7 +19,7 @@ import type { RestoreContext } from "./restore-context.ts";
 import type { Layer, RestoreProbeResult } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
-import { afterLazySwap, PREFETCH, urlsBeforeMount, usableNow } from "./materialize/lazy.ts";
+import { afterLazySwap, startLazyMount, usableNow } from "./materialize/lazy.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive });
 
@@ -83,34 +83,22 @@ export const overlayPlan: RestorePlan = {
     const base = layers[0]!;
     if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is not squashfs`);
     const lazy = sandboxPaths.lazy(p.restoreId);
-    // The first URLs are signed (in the Worker) while the agent clears the way: the two do not wait for each other.
-    const signing = isChunked(base) ? urlsBeforeMount(c, base.id) : undefined;
-    signing?.catch(() => {}); // awaited below; a failure must not go unhandled while the agent calls run
     // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower, the lower
     // with a lazy base's FUSE file), in one call. The upper layer is this restore's own (it follows the overlay
     // to the target): a plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
-    await agent.clear({ unmount: [where.lower, `${lazy.work}/fuse`], remove: [swap.staged, ...(layers.length === 1 ? [where.upper] : [])] });
-    const clearMs = since(t);
-    let baseMountMs: number;
-    let signedMs = 0;
-    let baseParts = {};
-    if (signing) {
+    const clear = agent.clear({ unmount: [where.lower, `${lazy.work}/fuse`], remove: [swap.staged, ...(layers.length === 1 ? [where.upper] : [])] });
+    if (isChunked(base)) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
-      const { urls, moreUrls } = await signing;
-      signedMs = since(t);
-      const based = await agent.lazyMount({ index: where.image, urls, moreUrls, work: lazy.work, cache: lazy.cache, path: where.lower, format: base.format, prefetch: PREFETCH });
-      baseMountMs = based.ms;
-      // The base mount's parts: the helper's start (exec → ready line) and the image mounted over its FUSE file.
-      baseParts = { baseFuseMs: based.fuseMs, baseImageMountMs: based.mountMs };
-    } else {
-      baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
-    }
-    // A lazy base's tree is checked at the target (afterSwap), so it goes in now, its overlay laid at the target
-    // once: usable at once. A downloaded base's overlay goes beside the target, where verify checks it before the swap.
-    if (signing) {
+      // Its tree is checked at the target (afterSwap), so it goes in now, its overlay laid at the target once: usable
+      // at once.
+      const { signed, clearMs, mounted } = await startLazyMount(c, { snapshotId: base.id, index: where.image, format: base.format, lower: where.lower, clear });
       const swapped = await swapInOverlay(c, probed);
-      return { ms: since(t), bytes: 0, clearMs, signedMs, baseMountMs, ...baseParts, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+      // The base mount's parts: the helper's start (exec → ready line) and the image mounted over its FUSE file.
+      return { ms: since(t), bytes: 0, clearMs, signedMs: signed.ms, baseMountMs: mounted.ms, baseFuseMs: mounted.fuseMs, baseImageMountMs: mounted.mountMs, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
     }
+    // A downloaded base's overlay goes beside the target, where verify checks it before the swap.
+    await clear;
+    const baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
     const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
     return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper };
   },

@@ -14,7 +14,7 @@
 // credential the sandbox gets, one per chunk, as long-lived as the presigner allows (PRESIGN_EXPIRY_SECONDS): once
 // the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
-import type { ChunkIndex } from "../../../container/protocol.ts";
+import type { ChunkIndex, SquashfsFormat } from "../../../container/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
 import { since } from "../../phases/phase-runner.ts";
@@ -62,6 +62,20 @@ export async function urlsBeforeMount(c: RestoreContext, snapshotId: string): Pr
   const index = await indexOf(c, record);
   const { first, rest } = splitForMount(index, beforeMount(c));
   return { urls: signed(c, first), moreUrls: rest.length > 0, first: first.length, chunks: first.length + rest.length, imageBytes: index.size };
+}
+
+/**
+ * The start of every tree over a lazy mount (the lazy materializations, and a fork's lazy base): the first URLs are
+ * signed (in the Worker) while `clear` takes down what an earlier attempt left (in the agent) — neither waits for the
+ * other — then the agent starts snapflow-lazy over the staged `index` and, given `lower`, mounts the image there.
+ */
+export async function startLazyMount(c: RestoreContext, o: { snapshotId: string; index: string; format: SquashfsFormat; lower?: string; clear: Promise<unknown> }) {
+  const t = performance.now();
+  const [signed] = await Promise.all([urlsBeforeMount(c, o.snapshotId).then((s) => ({ ...s, ms: since(t) })), o.clear]);
+  const clearMs = since(t);
+  const where = sandboxPaths.lazy(c.p.restoreId);
+  const mounted = await c.agent.lazyMount({ index: o.index, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(o.lower ? { path: o.lower } : {}), format: o.format, prefetch: PREFETCH });
+  return { signed, clearMs, mounted };
 }
 
 /**
@@ -114,15 +128,12 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
   },
   async materialize(c, staged, format, _expected, dir) {
     const t = performance.now();
-    const { p, agent } = c;
+    const { p } = c;
     if (format.kind !== "squashfs" || !format.chunks) throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image; restore it with a strategy that reads it`, { field: "strategy" });
-    const where = sandboxPaths.lazy(p.restoreId);
-    // The first URLs are signed (in the Worker) while the agent clears what an earlier attempt left: neither waits.
-    const [signed] = await Promise.all([urlsBeforeMount(c, p.snapshotId).then((s) => ({ ...s, ms: since(t) })), undoLazy(c, dir, overlay)]);
-    const clearMs = since(t);
-    const presignMs = signed.ms;
     // lazy-overlay's lower is the image (its fresh upper was cleared with the rest by undo); plain lazy mounts nothing yet.
-    const mounted = await agent.lazyMount({ index: staged, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(overlay ? { path: where.lower } : {}), format, prefetch: PREFETCH });
+    const lower = overlay ? sandboxPaths.lazy(p.restoreId).lower : undefined;
+    const { signed, clearMs, mounted } = await startLazyMount(c, { snapshotId: p.snapshotId, index: staged, format, ...(lower ? { lower } : {}), clear: undoLazy(c, dir, overlay) });
+    const presignMs = signed.ms;
     const ms = since(t);
     return {
       ms, bytes: 0, how: overlay ? "lazy-overlay" : "lazy", ...(mounted.how ? { imageMount: mounted.how } : {}),
