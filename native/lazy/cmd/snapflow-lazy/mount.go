@@ -38,6 +38,7 @@ func mountCmd(args []string) error {
 	passes := fs.Int("passes", 3, "prefetch sweeps; later ones retry failed chunks")
 	retryPause := fs.Duration("retry-pause", 2*time.Second, "pause before a prefetch sweep that retries failures")
 	quiet := fs.Duration("quiet", 300*time.Millisecond, "the prefetch sweep waits until reads have fetched nothing for this long (and this long after the start); 0 sweeps at once")
+	quietAtMost := fs.Duration("quiet-at-most", 3*time.Second, "the sweep stands back for reads no longer than this after the start; 0: no bound")
 	fetchTimeout := fs.Duration("fetch-timeout", 30*time.Second, "deadline per chunk GET attempt (a stalled store is abandoned)")
 	retries := fs.Int("retries", 4, "retries per chunk fetch")
 	backoff := fs.Duration("backoff", 200*time.Millisecond, "first pause between retries; doubles")
@@ -86,7 +87,7 @@ func mountCmd(args []string) error {
 
 	// The prefetcher starts with the FUSE mount rather than after it: the image's first chunk and its tables are on
 	// their way (or here) by the time the kernel's mount asks for them.
-	go img.Prefetch(ctx, lazyimage.PrefetchOptions{Workers: *prefetch, Passes: *passes, RetryPause: *retryPause, Quiet: *quiet})
+	go img.Prefetch(ctx, lazyimage.PrefetchOptions{Workers: *prefetch, Passes: *passes, RetryPause: *retryPause, Quiet: *quiet, QuietAtMost: *quietAtMost})
 
 	server, err := fusefs.Mount(*mountpoint, img, fusefs.Options{AllowOther: *allowOther, Debug: *debug})
 	if err != nil {

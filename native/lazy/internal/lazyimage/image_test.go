@@ -250,3 +250,31 @@ func TestTheSweepWaitsForQuietReadsButTheirNeighboursGoAtOnce(t *testing.T) {
 		t.Fatalf("after quiet: %s, %d GETs", s.State, len(store2.Gets()))
 	}
 }
+
+func TestReadsThatNeverQuietenDelayTheSweepOnlyUpToItsBound(t *testing.T) {
+	img, store, _ := newImage(t, 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		img.Prefetch(ctx, PrefetchOptions{Workers: 2, Passes: 1, Quiet: time.Hour, QuietAtMost: 150 * time.Millisecond})
+		close(done)
+	}()
+	// A reader that keeps fetching: one new chunk every 20 ms, far apart so no neighbour has come ahead of it.
+	p := make([]byte, 10)
+	for _, at := range []int64{19_000, 14_000, 9_000, 4_000} {
+		if _, err := img.ReadAt(ctx, p, at); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatalf("the sweep still stood back after %v: %d of 20 chunks fetched", time.Since(start), len(store.Gets()))
+	}
+	if s := img.Snapshot("ready"); s.State != "complete" || time.Since(start) < 150*time.Millisecond {
+		t.Fatalf("%s after %v", s.State, time.Since(start))
+	}
+}

@@ -14,6 +14,9 @@ type PrefetchOptions struct {
 	// had to fetch a chunk; the chunks reads suggest (the tables, the neighbours of what they read) go at once. The
 	// reads a workspace's first use makes then have the store and the CPU to themselves.
 	Quiet time.Duration
+	// QuietAtMost bounds that waiting, counted from the mount's start: a workload that keeps reading new chunks
+	// must not keep the image from completing (the restore waits for it). 0: no bound.
+	QuietAtMost time.Duration
 }
 
 // Prefetch fetches every chunk not yet local until the image is complete, ctx ends, or the passes are spent. Order:
@@ -54,7 +57,7 @@ func (img *Image) Prefetch(ctx context.Context, o PrefetchOptions) {
 					return d, true, 0, nil
 				}
 			}
-			if quiet := o.Quiet - time.Since(img.demandAt); quiet > 0 {
+			if quiet := img.quietLeft(o); quiet > 0 {
 				return 0, false, quiet, img.hinted
 			}
 			for ; cursor < len(img.st); cursor++ {
@@ -105,4 +108,14 @@ func (img *Image) setPrefetch(state string) {
 	img.prefetch = state
 	img.mu.Unlock()
 	img.poke()
+}
+
+// quietLeft is how much longer the sweep stands back (called with mu held): until reads have been quiet for o.Quiet,
+// but never past o.QuietAtMost after the start.
+func (img *Image) quietLeft(o PrefetchOptions) time.Duration {
+	left := o.Quiet - time.Since(img.demandAt)
+	if o.QuietAtMost > 0 {
+		left = min(left, o.QuietAtMost-time.Since(img.start))
+	}
+	return left
 }
