@@ -577,7 +577,7 @@ export const LazyMountBody = z.object({
   path: z.string().optional(),
   format: SquashfsFormat,
   /** parallel background fetches (0: on demand only) */
-  prefetch: z.number().int().min(0).max(64).default(4),
+  prefetch: z.number().int().min(0).max(64).default(32),
   /** `urls` is a first part: more come through POST /v1/lazy/urls; until the last, a chunk without one waits for it */
   moreUrls: z.boolean().default(false),
 }).strict();

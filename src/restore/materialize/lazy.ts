@@ -27,8 +27,12 @@ import type { RestoreContext } from "../restore-context.ts";
 import { walkThenComplete } from "./lazy-completion.ts";
 import type { Materialization } from "./materialization.ts";
 
-/** Background fetches; 4 met the completion target in native/lazy/MEASUREMENTS.md (8 gained little). */
-export const PREFETCH = 4;
+/**
+ * Background fetches at once. On loopback 4 to 32 complete alike (the CPU is the limit); a store 30 ms away needs
+ * many in flight: the npm image completed in 2.37 s with 4, 0.68 s with 32, against 0.32 s to download and mount it
+ * (native/lazy/MEASUREMENTS.md, bench/latency.py). R2 is further from a sandbox than loopback.
+ */
+export const PREFETCH = 32;
 
 /** Milliseconds from the restore request (the API's startedAt) to now, when the request time is known. */
 const sinceRequest = (c: RestoreContext, at = Date.now()) => (c.p.startedAt ? at - Date.parse(c.p.startedAt) : undefined);

@@ -35,7 +35,7 @@ import (
 const usage = `usage:
   snapflow-lazy chunk  --image FILE [--avg 512KiB]                 index JSON to stdout
   snapflow-lazy upload --image FILE --urls FILE.json [--index FILE] [--concurrency 8] [--retries 4]
-  snapflow-lazy mount  --index FILE --urls FILE.json --cache DIR --mountpoint DIR [--prefetch 4] [--status FILE]
+  snapflow-lazy mount  --index FILE --urls FILE.json --cache DIR --mountpoint DIR [--prefetch 32] [--status FILE]
   snapflow-lazy verify --index FILE (--cache DIR | --image FILE)
   snapflow-lazy merge  --staging DIR --target DIR --extracted-at MS [--keep-owners]   {"moved"} to stdout
   snapflow-lazy remove --root DIR  < NUL-separated relative entries                  {"removed","skipped"} to stdout

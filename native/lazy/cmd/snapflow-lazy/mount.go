@@ -34,7 +34,7 @@ func mountCmd(args []string) error {
 	cacheDir := fs.String("cache", "", "chunk cache directory (content-addressed; may be shared by images)")
 	mountpoint := fs.String("mountpoint", "", "directory to mount on; the image appears as MOUNTPOINT/image")
 	statusPath := fs.String("status", "", "status file (default CACHE/status.json)")
-	prefetch := fs.Int("prefetch", 4, "parallel background fetches; 0 fetches on demand only")
+	prefetch := fs.Int("prefetch", 32, "parallel background fetches (a far store needs many in flight); 0 fetches on demand only")
 	passes := fs.Int("passes", 3, "prefetch sweeps; later ones retry failed chunks")
 	retryPause := fs.Duration("retry-pause", 2*time.Second, "pause before a prefetch sweep that retries failures")
 	quiet := fs.Duration("quiet", 300*time.Millisecond, "the prefetch sweep waits until reads have fetched nothing for this long (and this long after the start); 0 sweeps at once")
