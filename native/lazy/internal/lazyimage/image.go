@@ -28,12 +28,12 @@ const (
 var ErrUnavailable = errors.New("chunk unavailable")
 
 type chunkState struct {
-	local    bool
-	read     bool // a read has copied from it (whoever fetched it)
-	ahead    bool // suggested as the neighbour of a read: its own first read moves the suggestion on
-	source   string
-	inflight chan struct{} // closed when the running fetch ends
-	failure  *Failure
+	local     bool
+	read      bool // a read has copied from it (whoever fetched it)
+	suggested bool // queued as the neighbour of a read: its own first read moves the suggestion on
+	source    string
+	inflight  chan struct{} // closed when the running fetch ends
+	failure   *Failure
 }
 
 // Failure is a chunk whose last fetch failed.
@@ -180,7 +180,7 @@ func (img *Image) noteRead(d int) {
 		s.read = true
 		img.counts.read++
 		img.counts.bytesRead += img.distinct[d].Size
-		if s.ahead {
+		if s.suggested {
 			img.pushHints(d)
 		}
 	}
@@ -277,7 +277,7 @@ func (img *Image) pushHints(d int) {
 	for n := min(d+neighbours, len(img.distinct)-1); n > d; n-- {
 		if s := &img.st[n]; !s.local && s.inflight == nil {
 			img.hints = append(img.hints, n)
-			s.ahead = true
+			s.suggested = true
 			added = true
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -189,12 +189,6 @@ func TestPrefetchTakesTheTablesTheIndexNamesWithoutWaitingForTheFirstChunk(t *te
 	}
 }
 
-func sorted(xs []int) []int {
-	out := append([]int{}, xs...)
-	sort.Ints(out)
-	return out
-}
-
 // fetchOrder is the index position of each chunk the store was asked for, in the order asked.
 func fetchOrder(img *Image, store *testkit.Store) []int {
 	pos := map[string]int{}
@@ -223,7 +217,7 @@ func TestTheSweepWaitsForQuietReadsButTheirNeighboursGoAtOnce(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond) // room for a sweep that should not run
-	if got := sorted(fetchOrder(img, store)); fmt.Sprint(got) != "[0 10 11 12 13 14]" {
+	if got := slices.Sorted(slices.Values(fetchOrder(img, store))); fmt.Sprint(got) != "[0 10 11 12 13 14]" {
 		t.Fatalf("fetched %v while reads were not quiet, want chunk 10, its four neighbours and the first chunk", got)
 	}
 	// The first chunk (the prefetcher took it for a superblock) suggests nothing when read; a reader going on through
