@@ -3,6 +3,12 @@
 // mkfs.erofs never compresses them; a directory in any other layout is refused as unreadable, so a check built
 // on this walk fails closed.
 //
+// Types come from inodes, never from the listing: fsck.erofs extracts each entry by its inode's i_mode, while a
+// directory entry's file_type is only the image's own claim. An image whose entry claims a directory where the
+// inode is a symlink would have the symlink's target bytes read as a directory block naming entries that lead
+// through that symlink once extracted (issue 21). So every entry's inode is read, and an image whose listing
+// disagrees with an inode is refused; only inodes that are directories are descended into.
+//
 // Read from the on-disk format (include/erofs_fs.h): the superblock at 1024, inodes at meta_blkaddr * block size
 // + nid * 32 (32-byte compact or 64-byte extended), directory data plain (layout 0) or with the last block inline
 // after the inode and its xattrs (layout 2), each block an array of 12-byte dirents followed by their names.
@@ -14,6 +20,10 @@ const SUPER_OFFSET = 1024;
 const DIRENT_SIZE = 12;
 export const FT_REG_FILE = 1;
 export const FT_DIR = 2;
+/** S_IFMT of i_mode → the dirent file_type it must be listed with (include/erofs_fs.h, as in the kernel's fs_ftype). */
+const FT_OF_IFMT: Record<number, number> = { 0o100000: 1, 0o040000: 2, 0o020000: 3, 0o060000: 4, 0o010000: 5, 0o140000: 6, 0o120000: 7 };
+const S_IFMT = 0o170000;
+const TYPE_NAME: Record<number, string> = { 1: "a file", 2: "a directory", 3: "a character device", 4: "a block device", 5: "a FIFO", 6: "a socket", 7: "a symlink" };
 const LAYOUT_FLAT_PLAIN = 0;
 const LAYOUT_FLAT_INLINE = 2;
 
@@ -23,8 +33,10 @@ interface Superblock {
   metaBlkaddr: number;
 }
 
-interface DirInode {
+interface Inode {
   pos: number;
+  /** i_mode: the type and permission bits, as an extractor uses them */
+  mode: number;
   headerSize: number;
   layout: number;
   size: number;
@@ -38,7 +50,10 @@ export interface ErofsDirent {
   /** the inode of the directory holding it */
   dirNid: number;
   nid: number;
+  /** the file type of the entry's inode (FT_*), which its listing was checked to agree with */
   type: number;
+  /** the inode's i_mode */
+  mode: number;
   /**
    * The name's bytes as an extractor uses them: up to the first NUL (fsck.erofs copies the stored length and
    * then treats the name as a C string), so a check of these bytes is a check of what would be written.
@@ -66,7 +81,8 @@ async function readSuperblock(fh: FileHandle, file: string): Promise<Superblock>
   return { blockSize: 1 << blkszbits, rootNid: sb.readUInt16LE(14), metaBlkaddr: sb.readUInt32LE(40) };
 }
 
-async function readDirInode(fh: FileHandle, sb: Superblock, nid: number, file: string): Promise<DirInode> {
+async function readInode(fh: FileHandle, sb: Superblock, nid: number, file: string): Promise<Inode> {
+  if (!Number.isSafeInteger(nid)) throw unreadable(file, `inode ${nid} is past the end`);
   const pos = sb.metaBlkaddr * sb.blockSize + nid * 32;
   const raw = await readAt(fh, pos, 64);
   if (raw.length < 32) throw unreadable(file, `inode ${nid} is past the end`);
@@ -75,11 +91,11 @@ async function readDirInode(fh: FileHandle, sb: Superblock, nid: number, file: s
   const xattrCount = raw.readUInt16LE(2);
   const xattrSize = xattrCount === 0 ? 0 : 12 + (xattrCount - 1) * 4;
   const size = extended ? Number(raw.readBigUInt64LE(8)) : raw.readUInt32LE(8);
-  return { pos, headerSize: (extended ? 64 : 32) + xattrSize, layout: (format >> 1) & 7, size, rawBlkaddr: raw.readUInt32LE(16) };
+  return { pos, mode: raw.readUInt16LE(4), headerSize: (extended ? 64 : 32) + xattrSize, layout: (format >> 1) & 7, size, rawBlkaddr: raw.readUInt32LE(16) };
 }
 
 /** A directory's data, block by block (each block holds whole dirents and their names). */
-async function* dirBlocks(fh: FileHandle, sb: Superblock, inode: DirInode, file: string): AsyncGenerator<Buffer> {
+async function* dirBlocks(fh: FileHandle, sb: Superblock, inode: Inode, file: string): AsyncGenerator<Buffer> {
   if (inode.layout !== LAYOUT_FLAT_PLAIN && inode.layout !== LAYOUT_FLAT_INLINE) {
     throw unreadable(file, `a directory with data layout ${inode.layout} (only plain and inline are read)`);
   }
@@ -113,7 +129,21 @@ function parseDirBlock(block: Buffer, file: string): { nid: number; type: number
 
 const isDotOrDotDot = (raw: Buffer) => (raw.length === 1 && raw[0] === 0x2e) || (raw.length === 2 && raw[0] === 0x2e && raw[1] === 0x2e);
 
-/** Every entry of every directory below the root, depth first. A directory reached twice (a loop) is refused. */
+/** Refuses an image whose listing names an entry as one type while its inode is another (see the file comment). */
+function lyingEntry(file: string, where: string, raw: Buffer, listed: number, inode: number): AgentError {
+  const name = JSON.stringify(raw.toString("utf8"));
+  const what = (t: number) => TYPE_NAME[t] ?? `file type ${t}`;
+  return new AgentError(
+    "path_outside_root",
+    `archive: the erofs image lists ${name} in ${where} as ${what(listed)} but its inode is ${what(inode)}; an image whose listing disagrees with its inodes is refused before anything is extracted`,
+    "archive",
+  );
+}
+
+/**
+ * Every entry of every directory below the root, depth first, each typed by its own inode (checked against its
+ * listing). A directory reached twice (a loop) is refused.
+ */
 export async function* erofsEntries(file: string): AsyncGenerator<ErofsDirent> {
   const fh = await open(file, "r");
   try {
@@ -124,14 +154,19 @@ export async function* erofsEntries(file: string): AsyncGenerator<ErofsDirent> {
       const { nid, rel } = stack.pop()!;
       if (seenDirs.has(nid)) throw unreadable(file, `directory inode ${nid} is reached twice`);
       seenDirs.add(nid);
-      const inode = await readDirInode(fh, sb, nid, file);
+      const inode = await readInode(fh, sb, nid, file);
+      if ((inode.mode & S_IFMT) !== 0o040000) throw unreadable(file, `inode ${nid} is read as a directory but is not one`);
+      const where = rel === null ? "a directory whose name is not UTF-8" : rel ? `/${rel}` : "the image's root";
       for await (const block of dirBlocks(fh, sb, inode, file)) {
         for (const e of parseDirBlock(block, file)) {
           if (isDotOrDotDot(e.raw)) continue;
+          const mode = (await readInode(fh, sb, e.nid, file)).mode;
+          const type = FT_OF_IFMT[mode & S_IFMT];
+          if (type === undefined || type !== e.type) throw lyingEntry(file, where, e.raw, e.type, type ?? 0);
           const decoded = e.raw.toString("utf8");
           const name = Buffer.from(decoded, "utf8").equals(e.raw) ? decoded : null;
-          yield { parent: rel, dirNid: nid, nid: e.nid, type: e.type, raw: e.raw, name };
-          if (e.type === FT_DIR) stack.push({ nid: e.nid, rel: rel === null || name === null ? null : rel ? `${rel}/${name}` : name });
+          yield { parent: rel, dirNid: nid, nid: e.nid, type, mode, raw: e.raw, name };
+          if (type === FT_DIR) stack.push({ nid: e.nid, rel: rel === null || name === null ? null : rel ? `${rel}/${name}` : name });
         }
       }
     }
@@ -146,19 +181,10 @@ export async function* erofsEntries(file: string): AsyncGenerator<ErofsDirent> {
  * entry's mode before its owner, and the kernel clears these bits on chown, so they are set again from here.
  */
 export async function erofsSetidFiles(file: string): Promise<{ path: string; mode: number }[]> {
-  const fh = await open(file, "r");
-  try {
-    const sb = await readSuperblock(fh, file);
-    const out: { path: string; mode: number }[] = [];
-    for await (const e of erofsEntries(file)) {
-      if (e.type !== FT_REG_FILE || e.name === null || e.parent === null) continue;
-      const raw = await readAt(fh, sb.metaBlkaddr * sb.blockSize + e.nid * 32, 6);
-      if (raw.length < 6) throw unreadable(file, `inode ${e.nid} is past the end`);
-      const mode = raw.readUInt16LE(4);
-      if (mode & 0o6000) out.push({ path: e.parent ? `${e.parent}/${e.name}` : e.name, mode: mode & 0o7777 });
-    }
-    return out;
-  } finally {
-    await fh.close();
+  const out: { path: string; mode: number }[] = [];
+  for await (const e of erofsEntries(file)) {
+    if (e.type !== FT_REG_FILE || e.name === null || e.parent === null) continue;
+    if (e.mode & 0o6000) out.push({ path: e.parent ? `${e.parent}/${e.name}` : e.name, mode: e.mode & 0o7777 });
   }
+  return out;
 }

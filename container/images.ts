@@ -3,9 +3,9 @@
 // directory (unsquashfs, fsck.erofs --extract). Mounting an image instead is mounts.ts. The argv and the reasons
 // for each flag are in image-argv.ts.
 import { createReadStream } from "node:fs";
-import { chmod, lstat, mkdir, open, rm } from "node:fs/promises";
+import { lstat, mkdir, open, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { AgentError } from "./agent-error.ts";
@@ -14,6 +14,7 @@ import { relinkErofsHardLinks } from "./erofs-links.ts";
 import { checkErofsNames } from "./erofs-names.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { extractImageArgv, makeImageArgv } from "./image-argv.ts";
+import { runLazyTool } from "./lazy-tool.ts";
 import type { ImageFormat, WrittenBytes } from "./protocol.ts";
 import { startTool } from "./run-tool.ts";
 
@@ -103,17 +104,13 @@ export async function extractImage(file: string, format: ImageFormat, dir: strin
 }
 
 /**
- * Sets setuid/setgid again where the image has them (erofs-dirs.ts erofsSetidFiles says why they are lost). `dir`
- * is the staging directory of a fresh extraction (safe-extract.ts), which only root can reach; a path that is not a
- * regular file there is left alone.
+ * Sets setuid/setgid again where the image has them (erofs-dirs.ts erofsSetidFiles says why they are lost), through
+ * snapflow-lazy's `setid`: each file is opened beneath `dir` (the staging directory of a fresh extraction) without
+ * following a symlink, so a name the image lists through a symlink the extraction made reaches nothing outside; a
+ * name that is not a regular file there is left alone.
  */
 async function restoreErofsSetid(file: string, dir: string): Promise<number> {
-  let n = 0;
-  for (const f of await erofsSetidFiles(file)) {
-    const target = join(dir, f.path);
-    if (!(await lstat(target).catch(() => null))?.isFile()) continue;
-    await chmod(target, f.mode);
-    n++;
-  }
-  return n;
+  const files = await erofsSetidFiles(file);
+  if (!files.length) return 0;
+  return (await runLazyTool<{ set: number }>(["setid", "--root", dir], Buffer.from(JSON.stringify(files)))).set;
 }

@@ -19,7 +19,7 @@ import { createAgentServer } from "../../container/server.ts";
 import { compress, deltaThroughBaseSymlink, hostileDeletions, imageCases, imageToolMissing, TAR_ATTACKS, tarCases, tarOf, type Compression, type CorpusOptions, type ImageKind } from "../fixtures/hostile-corpus.ts";
 
 const SECRET = randomBytes(32).toString("hex");
-const SENTINEL = "sentinel: must not change";
+const SENTINEL = "sentinel: must not change\n"; // SENTINEL_BYTES long: lying-dirent-types aims at its size
 let base: string;
 let server: Server;
 let url: string;
@@ -231,6 +231,23 @@ describe.each(kinds)("%s images", (kind) => {
     expect(lstatSync(sandboxDir("workspace/t/x")).isDirectory()).toBe(true);
     expect(readFileSync(sandboxDir("workspace/t/x/layer-evil"), "utf8")).toBe("from the image");
   });
+
+  // The attack that wrote outside the target until the listing's types were checked against the inodes and the passes
+  // after extraction went through descriptors (issue 21): the outside sentinel would gain a hard link into the tree
+  // and, with keepOwnership, setuid. Both ways, nothing outside changes and the image is refused naming the lie.
+  for (const keepOwnership of [false, true]) {
+    it.skipIf(kind !== "erofs" || missing)(`lying-dirent-types (keepOwnership ${keepOwnership}): a symlink listed as a directory is refused before anything is extracted, and nothing outside changes${missing ? ` — SKIPPED: ${missing}` : ""}`, async () => {
+      const outsideBefore = [hostOutside(), sandboxDir("workspace/outside")].map((d) => statSync(join(d, "sentinel")));
+      const r = await agent("POST", "/v1/materialize", { archive: place(image("lying-dirent-types")), path: "/workspace/t", format, how: "extract", keepOwnership });
+      expect(r.body.error, JSON.stringify(r.body)).toMatchObject({ code: "path_outside_root", field: "archive", message: expect.stringMatching(/lists "zevil" .* as a directory but its inode is a symlink/) });
+      [hostOutside(), sandboxDir("workspace/outside")].forEach((d, i) => {
+        const st = statSync(join(d, "sentinel"));
+        expect({ mode: st.mode, nlink: st.nlink, uid: st.uid }, d).toEqual({ mode: outsideBefore[i]!.mode, nlink: 1, uid: outsideBefore[i]!.uid });
+      });
+      expect(readdirSync(sandboxDir("workspace/t"))).toEqual([]);
+      untouched();
+    });
+  }
 
   const noRoot = process.getuid?.() !== 0 ? "mknod and chown need root" : undefined;
   it.skipIf(missing ?? noRoot)(`setuid-and-device: extracted, setuid/setgid are cleared, devices dropped and owners are the agent's${missing ?? noRoot ? ` — SKIPPED: ${missing ?? noRoot}` : ""}`, async () => {

@@ -24,7 +24,8 @@
 // Subcommands: chunk (index an image), upload (PUT chunks), mount (serve the image lazily), verify (check chunks).
 // Two more serve every restore, lazy or not, because Node has no openat2: merge (move an extracted layer into its
 // target) and remove (apply a delta's deletions), both by directory descriptors that never follow a symlink
-// (internal/beneath); opaque, the same way, marks a restored overlay upper's opaque directories.
+// (internal/beneath); opaque, the same way, marks a restored overlay upper's opaque directories; sanitize, relink and
+// setid clean an extracted tree, make an image's hard links one file again and give set-id bits back, the same way.
 package main
 
 import (
@@ -40,6 +41,9 @@ const usage = `usage:
   snapflow-lazy merge  --staging DIR --target DIR --extracted-at MS [--keep-owners]   {"moved"} to stdout
   snapflow-lazy remove --root DIR  < NUL-separated relative entries                  {"removed","skipped"} to stdout
   snapflow-lazy opaque --root DIR  < NUL-separated relative directories              {"marked"} to stdout
+  snapflow-lazy relink --root DIR  < JSON [["first","other",…],…]                    {"relinked"} to stdout
+  snapflow-lazy setid  --root DIR  < JSON [{"path","mode"},…]                        {"set","skipped"} to stdout
+  snapflow-lazy sanitize --root DIR [--keep-owners]                                 {"devicesRemoved","setidCleared","ownersReset"}
 `
 
 func main() {
@@ -48,13 +52,16 @@ func main() {
 		os.Exit(2)
 	}
 	commands := map[string]func([]string) error{
-		"chunk":  chunkCmd,
-		"upload": uploadCmd,
-		"mount":  mountCmd,
-		"verify": verifyCmd,
-		"merge":  mergeCmd,
-		"remove": removeCmd,
-		"opaque": opaqueCmd,
+		"chunk":    chunkCmd,
+		"upload":   uploadCmd,
+		"mount":    mountCmd,
+		"verify":   verifyCmd,
+		"merge":    mergeCmd,
+		"remove":   removeCmd,
+		"opaque":   opaqueCmd,
+		"relink":   relinkCmd,
+		"setid":    setidCmd,
+		"sanitize": sanitizeCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {

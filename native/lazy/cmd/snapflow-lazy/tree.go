@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -84,6 +86,74 @@ func namesBelowRoot(name string, args []string, rootHelp string, run func(root i
 	}
 	defer unix.Close(dir)
 	out, err := run(dir, names)
+	if err != nil {
+		return err
+	}
+	return printJSON(out)
+}
+
+// relinkCmd makes the JSON groups of names on stdin ([["first","other",…],…], relative to --root) one file again
+// (beneath.Relink); answers {"relinked": N}.
+func relinkCmd(args []string) error {
+	return jsonBelowRoot("relink", args, func(root int, groups [][]string) (any, error) {
+		n, err := beneath.Relink(root, groups)
+		return map[string]int{"relinked": n}, err
+	})
+}
+
+// setidCmd sets the modes of the JSON files on stdin ([{"path","mode"},…], relative to --root) through descriptors
+// (beneath.SetModes); answers {"set": N, "skipped": [...]}.
+func setidCmd(args []string) error {
+	return jsonBelowRoot("setid", args, func(root int, files []beneath.ModeOf) (any, error) {
+		set, skipped, err := beneath.SetModes(root, files)
+		return map[string]any{"set": set, "skipped": skipped}, err
+	})
+}
+
+// sanitizeCmd removes device nodes below --root and, without --keep-owners, gives every entry to the caller and clears
+// setuid/setgid (beneath.Sanitize); answers {"devicesRemoved","setidCleared","ownersReset"}.
+func sanitizeCmd(args []string) error {
+	fs := newFlags("sanitize")
+	root := fs.String("root", "", "the freshly extracted tree")
+	keepOwners := fs.Bool("keep-owners", false, "keep owners and setuid/setgid bits (devices are removed either way)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := required(fs, "root"); err != nil {
+		return err
+	}
+	dir, err := beneath.OpenRoot(*root)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	out, err := beneath.Sanitize(dir, *keepOwners)
+	if err != nil {
+		return err
+	}
+	return printJSON(out)
+}
+
+// jsonBelowRoot runs a subcommand that takes --root and one JSON value on stdin, with the root held open.
+func jsonBelowRoot[T any](name string, args []string, run func(root int, in T) (any, error)) error {
+	fs := newFlags(name)
+	root := fs.String("root", "", "the tree the names are below")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := required(fs, "root"); err != nil {
+		return err
+	}
+	var in T
+	if err := json.NewDecoder(bufio.NewReader(os.Stdin)).Decode(&in); err != nil {
+		return fmt.Errorf("stdin: %w", err)
+	}
+	dir, err := beneath.OpenRoot(*root)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	out, err := run(dir, in)
 	if err != nil {
 		return err
 	}
