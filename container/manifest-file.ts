@@ -4,11 +4,12 @@
 // 30k-file manifest is about 5 MB of JSON). A stored manifest whose SHA-256 the record keeps is checked on arrival;
 // an overlay delta's layer manifest (version 2) is applied to its base's, fetched beside it.
 import { createHash } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { z } from "zod";
 import { AgentError } from "./agent-error.ts";
 import { applyLayer } from "./manifest-layer.ts";
+import { DEFAULT_MAX_MANIFEST_BYTES } from "./manifest-limits.ts";
 import { checkUrl } from "./presigned.ts";
 import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest } from "./protocol.ts";
 
@@ -26,21 +27,54 @@ export async function writeManifest(file: string, manifest: Manifest): Promise<n
 
 async function readText(source: { file: string } | Stored, field: string): Promise<string> {
   if ("file" in source) {
-    return readFile(source.file, "utf8").catch(() => {
-      throw new AgentError("not_found", `${field}.file: no manifest file there`, `${field}.file`);
-    });
+    const size = (await stat(source.file).catch(() => null))?.size;
+    if (size === undefined) throw new AgentError("not_found", `${field}.file: no manifest file there`, `${field}.file`);
+    const limit = agentManifestByteLimit();
+    if (size > limit) throw new AgentError("bad_request", `${field}.file: the manifest is ${size} bytes, more than this agent reads (${limit}: SNAPFLOW_MAX_MANIFEST_BYTES)`, `${field}.file`);
+    return readFile(source.file, "utf8");
   }
   const r = await fetch(checkUrl(source.url, `${field}.url`)).catch((e: Error) => {
     throw new AgentError("tool_failed", `${field}.url: GET failed: ${e.message}`);
   });
   if (!r.ok) throw new AgentError(r.status === 404 ? "not_found" : "tool_failed", `${field}.url: GET answered ${r.status}`, `${field}.url`);
-  const bytes = Buffer.from(await r.arrayBuffer());
+  const bytes = await readBounded(r, agentManifestByteLimit(), field);
   // The record keeps the SHA-256 of a manifest the store was made to check on the way in: the same bytes, or none.
   if (source.sha256 !== undefined) {
     const got = createHash("sha256").update(bytes).digest("hex");
     if (got !== source.sha256) throw new AgentError("verify_failed", `${field}: the stored manifest has sha256 ${got}, its snapshot's record says ${source.sha256}`, field);
   }
   return bytes.toString("utf8");
+}
+
+/** The agent's bound on a manifest it reads: SNAPFLOW_MAX_MANIFEST_BYTES, else the default (manifest-limits.ts). */
+export function agentManifestByteLimit(env: Record<string, string | undefined> = process.env): number {
+  const n = Number(env.SNAPFLOW_MAX_MANIFEST_BYTES);
+  return Number.isSafeInteger(n) && n > 0 ? n : DEFAULT_MAX_MANIFEST_BYTES;
+}
+
+/**
+ * The body, refused as soon as it passes `limit` bytes (a stated length above it refuses it before a byte is read):
+ * a manifest is a sandbox's choice, and the agent's memory must not be (manifest-limits.ts).
+ */
+async function readBounded(r: Response, limit: number, field: string): Promise<Buffer> {
+  const tooLarge = (n: string) => new AgentError("bad_request", `${field}: the stored manifest is ${n} bytes, more than this agent reads (${limit}: SNAPFLOW_MAX_MANIFEST_BYTES)`, field);
+  const stated = Number(r.headers.get("content-length"));
+  if (stated > limit) {
+    await r.body?.cancel();
+    throw tooLarge(String(stated));
+  }
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  const reader = r.body?.getReader();
+  for (let next = await reader?.read(); next && !next.done; next = await reader!.read()) {
+    total += next.value.byteLength;
+    if (total > limit) {
+      await reader!.cancel().catch(() => {});
+      throw tooLarge(`over ${limit}`);
+    }
+    parts.push(next.value);
+  }
+  return Buffer.concat(parts, total);
 }
 
 function parsed<T extends z.ZodType>(schema: T, json: unknown, field: string): z.infer<T> {

@@ -2,6 +2,7 @@
 // message naming the variable instead of a TypeError deep in a step.
 import { z } from "zod";
 import { AgentDeadlineVars } from "./sandbox/agent-deadlines.ts";
+import { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFEST_ENTRIES } from "../container/manifest-limits.ts";
 import { parseRoots, useSandboxRoots } from "../container/sandbox-roots.ts";
 import { weakSecretReason } from "../container/secret-strength.ts";
 import { SnapflowError } from "./errors.ts";
@@ -34,6 +35,10 @@ const Config = z.object({
   // (scripts/experiments/lazy-mount-cold.ts: 38 ms with 16, 16 ms with 1). The tests shrink the tail to take that path.
   LAZY_HEAD_CHUNKS: z.coerce.number().int().min(1).default(1),
   LAZY_TAIL_BYTES: z.coerce.number().int().min(0).default(128 * 1024 * 1024),
+  // The largest manifest a backup may record (container/manifest-limits.ts: a sandbox chooses its manifest's size,
+  // and every restore reads it). A backup over either is refused naming the tree, the figure and the variable.
+  MAX_MANIFEST_BYTES: z.coerce.number().int().positive().default(DEFAULT_MAX_MANIFEST_BYTES),
+  MAX_MANIFEST_ENTRIES: z.coerce.number().int().positive().default(DEFAULT_MAX_MANIFEST_ENTRIES),
   // How long the Worker waits for the agent (src/sandbox/agent-deadlines.ts has the defaults and what each bounds).
   ...AgentDeadlineVars.shape,
   /** comma-separated roots callers may name (container/sandbox-roots.ts); absent or empty: the SDK's defaults */

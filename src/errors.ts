@@ -16,8 +16,10 @@ export const ERROR_CODES = {
   target_not_empty: { status: 409, permanent: true }, // a restore target holds files and `replace` was not asked for
   snapshot_in_use: { status: 409, permanent: true },
   target_busy: { status: 409, permanent: true }, // another backup or restore of the same sandbox path is running (named) // deltas build on the snapshot, or a restore is reading it (named)
+  manifest_too_large: { status: 413, permanent: true }, // a backup's manifest passes MAX_MANIFEST_BYTES or MAX_MANIFEST_ENTRIES (figures named)
   insufficient_space: { status: 507, permanent: true }, // the sandbox's disk cannot hold what the run must write (path and shortfall named)
   part_rule: { status: 500, permanent: true }, // an upload would break R2's multipart rules (our bug, not the store's)
+  unbound_write: { status: 500, permanent: true }, // a write URL or store key would be built from unchecked parts (our bug: refused, never signed)
   transfer_damaged: { status: 502, permanent: false }, // bytes arrived with the wrong size or SHA-256: fetch again
   config_error: { status: 500, permanent: true }, // the deployment is misconfigured (the variable is named)
   agent_error: { status: 502, permanent: false }, // the agent answered 5xx or could not be reached

@@ -8,6 +8,8 @@
 //   cut     forward, then destroy both connections after `afterBytes` bytes of the body (request or response)
 //   stall   forward, then stop passing bytes for `ms` after `afterBytes`, then go on
 //   refuse  close the connection at once, answering nothing (nothing listening, a crashed peer)
+//   lie     forward, then answer the upstream's JSON with the fields in `set` replaced ("a.0.b" → value): a
+//           compromised agent that did the work and reports whatever it likes (issue 21)
 //
 // A fault matches requests whose method (optional) and path + query (substrings) match, and whose headers hold the
 // values in `headers` (optional; the agent's x-snapflow-sandbox names the sandbox), `times` times, so a test aims at
@@ -25,7 +27,9 @@ export interface Fault {
   method?: string;
   /** header name → a substring its value must hold */
   headers?: Record<string, string>;
-  action: "status" | "cut" | "stall" | "refuse";
+  action: "status" | "cut" | "stall" | "refuse" | "lie";
+  /** lie: dotted paths into the JSON answer ("index.chunks.0.sha256") and the values put there */
+  set?: Record<string, unknown>;
   /** status */
   status?: number;
   /** cut, stall: after this many body bytes (of `body`); default 0 */
@@ -51,6 +55,18 @@ export interface FaultProxy {
   server: Server;
   fired: FiredFault[];
   stop(): Promise<void>;
+}
+
+/** The JSON answer with each dotted path in `set` replaced (numeric segments index arrays). */
+function lieIn(body: string, set: Record<string, unknown>): string {
+  const answer = JSON.parse(body);
+  for (const [path, value] of Object.entries(set)) {
+    const parts = path.split(".");
+    let at = answer;
+    for (const p of parts.slice(0, -1)) at = at[p];
+    at[parts.at(-1)!] = value;
+  }
+  return JSON.stringify(answer);
 }
 
 /** Passes bytes on; after `afterBytes`, either destroys (cut) or pauses (stall). */
@@ -142,7 +158,7 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
       req.destroy();
       res.destroy();
     };
-    const onRequestBody = fault && (fault.body ? fault.body === "request" : req.method === "PUT" || req.method === "POST");
+    const onRequestBody = fault && fault.action !== "lie" && (fault.body ? fault.body === "request" : req.method === "PUT" || req.method === "POST");
     // How a faulted exchange ended, first cause only: a test tells "the client's deadline gave up" from "the upstream hung up".
     const record = fault ? fired.at(-1) : undefined;
     const ended = (how: string) => {
@@ -154,6 +170,17 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
         ended(`upstream failed: ${e.message}`);
         res.destroy();
       });
+      if (fault?.action === "lie") {
+        let body = "";
+        r.setEncoding("utf8");
+        r.on("data", (c: string) => (body += c));
+        r.on("end", () => {
+          const lie = lieIn(body, fault.set ?? {});
+          const { "content-length": _length, "transfer-encoding": _te, ...headers } = r.headers;
+          res.writeHead(r.statusCode ?? 502, { ...headers, "content-length": Buffer.byteLength(lie) }).end(lie);
+        });
+        return;
+      }
       res.writeHead(r.statusCode ?? 502, r.headers);
       (fault && !onRequestBody ? r.pipe(breaker(fault, cut)) : r).pipe(res);
     });

@@ -20,6 +20,7 @@ import { abortRecordedUploads, withUploadRecords } from "../store/upload-records
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
 import type { ImageFormat, TarFormat } from "../../container/protocol.ts";
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
+import { checkManifestBounds, readManifestBounded } from "./manifest-bounds.ts";
 import { storeOverlayLayer } from "./overlay-layer.ts";
 import { baseManifestSource, isSinglePass, storeSinglePassManifest } from "./single-pass.ts";
 import { backupAgent, checkSelection, selectionOf } from "./selection.ts";
@@ -57,9 +58,11 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
     text = planned.manifestText;
     delta = planned.delta;
   } else {
-    text = await (await agent.manifest(p.path)).text();
+    text = await readManifestBounded(d.config, p, await agent.manifest(p.path));
   }
-  const totals = (JSON.parse(text) as { totals: ManifestTotals }).totals;
+  const walked = JSON.parse(text) as { totals: ManifestTotals; entries: unknown[] };
+  checkManifestBounds(d.config, p, { bytes: new TextEncoder().encode(text).byteLength, entries: walked.entries.length });
+  const totals = walked.totals;
   await d.store.put(manifestKey(p.snapshotId), text, { contentType: "application/json" });
   return archiveTail(d, p, s, agent, t, { ...totals, manifestBytes: text.length, ms: since(t) }, delta);
 }

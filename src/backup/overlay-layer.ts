@@ -2,14 +2,17 @@
 // lazy-overlay-restore). The overlay's upper directory is what changed, so the agent reads only it
 // (container/overlay-layer.ts) for a layer manifest — the upper's entries, its whiteouts and opaque
 // directories, the tree's totals — that a restore applies to the base's manifest. Neither the base manifest nor
-// the base image is read, and the manifest goes from the sandbox to the store over a presigned PUT bound to its
-// SHA-256 (the store refuses other bytes); the record keeps that hash, and a restore checks it on arrival.
+// the base image is read, and the manifest goes from the sandbox to the store over a create-only presigned PUT bound
+// to its SHA-256 (the store refuses other bytes); the record keeps that hash, and a restore checks it on arrival.
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { manifestKey, readSnapshot } from "../snapshots/records.ts";
+import { storedSha256 } from "../store/stored-sha256.ts";
+import { checkManifestBounds } from "./manifest-bounds.ts";
+import { uploadExpirySeconds } from "./transfer/presigned-put.ts";
 import type { ArchiveResult, BackupParams } from "./backup-params.ts";
 
 /**
@@ -26,11 +29,20 @@ export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentCl
   const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
   const layer = await agent.overlayLayer({ path: p.path, upper: overlay.upper, lower: overlay.source, base: base.id, baseTotals: { files, dirs, symlinks, bytes }, manifestOut });
 
+  checkManifestBounds(d.config, p, { bytes: layer.manifest.bytes, entries: layer.manifest.entries });
   const storeStarted = performance.now();
-  // Not create-only: a retried step writes this backup's own key again, and the record keeps the last hash.
-  const url = await d.presigner.url(manifestKey(p.snapshotId), "PUT", { sha256: layer.manifest.sha256 });
-  const sent = await agent.uploadToUrl({ path: manifestOut, url }, layer.manifest.bytes);
-  if (sent.sha256 !== layer.manifest.sha256) throw new SnapflowError("transfer_damaged", `the layer manifest of ${p.snapshotId} changed between its hash and its upload`);
+  // The URL binds the manifest's SHA-256 (parsed: exactly 64 hex, agent-answers.ts), can only create the object
+  // and lives about as long as the upload needs: once the snapshot is recorded, nothing can rewrite its manifest
+  // through it. A retried step finds its own earlier upload: kept when it is these bytes, else removed (nothing
+  // refers to this snapshot's key before its record) and made again.
+  const key = manifestKey(p.snapshotId);
+  const earlier = await storedSha256(d.store, key);
+  if (earlier?.sha256 !== layer.manifest.sha256) {
+    if (earlier) await d.store.delete(key);
+    const url = await d.presigner.url(key, "PUT", { sha256: layer.manifest.sha256, createOnly: true, expiresSeconds: uploadExpirySeconds(layer.manifest.bytes) });
+    const sent = await agent.uploadToUrl({ path: manifestOut, url, createOnly: true }, layer.manifest.bytes);
+    if (sent.sha256 !== layer.manifest.sha256) throw new SnapflowError("transfer_damaged", `the layer manifest of ${p.snapshotId} changed between its hash and its upload`);
+  }
   await agent.deleteFile(manifestOut).catch(() => {});
   const manifest = { ...layer.manifest.totals, manifestBytes: layer.manifest.bytes, ms: layer.ms, storeMs: since(storeStarted), sha256: layer.manifest.sha256, layerOf: base.id };
   const { entries, removed, opaque } = layer.manifest;

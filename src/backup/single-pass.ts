@@ -10,6 +10,7 @@ import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { deletedKey, manifestKey } from "../snapshots/records.ts";
 import type { BackupStrategy } from "../strategies/registry.ts";
 import type { ArchiveResult, BackupParams } from "./backup-params.ts";
+import { checkManifestBounds } from "./manifest-bounds.ts";
 import { BACKUP_TRANSFERS } from "./transfer/index.ts";
 
 
@@ -37,8 +38,14 @@ export async function singlePassQuery(d: Deps, p: BackupParams) {
 export async function storeSinglePassManifest(d: Deps, p: BackupParams, agent: AgentClient, result: SinglePassResult): Promise<Pick<ArchiveResult, "manifest" | "delta">> {
   const t = performance.now();
   const file = sandboxPaths.manifestOut(p.snapshotId);
+  // Measured before a byte is stored: the length the store will enforce, and the entries the agent counted.
+  checkManifestBounds(d.config, p, { bytes: result.manifest.jsonBytes, entries: result.manifest.entries });
   const r = await agent.readFile(file);
   const length = Number(r.headers.get("content-length"));
+  if (!Number.isSafeInteger(length) || length !== result.manifest.jsonBytes) {
+    await r.body?.cancel();
+    throw new SnapflowError("transfer_damaged", `the manifest file ${file} is ${r.headers.get("content-length")} bytes; the archiver reported ${result.manifest.jsonBytes}`);
+  }
   await d.store.put(manifestKey(p.snapshotId), r.body!, { length, contentType: "application/json" });
   if (result.delta) await d.store.put(deletedKey(p.snapshotId), JSON.stringify(result.delta.deleted), { contentType: "application/json" });
   await agent.deleteFile(file).catch(() => {});

@@ -2,11 +2,12 @@
 // AgentCallError, which keeps the HTTP status so callers can tell a permanent 4xx from a retryable 5xx. Every call
 // has a deadline fitted to it (agent-deadlines.ts: short, streamed or long); one that is hit is AgentCallError
 // `agent_timeout` (504, transient), and a connection that fails is `agent_unreachable` (502, transient), both
-// naming the call and the sandbox.
-import type { z } from "zod";
-import type { Manifest, ProbeResult } from "../../container/protocol.ts";
+// naming the call and the sandbox. Every answer is parsed against its schema (container/agent-answers.ts) before
+// the caller sees it: the agent runs in a sandbox whose code nobody reviewed.
+import { z } from "zod";
+import * as A from "../../container/agent-answers.ts";
+import type { Manifest } from "../../container/protocol.ts";
 import type * as P from "../../container/protocol.ts";
-import type { SwapJournal } from "../../container/protocol.ts";
 import { SELECTION_HEADER, UploadMultipartResult } from "../../container/protocol.ts";
 import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
 import { fetchWithDeadline } from "./deadline-fetch.ts";
@@ -24,7 +25,8 @@ export class AgentCallError extends Error {
   }
   get permanent(): boolean {
     // 507: the sandbox's disk is full (container/agent-error.ts no_space); retrying the same write fills it again.
-    return (this.status >= 400 && this.status < 500) || this.status === 507;
+    // bad_answer: the answer did not parse against its schema; an agent that lies once is not asked again.
+    return (this.status >= 400 && this.status < 500) || this.status === 507 || this.code === "bad_answer";
   }
 }
 
@@ -75,7 +77,7 @@ export class AgentClient {
 
   /** The selection's rules as the agent compiled them for `path`, with its warnings (git missing, say). */
   checkSelection(path: string, selection: P.SelectionSpec) {
-    return this.json<P.SelectionRecord>("check selection", "/v1/selection", { path, selection }, "POST", "short");
+    return this.json(A.SelectionRecord, "check selection", "/v1/selection", { path, selection }, "POST", "short");
   }
 
   /**
@@ -110,20 +112,31 @@ export class AgentClient {
     throw new AgentCallError(what, r.status, body.error?.code ?? "http_error", body.error?.message ?? (text.slice(0, 500) || `HTTP ${r.status}`), body.error?.field);
   }
 
-  /** A JSON call: the whole answer under the call's deadline (long unless said otherwise). */
-  async json<T>(what: string, path: string, body?: unknown, method = "POST", kind: CallKind = { long: {} }): Promise<T> {
+  /**
+   * A JSON call: the whole answer under the call's deadline (long unless said otherwise), parsed against `schema`
+   * (container/agent-answers.ts) before anyone acts on it. An answer that does not parse is AgentCallError
+   * `bad_answer` naming the field: the agent is not ours, or not telling the truth.
+   */
+  async json<S extends z.ZodType>(schema: S, what: string, path: string, body?: unknown, method = "POST", kind: CallKind = { long: {} }): Promise<z.output<S>> {
     const init: RequestInit = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } };
-    return (await this.call(what, path, init, kind)).json() as Promise<T>;
+    return this.parsed(schema, what, await (await this.call(what, path, init, kind)).json());
+  }
+
+  private parsed<S extends z.ZodType>(schema: S, what: string, answer: unknown): z.output<S> {
+    const got = schema.safeParse(answer);
+    if (got.success) return got.data;
+    const issue = got.error.issues[0]!;
+    throw new AgentCallError(what, 502, "bad_answer", `the agent in sandbox ${this.sandboxId} answered a malformed result: ${issue.path.join(".") || "(the answer)"}: ${issue.message}`);
   }
 
   probe() {
-    return this.json<ProbeResult>("probe", "/v1/probe", undefined, "GET", "short");
+    return this.json(A.ProbeAnswer, "probe", "/v1/probe", undefined, "GET", "short");
   }
   dropCaches() {
-    return this.json<{ dropped: boolean; ms: number; reason?: string }>("drop caches", "/v1/drop-caches", {}, "POST", "short");
+    return this.json(z.looseObject({ dropped: z.boolean(), ms: z.number(), reason: z.string().optional() }), "drop caches", "/v1/drop-caches", {}, "POST", "short");
   }
   generateDataset(body: z.input<typeof P.DatasetBody>) {
-    return this.json<{ files: number; bytes: number; ms: number }>("generate dataset", "/v1/datasets", body);
+    return this.json(z.looseObject({ files: z.number(), bytes: z.number(), ms: z.number() }), "generate dataset", "/v1/datasets", body);
   }
   /** The manifest as a response, so the caller can stream it to the store. */
   manifest(path: string) {
@@ -134,148 +147,143 @@ export class AgentClient {
     const head = new TextEncoder().encode(`{"path":${JSON.stringify(path)},"expected":`);
     const tail = new TextEncoder().encode("}");
     const body = concatStreams([head, expected, tail]);
-    return (await this.call("verify", "/v1/verify", { method: "POST", body, headers: { "content-type": "application/json" } })).json() as Promise<VerifyResult>;
+    return this.parsed(A.VerifyAnswer, "verify", await (await this.call("verify", "/v1/verify", { method: "POST", body, headers: { "content-type": "application/json" } })).json());
   }
   /** Compares a tree with a manifest the agent fetches itself: metadata only, or every file hashed (deep). */
   verifyTree(body: z.input<typeof P.VerifyTreeBody>) {
-    return this.json<VerifyResult & { verified: { content: string; metadata: string; entries: number } }>("verify tree", "/v1/verify-tree", body);
+    return this.json(A.VerifyTreeAnswer, "verify tree", "/v1/verify-tree", body);
   }
   archiveStream(q: z.input<typeof P.ArchiveQuery>) {
     return this.call("archive", `/v1/archive?${qs(q as Query)}`);
   }
   archiveToFile(body: z.input<typeof P.ArchiveToFile> & { manifestOut: string }): Promise<SinglePassResult>;
   archiveToFile(body: z.input<typeof P.ArchiveToFile>): Promise<P.WrittenBytes>;
-  archiveToFile(body: z.input<typeof P.ArchiveToFile>) {
+  archiveToFile(body: z.input<typeof P.ArchiveToFile>): Promise<P.WrittenBytes | SinglePassResult> {
     // With manifestOut, the agent answers the single-pass result (archive and manifest from one read).
-    return this.json<P.WrittenBytes | SinglePassResult>("archive to file", "/v1/archive", body);
+    return this.json(body.manifestOut ? A.SinglePassAnswer : A.WrittenBytesAnswer, "archive to file", "/v1/archive", body) as Promise<P.WrittenBytes | SinglePassResult>;
   }
   stat(path: string) {
-    return this.json<{ exists: boolean; type?: string; size?: number; entries?: number }>("stat", `/v1/stat?${qs({ path })}`, undefined, "GET", "short");
+    return this.json(A.StatAnswer, "stat", `/v1/stat?${qs({ path })}`, undefined, "GET", "short");
   }
   readFile(path: string) {
     return this.call("read file", `/v1/files?${qs({ path })}`);
   }
   writeFile(path: string, body: ReadableStream<Uint8Array>) {
-    return this.call("write file", `/v1/files?${qs({ path })}`, { method: "PUT", body }).then((r) => r.json() as Promise<P.WrittenBytes>);
+    return this.call("write file", `/v1/files?${qs({ path })}`, { method: "PUT", body }).then(async (r) => this.parsed(A.WrittenBytesAnswer, "write file", await r.json()));
   }
   deleteFile(path: string) {
-    return this.json<{ deleted: boolean }>("delete file", `/v1/files?${qs({ path })}`, undefined, "DELETE", "short");
+    return this.json(z.looseObject({ deleted: z.boolean() }), "delete file", `/v1/files?${qs({ path })}`, undefined, "DELETE", "short");
   }
   extractStream(q: z.input<typeof P.ExtractQuery>, body: ReadableStream<Uint8Array>) {
-    return this.call("extract", `/v1/extract?${qs(q as Query)}`, { method: "PUT", body }).then((r) => r.json() as Promise<P.WrittenBytes>);
+    return this.call("extract", `/v1/extract?${qs(q as Query)}`, { method: "PUT", body }).then(async (r) => this.parsed(A.WrittenBytesAnswer, "extract", await r.json()));
   }
   extractFile(body: z.input<typeof P.ExtractFile>) {
-    return this.json<P.WrittenBytes>("extract file", "/v1/extract", body);
+    return this.json(A.WrittenBytesAnswer, "extract file", "/v1/extract", body);
   }
   /** Plans a delta against a base manifest, streamed to the agent (it can be megabytes). */
   async delta(path: string, list: string, base: ReadableStream<Uint8Array>) {
     const head = new TextEncoder().encode(`{"path":${JSON.stringify(path)},"list":${JSON.stringify(list)},"base":`);
     const body = concatStreams([head, base, new TextEncoder().encode("}")]);
     const r = await this.call("plan delta", "/v1/delta", { method: "POST", body, headers: { "content-type": "application/json" } });
-    return r.json() as Promise<{ manifest: Manifest; changed: number; changedBytes: number; deleted: string[] }>;
+    return this.parsed(A.DeltaAnswer, "plan delta", await r.json());
   }
   /** An overlay delta's list and layer manifest, from the overlay's upper directory (container/overlay-layer.ts). */
   overlayLayer(body: z.input<typeof P.OverlayLayerBody>) {
-    return this.json<P.OverlayLayerResult>("overlay layer", "/v1/overlay-layer", body);
+    return this.json(A.OverlayLayerAnswer, "overlay layer", "/v1/overlay-layer", body);
   }
   removeEntries(path: string, entries: string[]) {
-    return this.json<{ removed: number }>("remove entries", "/v1/remove", { path, entries });
+    return this.json(z.looseObject({ removed: z.number().int().nonnegative() }), "remove entries", "/v1/remove", { path, entries });
   }
   split(path: string, chunkBytes: number) {
-    return this.json<{ chunks: { path: string; bytes: number }[] }>("split", "/v1/split", { path, chunkBytes });
+    return this.json(z.looseObject({ chunks: z.array(z.looseObject({ path: z.string(), bytes: z.number().int().nonnegative() })) }), "split", "/v1/split", { path, chunkBytes });
   }
   hashUrl(url: string) {
-    return this.json<P.WrittenBytes>("hash stored object", "/v1/hash-url", { url });
+    return this.json(A.WrittenBytesAnswer, "hash stored object", "/v1/hash-url", { url });
   }
   /** `bytes`, when known, fits the call's deadline to the work (agent-deadlines.ts); likewise below. */
   uploadToUrl(body: z.input<typeof P.UploadBody>, bytes?: number) {
-    return this.json<P.WrittenBytes>("presigned upload", "/v1/upload", body, "POST", { long: { bytes } });
+    return this.json(A.WrittenBytesAnswer, "presigned upload", "/v1/upload", body, "POST", { long: { bytes } });
   }
   downloadFromUrl(body: z.input<typeof P.DownloadBody>, bytes?: number) {
-    return this.json<P.WrittenBytes>("presigned download", "/v1/download", body, "POST", { long: { bytes } });
+    return this.json(A.WrittenBytesAnswer, "presigned download", "/v1/download", body, "POST", { long: { bytes } });
   }
   /** Parsed, not cast: its ETags and part hashes go into the completion the Worker sends the store. */
   async uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number): Promise<P.UploadMultipartResult> {
     const what = "presigned multipart upload";
-    const answer = UploadMultipartResult.safeParse(await this.json<unknown>(what, "/v1/upload-multipart", body, "POST", { long: { bytes } }));
-    if (!answer.success) {
-      const issue = answer.error.issues[0]!;
-      throw new AgentCallError(what, 502, "bad_answer", `the agent in sandbox ${this.sandboxId} answered a malformed result: ${issue.path.join(".")}: ${issue.message}`);
-    }
-    return answer.data;
+    return this.json(UploadMultipartResult, what, "/v1/upload-multipart", body, "POST", { long: { bytes } });
   }
   downloadRanged(body: z.input<typeof P.DownloadRangedBody>, bytes?: number) {
-    return this.json<P.WrittenBytes & { tool: string; ranges?: number; peakBufferedBytes?: number }>("ranged download", "/v1/download-ranged", body, "POST", { long: { bytes } });
+    return this.json(A.WrittenBytesAnswer.extend({ tool: z.string(), ranges: z.number().optional(), peakBufferedBytes: z.number().optional() }), "ranged download", "/v1/download-ranged", body, "POST", { long: { bytes } });
   }
   makeImage(body: z.input<typeof P.ImageBody> & { manifestOut: string }): Promise<SinglePassResult & { onePass: boolean }>;
   makeImage(body: z.input<typeof P.ImageBody>): Promise<P.WrittenBytes>;
-  makeImage(body: z.input<typeof P.ImageBody>) {
+  makeImage(body: z.input<typeof P.ImageBody>): Promise<P.WrittenBytes | (SinglePassResult & { onePass: boolean })> {
     // With manifestOut, the image and its manifest (from one read where the format allows it).
-    return this.json<P.WrittenBytes | (SinglePassResult & { onePass: boolean })>("make image", "/v1/image", body);
+    return this.json(body.manifestOut ? A.ImageAnswer : A.WrittenBytesAnswer, "make image", "/v1/image", body) as Promise<P.WrittenBytes | (SinglePassResult & { onePass: boolean })>;
   }
   materialize(body: z.input<typeof P.MaterializeBody>) {
-    return this.json<P.MaterializeResult>("materialize", "/v1/materialize", body);
+    return this.json(A.MaterializeAnswer, "materialize", "/v1/materialize", body);
   }
   mountOverlay(body: z.input<typeof P.OverlayBody>) {
-    return this.json<{ upper: string; work: string; ms: number; mounted: P.MountEntry }>("mount overlay", "/v1/overlay", body);
+    return this.json(z.looseObject({ upper: z.string(), work: z.string(), ms: z.number(), mounted: A.MountEntryAnswer }), "mount overlay", "/v1/overlay", body);
   }
   /** Marks a restored overlay upper's opaque directories, as its layer manifest lists them (tar drops the mark). */
   markOpaque(body: z.input<typeof P.OverlayOpaqueBody>) {
-    return this.json<{ marked: number; ms: number }>("mark opaque directories", "/v1/overlay/opaque", body);
+    return this.json(z.looseObject({ marked: z.number(), ms: z.number() }), "mark opaque directories", "/v1/overlay/opaque", body);
   }
   mounts() {
-    return this.json<{ mounts: P.MountEntry[] }>("list mounts", "/v1/mounts", undefined, "GET", "short");
+    return this.json(z.looseObject({ mounts: z.array(A.MountEntryAnswer) }), "list mounts", "/v1/mounts", undefined, "GET", "short");
   }
   unmount(path: string) {
-    return this.json<{ unmounted: string[] }>("unmount", `/v1/mounts?${qs({ path })}`, undefined, "DELETE", "short");
+    return this.json(z.looseObject({ unmounted: z.array(z.string()) }), "unmount", `/v1/mounts?${qs({ path })}`, undefined, "DELETE", "short");
   }
   /** Unmounts what stands at each of `unmount` (nothing there is fine), then deletes each of `remove`: one call. */
   clear(body: z.input<typeof P.ClearBody>) {
-    return this.json<{ unmounted: string[]; removed: number; ms: number }>("clear", "/v1/clear", body, "POST", "short");
+    return this.json(z.looseObject({ unmounted: z.array(z.string()), removed: z.number(), ms: z.number() }), "clear", "/v1/clear", body, "POST", "short");
   }
   /** Cuts a staged image into content-addressed chunks; the index is also left at `output` for the upload. */
   indexChunks(body: z.input<typeof P.ChunkIndexBody>) {
-    return this.json<{ index: P.ChunkIndex; ms: number }>("index chunks", "/v1/chunks/index", body);
+    return this.json(A.ChunkIndexAnswer, "index chunks", "/v1/chunks/index", body);
   }
   /** PUTs the chunks `urls` names (the ones the store lacks) from the staged image. */
   uploadChunks(body: z.input<typeof P.ChunkUploadBody>) {
-    return this.json<{ chunks: number; bytes: number; retries: number; ms: number }>("upload chunks", "/v1/chunks/upload", body);
+    return this.json(A.ChunkUploadAnswer, "upload chunks", "/v1/chunks/upload", body);
   }
   /** Mounts an image read-only before it is downloaded (the lazy FUSE file under it). */
   lazyMount(body: z.input<typeof P.LazyMountBody>) {
-    return this.json<{ ms: number; readyMs: number; fuseMs: number; mountMs: number; how: string; mounted: P.MountEntry[]; status: string; chunks: number; local: number }>("lazy mount", "/v1/lazy/mount", body);
+    return this.json(A.LazyMountAnswer, "lazy mount", "/v1/lazy/mount", body);
   }
   /** More URLs for a lazy mount started with moreUrls; `last` says none follow. */
   lazyUrls(body: z.input<typeof P.LazyUrlsBody>) {
-    return this.json<{ urls: number }>("lazy urls", "/v1/lazy/urls", body);
+    return this.json(z.looseObject({ urls: z.number() }), "lazy urls", "/v1/lazy/urls", body);
   }
   /** Waits (at most timeoutMs) until a lazy mount's image is complete or its prefetch has ended. */
   lazyWait(body: z.input<typeof P.LazyWaitBody>) {
-    return this.json<P.LazyStatus & { waitedMs: number; running: boolean }>("wait for lazy mount", "/v1/lazy/wait", body, "POST", { long: { extraMs: body.timeoutMs ?? 0 } });
+    return this.json(A.LazyStatusAnswer.extend({ waitedMs: z.number(), running: z.boolean() }), "wait for lazy mount", "/v1/lazy/wait", body, "POST", { long: { extraMs: body.timeoutMs ?? 0 } });
   }
   /** A restore's swap (container/tree-swap.ts): plan, swap in, commit, roll back, or read its journal. */
   planSwap(target: string, id: string) {
-    return this.json<SwapJournal>("plan the swap", "/v1/swap/plan", { target, id }, "POST", "short");
+    return this.json(A.SwapJournalAnswer, "plan the swap", "/v1/swap/plan", { target, id }, "POST", "short");
   }
   /** `mount`: nothing was built beside the target; the agent mounts this tree at it, in the same call (SwapInBody). */
   swapIn(target: string, id: string, o: { mount?: z.input<typeof P.SwapMount> } = {}) {
-    return this.json<{ swapped: true; hadTarget: boolean; unmounted: string[]; ms: number; mountAtMs?: number; mounted?: P.MountEntry }>("swap the new tree in", "/v1/swap/in", { target, id, ...o }, "POST", "short");
+    return this.json(z.looseObject({ swapped: z.literal(true), hadTarget: z.boolean(), unmounted: z.array(z.string()), ms: z.number(), mountAtMs: z.number().optional(), mounted: A.MountEntryAnswer.optional() }), "swap the new tree in", "/v1/swap/in", { target, id, ...o }, "POST", "short");
   }
   commitSwap(target: string, id: string) {
-    return this.json<{ committed: boolean; removedOld: boolean }>("commit the swap", "/v1/swap/commit", { target, id }, "POST", "short");
+    return this.json(z.looseObject({ committed: z.boolean(), removedOld: z.boolean() }), "commit the swap", "/v1/swap/commit", { target, id }, "POST", "short");
   }
   rollbackSwap(target: string, id: string) {
-    return this.json<{ rolledBack: string; restoredOld: boolean }>("roll the swap back", "/v1/swap/rollback", { target, id }, "POST", "short");
+    return this.json(z.looseObject({ rolledBack: z.string(), restoredOld: z.boolean() }), "roll the swap back", "/v1/swap/rollback", { target, id }, "POST", "short");
   }
   swapState(target: string, id: string) {
-    return this.json<SwapJournal | { id: string; state: "none" }>("read the swap", `/v1/swap?${qs({ target, id })}`, undefined, "GET", "short");
+    return this.json(z.union([A.SwapJournalAnswer, z.looseObject({ id: z.string(), state: z.literal("none") })]), "read the swap", `/v1/swap?${qs({ target, id })}`, undefined, "GET", "short");
   }
   /** Free space on the filesystem that holds `path` (or would), and its device (two paths on one share it). */
   space(path: string) {
-    return this.json<{ path: string; freeBytes: number; totalBytes: number; device: string }>("disk space", `/v1/space?${qs({ path })}`, undefined, "GET", "short");
+    return this.json(z.looseObject({ path: z.string(), freeBytes: z.number(), totalBytes: z.number(), device: z.string() }), "disk space", `/v1/space?${qs({ path })}`, undefined, "GET", "short");
   }
   armFault(route: string, times: number) {
-    return this.json<unknown>("arm fault", "/v1/faults", { route, times }, "POST", "short");
+    return this.json(z.unknown(), "arm fault", "/v1/faults", { route, times }, "POST", "short");
   }
 }
 

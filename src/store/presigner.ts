@@ -2,6 +2,7 @@
 // Worker hand a sandbox short-lived URLs for one key and one method, so archive bytes go straight between the
 // sandbox and the store. Built once (deps.ts), whichever ObjectStore the Worker itself uses — with R2 the
 // binding and the S3 endpoint address the same bucket.
+import { SnapflowError } from "../errors.ts";
 import type { MultipartUpload } from "./object-store.ts";
 import { presignGets } from "./presign-many.ts";
 import { hexToBase64, listMultipartUploads, presign, s3Store, storedChecksumSha256, type S3Settings } from "./s3-store.ts";
@@ -37,13 +38,29 @@ export interface Presigner {
   resumeMultipartUpload(key: string, uploadId: string): MultipartUpload;
 }
 
+/**
+ * Refuses to sign a write that is not bound to its bytes: every single PUT carries the SHA-256 its body must have
+ * (the store refuses other bytes), exactly 64 lowercase hex, since the hash comes from a sandbox. A multipart part
+ * (partNumber in the query) is bound at completion instead: the upload was opened with SHA-256 part checksums.
+ */
+function checkBinding(key: string, method: "GET" | "PUT", options: { query?: Record<string, string>; sha256?: string }): void {
+  if (options.sha256 !== undefined && !/^[0-9a-f]{64}$/.test(options.sha256)) {
+    throw new SnapflowError("unbound_write", `refusing to sign ${method} ${key}: its SHA-256 ${JSON.stringify(options.sha256.slice(0, 80))} is not 64 lowercase hex characters`);
+  }
+  if (method === "PUT" && options.sha256 === undefined && !options.query?.partNumber) {
+    throw new SnapflowError("unbound_write", `refusing to sign PUT ${key} without the SHA-256 its bytes must have`);
+  }
+}
+
 export function s3Presigner(s: S3Settings, defaultExpirySeconds: number): Presigner {
   const store = s3Store(s);
-  const url: Presigner["url"] = (key, method, options = {}) =>
-    presign(s, key, method, Math.min(options.expiresSeconds ?? defaultExpirySeconds, defaultExpirySeconds), {
+  const url: Presigner["url"] = async (key, method, options = {}) => {
+    checkBinding(key, method, options);
+    return presign(s, key, method, Math.min(options.expiresSeconds ?? defaultExpirySeconds, defaultExpirySeconds), {
       ...options.query,
       ...(options.sha256 ? { "x-amz-checksum-sha256": hexToBase64(options.sha256) } : {}),
     }, options.createOnly ? { "if-none-match": "*" } : {});
+  };
   return {
     url,
     gets: (keys, expiresSeconds) => presignGets(s, keys, Math.min(expiresSeconds ?? defaultExpirySeconds, defaultExpirySeconds)),

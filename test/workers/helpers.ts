@@ -176,7 +176,7 @@ export function faultRow(row: { fault: string; phase: string; outcome: string; r
 }
 
 /** A fault between the Worker and the agent (test/fault-proxy.ts in front of the agent): aim it at a sandbox and a route. */
-export async function armAgentFault(sandboxId: string, fault: { match: string | string[]; method?: string; action: "status" | "cut" | "stall" | "refuse"; body?: "request" | "response"; status?: number; afterBytes?: number; ms?: number; times?: number }): Promise<void> {
+export async function armAgentFault(sandboxId: string, fault: { match: string | string[]; method?: string; action: "status" | "cut" | "stall" | "refuse" | "lie"; set?: Record<string, unknown>; body?: "request" | "response"; status?: number; afterBytes?: number; ms?: number; times?: number }): Promise<void> {
   const r = await fetch(`${(env as unknown as { TEST_AGENT_FAULT_PROXY: string }).TEST_AGENT_FAULT_PROXY}/__faults`, { method: "POST", body: JSON.stringify({ ...fault, headers: { "x-snapflow-sandbox": sandboxId } }) });
   if (!r.ok) throw new Error(`arming an agent fault: ${r.status} ${await r.text()}`);
 }

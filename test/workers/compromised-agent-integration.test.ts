@@ -1,0 +1,85 @@
+// A compromised sandbox, second round (issue 21), through the Workflows: the source sandbox's agent does the real
+// work and then answers whatever it likes. The lies are told by the fault proxy in front of the agent
+// (test/fault-proxy.ts `lie`: the real answer with fields replaced), which is exactly what a taken-over agent can
+// do: it holds only the Worker's requests and its own files. Each test is named after its attack and checks that
+// the Worker neither signed nor stored anything on the lie's word, and recorded nothing good.
+import { env } from "cloudflare:workers";
+import { afterAll, describe, expect, it } from "vitest";
+import { archivePhase } from "../../src/backup/backup-phases.ts";
+import { chunkKey } from "../../src/chunks/chunk-keys.ts";
+import { depsFrom } from "../../src/deps.ts";
+import { manifestKey } from "../../src/snapshots/records.ts";
+import { findBackup } from "../../src/strategies/registry.ts";
+import { agent, agentRequests, api, armAgentFault, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
+
+const used: string[] = [];
+afterAll(async () => {
+  // Mounts (an overlay-restore's image and overlay) go with their sandbox.
+  for (const sandbox of used) await agent(sandbox, "DELETE", "/v1/sandbox").catch(() => {});
+});
+
+const noSnapshots = async (sandboxId: string) => expect((await api("GET", `/api/snapshots?sandboxId=${sandboxId}`)).json.snapshots).toEqual([]);
+
+describe("store keys are built from validated parts, never from the sandbox's words", () => {
+  it("chunk-digest-dot-segments: an index naming a chunk `zz/../<digest>` ends the backup before any URL is signed", async () => {
+    const src = freshSandbox("liar-index");
+    await putFile(src, "/workspace/app/a.txt", "honest\n");
+    const other = "a".repeat(64);
+    await armAgentFault(src, { match: "/v1/chunks/index", action: "lie", set: { "index.chunks.0.sha256": `zz/../${other}` }, times: 5 });
+    const ended = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "squashfs-chunked" }, "errored");
+    expect(ended.error).toMatch(/index chunks: the agent in sandbox .* answered a malformed result: index\.chunks\.0\.sha256: a chunk digest is 64 lowercase hex/);
+    // Asked once (a malformed answer is not retried), and no chunk URL was signed or used.
+    expect(await agentRequests(src, "/v1/chunks/")).toEqual(["POST /v1/chunks/index"]);
+    await noSnapshots(src);
+  });
+
+  it("chunk-digest-empty-checksum: no key or PUT URL is made from a digest that is not 64 lowercase hex", async () => {
+    const presigner = depsFrom(env).presigner;
+    for (const digest of ["x", "", `zz/../${"a".repeat(64)}`, "A".repeat(64)]) {
+      expect(() => chunkKey(digest), digest).toThrow(/64 lowercase hex/);
+      await expect(presigner.url(`chunks/${digest}`, "PUT", { sha256: digest }), digest).rejects.toMatchObject({ code: "unbound_write" });
+    }
+    await expect(presigner.url("chunks/x", "PUT")).rejects.toMatchObject({ code: "unbound_write", message: expect.stringMatching(/without the SHA-256/) });
+    // A part URL is bound at completion (the upload was opened with SHA-256 part checksums), so it is signed.
+    expect(await presigner.url("k", "PUT", { query: { partNumber: "1", uploadId: "u" } })).toMatch(/partNumber=1/);
+  });
+});
+
+describe("a layer manifest's URL is bound and create-only", () => {
+  it("overlay-manifest-empty-hash: a layer manifest reported with an empty SHA-256 ends the backup; nothing is signed or recorded", async () => {
+    const src = freshSandbox("liar-layer-src");
+    const work = freshSandbox("liar-layer");
+    used.push(src, work);
+    await putFile(src, "/workspace/app/a.txt", "base\n");
+    const base = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "squashfs-zstd-3" });
+    await runWorkflow("restore", { snapshotId: base.snapshotId, sandboxId: work, path: "/workspace/app", strategy: "overlay-restore" });
+    await putFile(work, "/workspace/app/b.txt", "changed\n");
+    await armAgentFault(work, { match: "/v1/overlay-layer", action: "lie", set: { "manifest.sha256": "" }, times: 5 });
+    const ended = await runWorkflow("backup", { sandboxId: work, path: "/workspace/app", strategy: "overlay-delta", baseSnapshotId: base.snapshotId }, "errored");
+    expect(ended.error).toMatch(/overlay layer: the agent in sandbox .* answered a malformed result: manifest\.sha256: a SHA-256 in lowercase hex/);
+    expect(await agentRequests(work, "/v1/upload")).toEqual([]);
+    await noSnapshots(work);
+  });
+});
+
+describe("a manifest's size is bounded at backup", () => {
+  // The deployment's bounds lowered for this one call of the archive phase (real agent, real store): the same code a
+  // 2.5 M-entry tree meets at the defaults (MAX_MANIFEST_ENTRIES 1,000,000, MAX_MANIFEST_BYTES 128 MiB).
+  it("nothing-bounds-a-manifest: a manifest over MAX_MANIFEST_ENTRIES or MAX_MANIFEST_BYTES is refused before it is stored", async () => {
+    const src = freshSandbox("big-manifest");
+    for (let i = 0; i < 8; i++) await putFile(src, `/workspace/app/f${i}.txt`, `file ${i}\n`);
+    const d = depsFrom(env);
+    for (const [strategy, limits, why] of [
+      ["tar-zst-direct", { MAX_MANIFEST_ENTRIES: 5 }, /has 8 entries \(MAX_MANIFEST_ENTRIES is 5\)/],
+      ["tar-zst-direct", { MAX_MANIFEST_BYTES: 300 }, /has \d+ bytes \(MAX_MANIFEST_BYTES is 300\)/],
+      ["squashfs-zstd-3", { MAX_MANIFEST_ENTRIES: 5 }, /has 8 entries/],
+    ] as const) {
+      const p = { snapshotId: `bk-bounds-${strategy}-${Object.keys(limits)[0]!.toLowerCase()}`, sandboxId: src, path: "/workspace/app", strategy };
+      const refused = await archivePhase({ ...d, config: { ...d.config, ...limits } }, p, findBackup(strategy)!).catch((e) => e);
+      expect(refused, strategy).toMatchObject({ code: "manifest_too_large", message: expect.stringMatching(why) });
+      expect(refused.message).toMatch(/--exclude/);
+      expect(await d.store.head(manifestKey(p.snapshotId))).toBeNull();
+    }
+    await noSnapshots(src);
+  });
+});
