@@ -8,7 +8,7 @@
 //   DELETE /api/sandboxes/:id/mounts?path=   unmount (overlays on top of it first)
 //   POST   /api/backups                      start a BackupWorkflow → {id} (404 first when there is no source directory)
 //   GET    /api/backups/:id                  its status and per-step timings (and `interrupted`: what the watchdog did)
-//   POST   /api/restores                     start a RestoreWorkflow → {id}
+//   POST   /api/restores                     start a RestoreWorkflow → {id} (409 first when the target holds files, no replace)
 //   GET    /api/restores/:id
 //   POST   /api/matrices                     start a benchmark matrix → {id}
 //   GET    /api/matrices                     history
@@ -32,6 +32,7 @@ import { MatrixSpec } from "../matrix/matrix-spec.ts";
 import { buildSummary } from "../matrix/summary.ts";
 import { startMatrix } from "../matrix/schedule.ts";
 import type { RestoreParams } from "../restore/restore-params.ts";
+import { refuseNonEmptyTarget } from "../restore/target-check.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
@@ -177,7 +178,8 @@ const routes: [string, string, Handler][] = [
     }
     const id = newId("rs");
     const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString() };
-    await startRunUnderLease(env, d, "restore", id, { sandboxId: params.sandboxId, path: params.path }, params);
+    // A target that holds files without `replace` is refused here (409); the Workflow checks again before writing.
+    await startRunUnderLease(env, d, "restore", id, { sandboxId: params.sandboxId, path: params.path }, params, () => refuseNonEmptyTarget(new AgentClient(d.transport, body.sandboxId), body.path, body.replace));
     return json({ id, status: "queued", strategy, snapshotId: body.snapshotId }, 202, { location: `/api/restores/${id}` });
   }],
 
