@@ -2,6 +2,12 @@
 // staged file is cut into parts of exactly `partSize` bytes as it is read, and each part is PUT to the presigned
 // UploadPart URL the Worker signed for it. No temp file, no byte through the Worker.
 //
+// A backup's archive is made in a single pass (archive.ts archiveWithManifest, as every other tar backup path):
+// the sorted walk names tar's entries, and the manifest is made from the tar stream on its way to the compressor,
+// so a hard link in the archive points the way its manifest says, whatever the directory order (tar's own pass
+// over `dir` archives in directory order, and a restore checking the archive against a manifest from a sorted walk
+// refuses every snapshot whose directory order differs). The part cutter reads the compressor's output.
+//
 //   source ──► part buffer being filled (exactly partSize bytes, the last part may be shorter)
 //          ──► at most `concurrency` parts PUT at once; reading waits for a free slot (backpressure reaches tar)
 //          ──► {bytes, sha256, parts: [{partNumber, etag, bytes, sha256}], ms, peakBufferedBytes}
@@ -29,15 +35,17 @@
 // kills tar, waits for the parts still in flight, and answers the error; the upload is left for the Worker to abort.
 import { createHash } from "node:crypto";
 import { open, stat, type FileHandle } from "node:fs/promises";
-import type { Readable } from "node:stream";
+import { PassThrough, type Readable } from "node:stream";
 import { AgentError, toolFailure } from "./agent-error.ts";
+import { archiveWithManifest, type SinglePassOptions, type SinglePassResult } from "./archive.ts";
 import { checkUrl } from "./presigned.ts";
 import { putBytes, withRetries } from "./presigned-http.ts";
 import type { TarFormat } from "./protocol.ts";
 import { startTool, type RunningTool } from "./run-tool.ts";
 import { tarCreateArgv } from "./tar-argv.ts";
 
-export type MultipartSource = { archive: { dir: string; format: TarFormat } } | { file: string };
+/** With `singlePass`, the archive and its manifest from one walk (see the file comment); without, tar's own pass. */
+export type MultipartSource = { archive: { dir: string; format: TarFormat; singlePass?: SinglePassOptions } } | { file: string };
 
 export interface MultipartOptions {
   partSize: number;
@@ -68,13 +76,15 @@ export interface MultipartResult {
   parts: UploadedPartInfo[];
   ms: number;
   peakBufferedBytes: number;
+  /** single pass: the manifest written to manifestOut */
+  manifest?: SinglePassResult["manifest"];
 }
 
 /** Where part bytes come from: read(into, offset, max) fills up to `max` bytes and returns 0 at the end. */
 interface PartSource {
   read(into: Buffer, offset: number, max: number): Promise<number>;
-  /** after the last read: resolves when the source ended cleanly (tar exited 0) */
-  finish(): Promise<void>;
+  /** after the last read: resolves when the source ended cleanly (tar exited 0), with a single pass's manifest */
+  finish(): Promise<{ manifest?: SinglePassResult["manifest"] } | void>;
   /** on failure: stop reading, kill the producer, wait for it to exit */
   abort(): Promise<void>;
 }
@@ -129,9 +139,30 @@ function streamSource(stream: Readable, tool?: RunningTool): PartSource {
   };
 }
 
+/**
+ * The single-pass archive (archive.ts) written into a pipe the part cutter reads. A failure of the archive (tar, the
+ * compressor, the tree changing under it) destroys the pipe; the read that notices answers the archive's own error.
+ */
+function singlePassSource(dir: string, format: TarFormat, options: SinglePassOptions): PartSource {
+  const pipe = new PassThrough({ highWaterMark: 1 << 16 });
+  const making = archiveWithManifest(dir, format, pipe, options);
+  making.catch(() => {}); // observed by read, finish and abort
+  const cut = streamSource(pipe);
+  return {
+    read: (into, offset, max) => cut.read(into, offset, max).catch((e) => making.then(() => Promise.reject(e), (why) => Promise.reject(why))),
+    finish: async () => ({ manifest: (await making).manifest }),
+    async abort() {
+      pipe.destroy();
+      await making.catch(() => {});
+    },
+  };
+}
+
 function openSource(source: MultipartSource): Promise<PartSource> | PartSource {
   if ("file" in source) return fileSource(source.file);
-  const tar = startTool(tarCreateArgv(source.archive.dir, source.archive.format));
+  const { dir, format, singlePass } = source.archive;
+  if (singlePass) return singlePassSource(dir, format, singlePass);
+  const tar = startTool(tarCreateArgv(dir, format));
   return streamSource(tar.child.stdout!, tar);
 }
 
@@ -151,6 +182,7 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
   let held = 0; // stream bytes in memory: the part being filled + parts in flight
   let peak = 0;
   let partNumber = 0;
+  let made: { manifest?: SinglePassResult["manifest"] } = {};
 
   const takeBuffer = () => {
     const b = pool.pop();
@@ -212,7 +244,7 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
     }
     await Promise.all(inflight);
     if (failed) throw failed;
-    await input.finish();
+    made = (await input.finish()) ?? {};
   } catch (e) {
     failed ??= e;
     await input.abort();
@@ -220,5 +252,5 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
     throw failed;
   }
   parts.sort((a, b) => a.partNumber - b.partNumber);
-  return { bytes, sha256: hash.digest("hex"), parts, ms: Math.round(performance.now() - started), peakBufferedBytes: peak };
+  return { bytes, sha256: hash.digest("hex"), parts, ms: Math.round(performance.now() - started), peakBufferedBytes: peak, ...(made.manifest ? { manifest: made.manifest } : {}) };
 }

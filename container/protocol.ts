@@ -356,6 +356,8 @@ export const DownloadBody = z.union([
 // ---- Parallel presigned transfers (presigned-multipart.ts, presigned-ranged.ts) ----
 //   POST   /v1/upload-multipart  UploadMultipartBody  cut a tar stream or a staged file into equal parts, PUT each
 //                                                     to its presigned UploadPart URL → {bytes, sha256, parts, ms, peakBufferedBytes}
+//                                                     With source.archive.manifestOut: single pass, as GET /v1/archive
+//                                                     (the walk names tar's entries; the manifest from the stream) → also {manifest}
 //   POST   /v1/download-ranged   DownloadRangedBody   parallel Range GETs of one presigned URL into a file or, in
 //                                                     order, into the extractor → {bytes, sha256, ms, tool, ranges?, peakBufferedBytes?}
 
@@ -365,8 +367,13 @@ export const MULTIPART_MAX_BUFFER_BYTES = 2 * 2 ** 30;
 export const UploadMultipartBody = z
   .object({
     source: z.union([
-      /** tar (+ compressor) of the tree at `path`, exactly as POST /v1/archive makes it, cut while it streams */
-      z.object({ archive: z.object({ path: z.string(), format: TarFormat }).strict() }).strict(),
+      /**
+       * tar (+ compressor) of the tree at `path`, exactly as POST /v1/archive makes it, cut while it streams. With
+       * `manifestOut` (what a backup sends): single pass, the manifest of exactly what was archived written there,
+       * tar's entries named by the same sorted walk (less the request's selection); without it, tar's own pass in
+       * directory order, which no manifest describes (a hard link may point either way).
+       */
+      z.object({ archive: z.object({ path: z.string(), format: TarFormat, manifestOut: z.string().optional() }).strict() }).strict(),
       /** a staged file in the sandbox */
       z.object({ file: z.string() }).strict(),
     ]),
@@ -404,6 +411,8 @@ export const UploadMultipartResult = z.object({
   })).min(1).max(R2_MULTIPART.maxParts),
   ms: z.number().nonnegative(),
   peakBufferedBytes: z.number().int().nonnegative(),
+  /** single pass (source.archive.manifestOut): the manifest written there, made from the archive's own stream */
+  manifest: z.object({ totals: ManifestTotals, entries: z.number().int().nonnegative(), jsonBytes: z.number().int().nonnegative(), walkMs: z.number().nonnegative() }).optional(),
 });
 export type UploadMultipartResult = z.infer<typeof UploadMultipartResult>;
 

@@ -2,6 +2,7 @@
 // snapflow: the command line over the HTTP API. `npx snapflow --help`.
 import { parseArgs } from "node:util";
 import { apiClient, ApiCallError } from "./lib/api-client.ts";
+import { apiErrorLine } from "./lib/api-error-line.ts";
 import { findRunningStack } from "./lib/stack.ts";
 import { reportFromFile, runBench, runReport } from "./lib/bench.ts";
 import { deleteCommand, gcCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./lib/lifecycle-commands.ts";
@@ -219,7 +220,8 @@ try {
   process.exit(await main());
 } catch (e) {
   if (e instanceof ApiCallError) {
-    console.error(`snapflow ${command}: ${e.message}${e.field ? ` (field ${e.field})` : ""}`);
+    // One line naming the CLI's own flags (--replace), not the API's body fields (replace: true).
+    console.error(apiErrorLine(command, { message: e.message, field: e.field }));
     process.exit(e.status >= 400 && e.status < 500 ? 2 : 1);
   }
   if (e instanceof TypeError && /fetch failed/.test(e.message)) {

@@ -9,7 +9,7 @@ import { StoreError } from "./store/object-store.ts";
 export const ERROR_CODES = {
   bad_request: { status: 400, permanent: true }, // a field is missing or malformed (the field is named)
   unauthorized: { status: 401, permanent: true },
-  not_found: { status: 404, permanent: true }, // no such route, run, matrix or snapshot
+  not_found: { status: 404, permanent: true }, // no such route, run, matrix or snapshot; no backup source (path or sandbox named)
   method_not_allowed: { status: 405, permanent: true },
   strategy_unavailable: { status: 422, permanent: true }, // the sandbox lacks a tool or capability the strategy needs
   snapshot_unusable: { status: 422, permanent: true }, // a snapshot's parts are missing, of the wrong kind, or do not match

@@ -3,12 +3,24 @@
 // archiver or a file, parallel Range GETs (or aria2c), and hashing what a URL serves. Bytes flow between the
 // sandbox and R2 directly; only the measured result comes back as JSON.
 import { downloadAndExtract, downloadToFile, hashUrl, uploadFile } from "../presigned.ts";
-import { uploadMultipart } from "../presigned-multipart.ts";
+import { uploadMultipart, type MultipartSource } from "../presigned-multipart.ts";
 import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } from "../presigned-ranged.ts";
 import * as P from "../protocol.ts";
 import { extractSafely } from "../safe-extract.ts";
 import { requestedVerification } from "./archive.ts";
-import { existingDir, type Routes } from "./route.ts";
+import { existingDir, type Ctx, type Routes } from "./route.ts";
+import { requestedSelection } from "./selection-request.ts";
+
+/**
+ * An upload's archive source: with manifestOut, single pass (the walk, less the request's selection, names tar's
+ * entries and the manifest comes from the stream), as GET /v1/archive makes a backup's archive.
+ */
+async function archiveSource(c: Ctx, archive: { path: string; format: P.TarFormat; manifestOut?: string }): Promise<MultipartSource> {
+  const dir = await existingDir(await c.path(archive.path, "source.archive.path"), "source.archive.path");
+  if (archive.manifestOut === undefined) return { archive: { dir, format: archive.format } };
+  const manifestOut = await c.path(archive.manifestOut, "source.archive.manifestOut");
+  return { archive: { dir, format: archive.format, singlePass: { manifestOut, selection: await requestedSelection(c, dir) } } };
+}
 
 export const transferRoutes: Routes = {
   "POST /v1/hash-url": async (c) => {
@@ -33,10 +45,7 @@ export const transferRoutes: Routes = {
   "POST /v1/upload-multipart": async (c) => {
     const body = await c.json(P.UploadMultipartBody);
     body.urls.forEach((u, i) => c.storeUrl(u, `urls.${i}`));
-    const source =
-      "archive" in body.source
-        ? { archive: { dir: await existingDir(await c.path(body.source.archive.path, "source.archive.path"), "source.archive.path"), format: body.source.archive.format } }
-        : { file: await c.path(body.source.file, "source.file") };
+    const source = "archive" in body.source ? await archiveSource(c, body.source.archive) : { file: await c.path(body.source.file, "source.file") };
     return uploadMultipart(source, { ...body, lie: c.agent.faults.lie(`${c.sandboxId} POST /v1/upload-multipart`) });
   },
 

@@ -6,9 +6,9 @@
 //   DELETE /api/sandboxes/:id                end a sandbox
 //   GET    /api/sandboxes/:id/mounts         mounts made by restores (images, overlays)
 //   DELETE /api/sandboxes/:id/mounts?path=   unmount (overlays on top of it first)
-//   POST   /api/backups                      start a BackupWorkflow → {id}
+//   POST   /api/backups                      start a BackupWorkflow → {id} (404 first when there is no source directory)
 //   GET    /api/backups/:id                  its status and per-step timings (and `interrupted`: what the watchdog did)
-//   POST   /api/restores                     start a RestoreWorkflow → {id}
+//   POST   /api/restores                     start a RestoreWorkflow → {id} (409 first when the target holds files, no replace)
 //   GET    /api/restores/:id
 //   POST   /api/matrices                     start a benchmark matrix → {id}
 //   GET    /api/matrices                     history
@@ -21,6 +21,7 @@
 import { z } from "zod";
 import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
 import type { BackupParams } from "../backup/backup-params.ts";
+import { checkSource } from "../backup/source-check.ts";
 import { depsFrom, type Deps } from "../deps.ts";
 import { asSnapflowError, SnapflowError, type ErrorCode } from "../errors.ts";
 import { newId, newMatrixId } from "../ids.ts";
@@ -31,6 +32,7 @@ import { MatrixSpec } from "../matrix/matrix-spec.ts";
 import { buildSummary } from "../matrix/summary.ts";
 import { startMatrix } from "../matrix/schedule.ts";
 import type { RestoreParams } from "../restore/restore-params.ts";
+import { refuseNonEmptyTarget } from "../restore/target-check.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
@@ -155,7 +157,8 @@ const routes: [string, string, Handler][] = [
     }
     const id = newId("bk");
     const params: BackupParams = { snapshotId: id, ...body, startedAt: new Date().toISOString() };
-    await startRunUnderLease(env, d, "backup", id, { sandboxId: params.sandboxId, path: params.path }, params);
+    // A mistyped sandbox id or path is refused (404, naming it) rather than recorded as a snapshot of nothing.
+    await startRunUnderLease(env, d, "backup", id, { sandboxId: params.sandboxId, path: params.path }, params, () => checkSource(new AgentClient(d.transport, body.sandboxId), body.path));
     return json({ id, snapshotId: id, status: "queued", strategy: body.strategy }, 202, { location: `/api/backups/${id}` });
   }],
 
@@ -175,7 +178,8 @@ const routes: [string, string, Handler][] = [
     }
     const id = newId("rs");
     const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString() };
-    await startRunUnderLease(env, d, "restore", id, { sandboxId: params.sandboxId, path: params.path }, params);
+    // A target that holds files without `replace` is refused here (409); the Workflow checks again before writing.
+    await startRunUnderLease(env, d, "restore", id, { sandboxId: params.sandboxId, path: params.path }, params, () => refuseNonEmptyTarget(new AgentClient(d.transport, body.sandboxId), body.path, body.replace));
     return json({ id, status: "queued", strategy, snapshotId: body.snapshotId }, 202, { location: `/api/restores/${id}` });
   }],
 

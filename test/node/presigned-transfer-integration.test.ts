@@ -184,6 +184,34 @@ describe("POST /v1/upload-multipart", () => {
     archive = { bytes, sha256 };
   });
 
+  it("with manifestOut, a single pass: the manifest of what was archived is written there, and memory stays bounded", async () => {
+    const key = "snapshots/single-pass.tar.zst";
+    const partSize = 5 * MiB;
+    const concurrency = 2;
+    const { uploadId, urls } = await startUpload(key, 20);
+    const manifestOut = "/snapflow/staging/single-pass.manifest.json";
+    const r = await json(call(SRC, "POST", "/v1/upload-multipart", { source: { archive: { path: "/workspace/app", format: ZSTD1, manifestOut } }, partSize, concurrency, urls }));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.parts.length).toBeGreaterThanOrEqual(3);
+    expect(r.body.peakBufferedBytes).toBeLessThanOrEqual((concurrency + 1) * partSize);
+    expect(r.body.manifest).toMatchObject({ totals: expectedManifest.totals, entries: expectedManifest.entries.length });
+    const written = JSON.parse(readFileSync(join(sandboxesDir, SRC, manifestOut), "utf8"));
+    expect(written.entries.map(({ stat: _s, ...e }: any) => e)).toEqual(expectedManifest.entries);
+    await store.resumeMultipartUpload(key, uploadId).abort();
+  });
+
+  it("with manifestOut, too few URLs is still a 400 naming urls: tar and the compressor are gone, no manifest is left", async () => {
+    const key = "snapshots/single-pass-too-few.tar.zst";
+    const { uploadId, urls } = await startUpload(key, 2);
+    const manifestOut = "/snapflow/staging/too-few.manifest.json";
+    const r = await json(call(SRC, "POST", "/v1/upload-multipart", { source: { archive: { path: "/workspace/app", format: ZSTD1, manifestOut } }, partSize: 5 * MiB, concurrency: 2, urls }));
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ code: "bad_request", field: "urls" });
+    expect(processesMentioning(join(sandboxesDir, SRC)), "tar was killed and reaped before the answer").toEqual([]);
+    expect(existsSync(join(sandboxesDir, SRC, manifestOut))).toBe(false);
+    await store.resumeMultipartUpload(key, uploadId).abort();
+  });
+
   it("too few URLs for the stream is a 400 naming urls, after the parts in flight settle; nothing is completed", async () => {
     const key = "snapshots/too-few.tar.zst";
     const { uploadId, urls } = await startUpload(key, 2);

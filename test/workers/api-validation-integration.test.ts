@@ -1,8 +1,9 @@
 // Bad input and wrong tokens are refused with a 4xx that names the field, and nothing is started or written.
 import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
-import { expect, it } from "vitest";
-import { api } from "./helpers.ts";
+import { describe, expect, it } from "vitest";
+import { apiErrorLine } from "../../scripts/lib/api-error-line.ts";
+import { api, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
 
 it.each([
   ["a body that is not JSON", "{nope", 400, "body"],
@@ -21,6 +22,46 @@ it.each([
   expect(r.json.error.field).toBe(field);
   expect(r.json.error.message).toMatch(field === "body" ? /./ : new RegExp(field));
   expect(await wf.get()).toHaveLength(0);
+});
+
+describe("a backup of nothing is refused at the request, naming what was mistyped (issue 22)", () => {
+  it("a sandbox id never used: 404 naming sandboxId, with the sandbox and the path, and nothing started", async () => {
+    await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
+    const typo = freshSandbox("never-used");
+    for (const path of ["/workspace/app", "/workspace"]) {
+      const r = await api("POST", "/api/backups", { sandboxId: typo, path });
+      expect(r.status, JSON.stringify(r.json)).toBe(404);
+      expect(r.json.error).toMatchObject({ code: "not_found", field: "sandboxId" });
+      expect(r.json.error.message).toContain(`sandbox ${typo}`);
+      expect(r.json.error.message).toContain(path);
+    }
+    // The CLI names its own flag.
+    const r = await api("POST", "/api/backups", { sandboxId: typo, path: "/workspace/app" });
+    expect(apiErrorLine("backup", r.json.error)).toMatch(/^snapflow backup: --sandbox: sandbox never-used-\S+ has nothing under \/workspace/);
+    expect(await wf.get()).toHaveLength(0);
+  });
+
+  it("a path with no directory in a sandbox that has files: 404 naming path, with the sandbox and the path, and nothing started", async () => {
+    await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
+    const sb = freshSandbox("used");
+    await putFile(sb, "/workspace/app/a.txt", "a file\n");
+    for (const [path, why] of [["/workspace/ap", "nothing is there"], ["/workspace/app/a.txt", "it is a file"]] as const) {
+      const r = await api("POST", "/api/backups", { sandboxId: sb, path });
+      expect(r.status, JSON.stringify(r.json)).toBe(404);
+      expect(r.json.error).toMatchObject({ code: "not_found", field: "path" });
+      expect(r.json.error.message).toBe(`path: ${path} in sandbox ${sb} is not a directory to back up: ${why}`);
+    }
+    expect(await wf.get()).toHaveLength(0);
+  });
+
+  it("the directory itself is still backed up (the refusal released the path's lease)", async () => {
+    const sb = freshSandbox("used");
+    await putFile(sb, "/workspace/app/a.txt", "a file\n");
+    expect((await api("POST", "/api/backups", { sandboxId: sb, path: "/workspace/ap" })).status).toBe(404);
+    const b = await runWorkflow("backup", { sandboxId: sb, path: "/workspace/app", strategy: "tar-zst-pipe" });
+    expect(b.steps.archive).toBeDefined();
+    expect((await api("GET", `/api/snapshots/${b.snapshotId}`)).json).toMatchObject({ manifest: { files: 1 } });
+  });
 });
 
 it("restoring a snapshot that does not exist is a 404 naming snapshotId, and starts nothing", async () => {

@@ -91,10 +91,12 @@ describe("retries and failures", () => {
     expect((await store.list(`snapshots/${b.snapshotId}/`)).objects).toEqual([]);
   });
 
-  it("a missing source directory fails the backup with the agent's reason", async () => {
+  it("a missing source directory is refused at the request, naming the path (api-validation has the cases)", async () => {
     const src = freshSandbox("src");
-    const b = await runBackup({ sandboxId: src, path: "/workspace/nothing-here" }, "errored");
-    expect(b.error).toMatch(/path: no directory there/);
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 11 });
+    const r = await api("POST", "/api/backups", { sandboxId: src, path: "/workspace/nothing-here" });
+    expect(r.status).toBe(404);
+    expect(r.json.error).toMatchObject({ code: "not_found", field: "path", message: `path: /workspace/nothing-here in sandbox ${src} is not a directory to back up: nothing is there` });
   });
 });
 

@@ -17,6 +17,7 @@ import { archiveKey, putJson } from "../../src/snapshots/records.ts";
 import { findBackup } from "../../src/strategies/registry.ts";
 import { verifyPhase } from "../../src/backup/backup-phases.ts";
 import { agent, agentRequests, api, freshSandbox, leftovers, putFile, runWorkflow } from "./helpers.ts";
+import { apiErrorLine } from "../../scripts/lib/api-error-line.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
 
@@ -251,14 +252,22 @@ describe("destructive defaults are off", () => {
   const read = async (sandbox: string, path: string) =>
     (await fetch(`${env.AGENT_URL}/v1/files?path=${encodeURIComponent(path)}`, { headers: { authorization: `Bearer ${await agentTokenFor(env.AGENT_SECRET, sandbox)}`, "x-snapflow-sandbox": sandbox } })).text();
 
-  it("a restore into a target that holds files, without replace, errs naming replace and leaves the files", async () => {
+  it("a restore into a target that holds files, without replace, is refused at the request (409 naming replace) and leaves the files", async () => {
     const src = freshSandbox("defaults-src");
     await putFile(src, "/workspace/app/a.txt", "from the snapshot\n");
     const { snapshotId } = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" });
     const dst = freshSandbox("defaults-dst");
     await putFile(dst, "/workspace/app/mine.txt", "the sandbox's own work\n");
-    const refused = await runWorkflow("restore", { snapshotId, sandboxId: dst, path: "/workspace/app" }, "errored");
-    expect(refused.error).toMatch(/restore target \/workspace\/app .* is not empty; pass replace: true/);
+    {
+      await using wf = await introspectWorkflow(env.RESTORE_WORKFLOW);
+      const refused = await api("POST", "/api/restores", { snapshotId, sandboxId: dst, path: "/workspace/app" });
+      expect(refused.status, JSON.stringify(refused.json)).toBe(409);
+      expect(refused.json.error).toMatchObject({ code: "target_not_empty", field: "replace" });
+      expect(refused.json.error.message).toBe(`restore target /workspace/app in sandbox ${dst} is not empty (it holds 1 entry); pass replace: true to overwrite it`);
+      // The CLI says it with its own flag, on one line.
+      expect(apiErrorLine("restore", refused.json.error)).toBe(`snapflow restore: restore target /workspace/app in sandbox ${dst} is not empty (it holds 1 entry); pass --replace to overwrite it`);
+      expect(await wf.get()).toHaveLength(0);
+    }
     expect(await read(dst, "/workspace/app/mine.txt")).toBe("the sandbox's own work\n");
     expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app")).entries).toBe(1);
     // Asked for, it replaces.
