@@ -131,7 +131,7 @@ it("a backup and a restore cut off by SIGKILLing the whole stack mid-transfer ar
     await sleep(50);
   }
   // The matrix's cell has begun (its sandbox exists): a queue message still in flight at the kill is lost with the
-  // local queue, which this test does not cover (README "Not covered yet").
+  // local queue, which this test does not cover (docs/faults.md "Not covered yet").
   for (const deadline = Date.now() + 60_000; !readdirSync(join(dir, "sandboxes")).some((id) => !["src", "dst"].includes(id)); await sleep(50)) {
     if (Date.now() > deadline) throw new Error("the matrix's cell did not begin within 60 s");
   }

@@ -166,7 +166,7 @@ export async function leftovers(sandbox: string, target: string, snapshotId?: st
 }
 
 /**
- * One row of the fault table in the README (fault × phase → outcome, retries, time, leftovers), printed so that
+ * One row of the fault table in docs/faults.md (fault × phase → outcome, retries, time, leftovers), printed so that
  * `npm run test:faults` can gather them: the lines marked FAULT-ROW.
  */
 export function faultRow(row: { fault: string; phase: string; outcome: string; retries: number | string; ms: number; leftovers: string[] }): void {
