@@ -31,9 +31,10 @@ Commands:
   retention [--json]                            what the last cron run removed and kept, and why
   gc [--grace-seconds N] [--dry-run] [--json]   delete chunks no snapshot's index references, written more than
                                                 N seconds ago (default a day); the hourly cron trigger runs it too
-  restore --snapshot ID --sandbox ID [--path P] [--strategy S] [--replace] [--keep-ownership] [--no-wait]
+  restore --snapshot ID --sandbox ID [--path P] [--strategy S] [--replace] [--keep-ownership] [--deep-verify] [--no-wait]
                                                 restore a snapshot into a sandbox; --keep-ownership restores owners
-                                                and setuid/setgid bits as archived (off: the agent's user, bits cleared)
+                                                and setuid/setgid bits as archived (off: the agent's user, bits cleared);
+                                                --deep-verify hashes every restored file against the manifest
   status ID                                     a backup (bk-…), restore (rs-…) or matrix (mx-…, nightly-…)
   report ID [--out DIR]                         rebuild a matrix's summary from its stored runs and write its
                                                 results files again
@@ -77,7 +78,7 @@ const { values, positionals } = parseArgs({
   options: {
     url: { type: "string" }, token: { type: "string" }, help: { type: "boolean", short: "h" },
     sandbox: { type: "string" }, path: { type: "string" }, strategy: { type: "string" }, base: { type: "string" },
-    snapshot: { type: "string" }, replace: { type: "boolean" }, "keep-ownership": { type: "boolean" }, "no-wait": { type: "boolean" },
+    snapshot: { type: "string" }, replace: { type: "boolean" }, "keep-ownership": { type: "boolean" }, "deep-verify": { type: "boolean" }, "no-wait": { type: "boolean" },
     label: { type: "string", multiple: true }, ttl: { type: "string" }, since: { type: "string" }, until: { type: "string" },
     limit: { type: "string" }, cursor: { type: "string" }, json: { type: "boolean" }, cascade: { type: "boolean" }, delete: { type: "boolean" },
     "keep-last": { type: "string" }, "grace-seconds": { type: "string" }, "dry-run": { type: "boolean" }, "keep-daily": { type: "string" }, "keep-weekly": { type: "string" },
@@ -184,7 +185,7 @@ async function main(): Promise<number> {
       return s.status === "complete" ? 0 : 1;
     }
     case "restore": {
-      const r = await api.startRestore({ snapshotId: values.snapshot!, sandboxId: values.sandbox!, path: values.path ?? "/workspace", ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.replace ? { replace: true } : {}), ...(values["keep-ownership"] ? { keepOwnership: true } : {}) });
+      const r = await api.startRestore({ snapshotId: values.snapshot!, sandboxId: values.sandbox!, path: values.path ?? "/workspace", ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.replace ? { replace: true } : {}), ...(values["keep-ownership"] ? { keepOwnership: true } : {}), ...(values["deep-verify"] ? { deepVerify: true } : {}) });
       console.error(`restore ${r.id} (${r.strategy}) started`);
       if (values["no-wait"]) return print(r), 0;
       const s = await api.waitFor("restore", r.id, printSteps("restore"));

@@ -62,6 +62,8 @@ export const RestoreRequest = z.object({
   /** restore owners and setuid/setgid bits as archived (restore-params.ts); off by default */
   keepOwnership: z.boolean().default(false),
   dropCaches: z.boolean().default(false),
+  /** hash every restored file against the manifest in verify (restore-params.ts); on by itself where the image alone is not trusted */
+  deepVerify: z.boolean().default(false),
 }).strict();
 
 export const DatasetRequest = DatasetBody.extend({ path: UserPath }).strict();

@@ -39,4 +39,6 @@ export interface RestoreProbeResult extends StepResult {
    * is recorded (container/tree-swap.ts): the target itself is not touched before verify swaps the new tree in
    */
   swap: { staged: string; old: string };
+  /** why verify hashes every file where no stream check did (content-check.ts), or absent when the image's SHA-256 suffices */
+  contentCheck?: string;
 }

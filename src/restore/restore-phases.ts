@@ -24,6 +24,7 @@ import { manifestSource } from "../snapshots/manifest-source.ts";
 import { putJson, readSnapshot, restoreRecordKey, type StepResult } from "../snapshots/records.ts";
 import { releaseLease, takeLease } from "../snapshots/restore-leases.ts";
 import type { RestoreStrategy } from "../strategies/registry.ts";
+import { contentCheckReason, recordContentChecked } from "./content-check.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { planOf } from "./restore-plan.ts";
@@ -36,11 +37,11 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const c = contextOf(d, p, s);
   // The lease first, then the record: a delete either sees the lease or this probe sees no record (restore-leases.ts).
   await takeLease(d.store, p.snapshotId, p.restoreId);
-  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown };
+  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown; contentCheck?: string };
   try {
     const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
-    planned = await planOf(s).probe(c, snapshot);
+    planned = { ...(await planOf(s).probe(c, snapshot)), contentCheck: contentCheckReason(snapshot, p) };
     // Before anything is written: can the sandbox hold the new tree beside the old one (and a staged archive)?
     const space = await checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned);
     planned = { ...planned, space };
@@ -109,14 +110,17 @@ async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResul
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   const expected = await manifestSource(d.presigner, probed.snapshot.manifest);
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: p.deepVerify ?? false, keepOwnership: p.keepOwnership });
+  // Every file hashed when asked, or when the image alone is not trusted here (content-check.ts).
+  const deep = probed.contentCheck !== undefined;
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep, keepOwnership: p.keepOwnership });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);
   }
+  if (deep && probed.contentCheck !== "deepVerify") await recordContentChecked(d, p);
   // A lazy tree (swapped in by materialize) never had its image hashed whole: each chunk was, before any byte of it was served.
   const lazy = steps.materialize?.swappedIn === true;
-  const by = p.deepVerify ? "every file hashed (deepVerify)" : lazy ? "each chunk's SHA-256 before it was served, then a metadata walk" : "the image's SHA-256 on arrival, then a metadata walk";
+  const by = deep ? `every file hashed against the manifest (${probed.contentCheck})` : lazy ? "each chunk's SHA-256 before it was served, then a metadata walk" : "the image's SHA-256 on arrival, then a metadata walk";
   return { ms: since(t), bytes: v.totals.bytes, files: v.totals.files, dirs: v.totals.dirs, symlinks: v.totals.symlinks, agentMs: v.ms, verified: { ...v.verified, by } };
 }
 

@@ -63,6 +63,11 @@ export interface SnapshotRecord {
   expiresAt?: string;
   /** what the backup left out; the manifest records how many paths each rule excluded */
   selection?: SelectionSpec;
+  /**
+   * set by the first restore outside the source sandbox that hashed every file against the manifest (restore
+   * verify, content-check.ts): from then on the image's own SHA-256 vouches for the tree, in any sandbox
+   */
+  contentChecked?: { sandboxId: string; restoreId: string; at: string };
   steps: Record<string, StepResult>;
 }
 

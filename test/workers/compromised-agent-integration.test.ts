@@ -8,9 +8,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import { archivePhase } from "../../src/backup/backup-phases.ts";
 import { chunkKey } from "../../src/chunks/chunk-keys.ts";
 import { depsFrom } from "../../src/deps.ts";
-import { manifestKey } from "../../src/snapshots/records.ts";
+import { getJson, manifestKey, putJson, snapshotRecordKey, type SnapshotRecord } from "../../src/snapshots/records.ts";
 import { findBackup } from "../../src/strategies/registry.ts";
-import { agent, agentRequests, api, armAgentFault, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
+import { agent, agentRequests, api, armAgentFault, freshSandbox, putFile, runWorkflow, sha256Hex } from "./helpers.ts";
 
 const used: string[] = [];
 afterAll(async () => {
@@ -81,5 +81,58 @@ describe("a manifest's size is bounded at backup", () => {
       expect(await d.store.head(manifestKey(p.snapshotId))).toBeNull();
     }
     await noSnapshots(src);
+  });
+});
+
+describe("an image's manifest is not taken on the source sandbox's word elsewhere", () => {
+  /** What a compromised source achieves at backup: an honest image, a manifest that says other hashes, a record agreeing. */
+  async function lyingManifest(snapshotId: string, path: string): Promise<void> {
+    const store = depsFrom(env).store;
+    const record = (await getJson<SnapshotRecord>(store, snapshotRecordKey(snapshotId)))!;
+    const text = await new Response((await store.get(record.manifest.key))!.body).text();
+    const m = JSON.parse(text);
+    const entry = m.entries.find((e: { path: string }) => e.path === path);
+    entry.sha256 = "0".repeat(64);
+    const lie = JSON.stringify(m);
+    await store.put(record.manifest.key, lie);
+    const sha256 = await sha256Hex(new TextEncoder().encode(lie));
+    await putJson(store, snapshotRecordKey(snapshotId), { ...record, manifest: { ...record.manifest, ...(record.manifest.sha256 ? { sha256 } : {}) } });
+  }
+
+  for (const strategy of ["presigned-squashfs-mount", "presigned-squashfs-extract"]) {
+    it(`image-manifest-lie (${strategy}): restored into another sandbox, the first restore hashes every file and refuses the lie`, async () => {
+      const src = freshSandbox("image-liar");
+      const dst = freshSandbox("image-victim");
+      used.push(src, dst);
+      await putFile(src, "/workspace/app/a.txt", "what the image holds\n");
+      await putFile(src, "/workspace/app/b.txt", "b\n");
+      const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "squashfs-zstd-3" });
+      await lyingManifest(b.snapshotId, "a.txt");
+      const ended = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app", strategy }, "errored");
+      expect(ended.error).toMatch(/restored tree differs from snapshot .*a\.txt \(sha256\)/);
+      // Nothing recorded as checked; the target is left as it was (absent).
+      expect((await getJson<SnapshotRecord>(depsFrom(env).store, snapshotRecordKey(b.snapshotId)))!.contentChecked).toBeUndefined();
+      expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app")).exists).toBe(false);
+    });
+  }
+
+  it("an honest image: the first restore elsewhere hashes every file and records it; the next trusts the image's SHA-256; deepVerify through the API always hashes", async () => {
+    const src = freshSandbox("image-honest");
+    const dst = freshSandbox("image-dst");
+    const dst2 = freshSandbox("image-dst2");
+    used.push(src, dst, dst2);
+    await putFile(src, "/workspace/app/a.txt", "honest\n");
+    const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "squashfs-zstd-3" });
+    const first = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "presigned-squashfs-extract" });
+    expect(first.steps.verify.verified.by).toMatch(/every file hashed against the manifest \(first restore outside image-honest/);
+    const record = (await api("GET", `/api/snapshots/${b.snapshotId}`)).json;
+    expect(record.contentChecked).toMatchObject({ sandboxId: dst });
+    const second = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst2, path: "/workspace/app", strategy: "presigned-squashfs-extract" });
+    expect(second.steps.verify.verified.by).toBe("the image's SHA-256 on arrival, then a metadata walk");
+    const deep = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst2, path: "/workspace/app", strategy: "presigned-squashfs-extract", replace: true, deepVerify: true });
+    expect(deep.steps.verify.verified.by).toBe("every file hashed against the manifest (deepVerify)");
+    // Into its own sandbox, a snapshot can only lie to itself: no hashing.
+    const home = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: src, path: "/workspace/back", strategy: "presigned-squashfs-extract" });
+    expect(home.steps.verify.verified.by).toBe("the image's SHA-256 on arrival, then a metadata walk");
   });
 });
