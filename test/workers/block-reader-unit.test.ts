@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { blockReader, RELAY_BLOCK_BYTES } from "../../src/store/block-reader.ts";
 import { fetchWithDeadline } from "../../src/sandbox/deadline-fetch.ts";
+import { hashStream } from "../../src/store/hash-stream.ts";
 
 const KiB = 1024;
 
@@ -183,5 +184,29 @@ describe("the relays read in blocks", () => {
     // 3 MB in 4 KiB chunks is 733 chunks; in 256 KiB blocks, 12.
     expect(requestChunks).toBe(Math.ceil(total / RELAY_BLOCK_BYTES));
     expect(answerChunks).toBe(Math.ceil(total / RELAY_BLOCK_BYTES));
+  });
+});
+
+describe("hashStream reads in blocks", () => {
+  const hex = (b: ArrayBuffer) => [...new Uint8Array(b)].map((x) => x.toString(16).padStart(2, "0")).join("");
+
+  it("the same SHA-256 and size as a one-shot digest, from a byte stream and a JS stream", async () => {
+    const src = pattern(1_000_003);
+    const want = { bytes: src.length, sha256: hex(await crypto.subtle.digest("SHA-256", src)) };
+    expect(await hashStream(byteStream(src, 4 * KiB))).toEqual(want);
+    expect(await hashStream(jsStream(src, [4096, 1, 70_000]))).toEqual(want);
+    expect(await hashStream(new Response(new Uint8Array(0)).body!)).toEqual({ bytes: 0, sha256: hex(await crypto.subtle.digest("SHA-256", new Uint8Array(0))) });
+  });
+
+  it("a source's error rejects it", async () => {
+    const boom = new Error("source broke");
+    let n = 0;
+    const src = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (n++ < 3) c.enqueue(new Uint8Array(4 * KiB));
+        else c.error(boom);
+      },
+    });
+    await expect(hashStream(src)).rejects.toBe(boom);
   });
 });
