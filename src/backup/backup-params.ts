@@ -59,6 +59,8 @@ export interface TransferResult extends StepResult {
   delta?: ArchiveResult["delta"];
   ttfbMs?: number;
   parts?: number;
+  /** relayed through the Worker: the reads its upload made of the archive stream (one per 256 KiB block) */
+  reads?: number;
   /**
    * The SHA-256 checksum the store checked and must keep for the object (presigned multipart: the composite of
    * the part hashes the completion listed, part-checksums.ts); verify reads it back from the store.

@@ -11,6 +11,12 @@
 //   - on the request body: from handing a chunk over until the agent's connection takes the next one;
 //   - on the response body: while the consumer has asked for bytes and none came. A consumer that is not reading
 //     (an upload to the store applying backpressure) is not the agent's silence.
+//
+// Both bodies are read in blocks of 256 KiB (store/block-reader.ts), and the silence is counted per block: a fetch
+// body arrives in ~4 KB chunks, and a timer reset and a JS hop for each cost workerd most of its CPU on a relayed
+// archive. So "silence" is "not a block (or the end) within the bound": at the 60 s default a stream slower than
+// 4.4 KB/s counts as silent, far below the 1 MB/s that already bounds an answer of known size.
+import { blockReader } from "../store/block-reader.ts";
 import { SLOWEST_BYTES_PER_SECOND, type Deadline } from "./agent-deadlines.ts";
 
 /**
@@ -99,7 +105,7 @@ export async function fetchWithDeadline(
 
   let body = init.body;
   if (body instanceof ReadableStream) {
-    const source = (body as ReadableStream<Uint8Array>).getReader();
+    const source = blockReader(body as ReadableStream<Uint8Array>);
     let sourceEnded = false;
     releaseSource = (reason) => {
       if (sourceEnded) return;
@@ -147,7 +153,7 @@ export async function fetchWithDeadline(
   }
   const size = knownSize(r);
   if (deadline.idleMs !== undefined && size !== undefined) return sizedBody(r, size, deadline.idleMs);
-  const upstream = r.body.getReader();
+  const upstream = blockReader(r.body);
   // The consumer has not asked for bytes yet: not the agent's silence.
   pause();
   let out!: ReadableStreamDefaultController<Uint8Array>;

@@ -5,7 +5,8 @@
 //        ──► complete, or abort on any failure (no orphaned parts, nothing half-written under the key)
 //
 // Memory is bounded by (concurrency + 1) × partSize whatever the body's size: the seeds' pipe strategy
-// buffered the whole archive and ran out of Worker memory at ~220 MB.
+// buffered the whole archive and ran out of Worker memory at ~220 MB. The body is read in 256 KiB blocks
+// (block-reader.ts), so the digest, the progress callback and the cutting run per block, not per 4 KB chunk.
 //
 // R2's rules, enforced here because no local S3 server does: every part but the last has the same size,
 // parts are at least 5 MiB (a single-part upload may be smaller), at most 10,000 parts.
@@ -68,7 +69,10 @@ export function equalPartGuard(upload: MultipartUpload, partSize: number): Multi
 export interface StreamUploadOptions extends Omit<PutOptions, "length"> {
   partSize: number;
   concurrency?: number;
+  /** after each block read, with the bytes read so far (the first call is the body's first byte) */
   onProgress?: (bytes: number) => void;
+  /** the body's read size (default RELAY_BLOCK_BYTES) */
+  blockBytes?: number;
 }
 
 export interface StreamUploadResult {
@@ -76,8 +80,11 @@ export interface StreamUploadResult {
   bytes: number;
   parts: number;
   sha256: string;
+  /** the reads made of the body: one per block, so about bytes / 256 KiB (one per 4 KB chunk if read as it came) */
+  reads: number;
 }
 
+import { blockReader } from "./block-reader.ts";
 import { toHex } from "./hash-stream.ts";
 
 export async function uploadStreamMultipart(store: ObjectStore, key: string, body: ReadableStream<Uint8Array>, options: StreamUploadOptions): Promise<StreamUploadResult> {
@@ -106,12 +113,12 @@ export async function uploadStreamMultipart(store: ObjectStore, key: string, bod
     void p.finally(() => inflight.delete(p));
   };
 
+  const reader = blockReader(body, options.blockBytes);
   try {
     const nextBuffer = () => spare.pop() ?? new Uint8Array(partSize);
     let buffer = nextBuffer();
     let filled = 0;
     let partNumber = 0;
-    const reader = body.getReader();
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
@@ -139,8 +146,10 @@ export async function uploadStreamMultipart(store: ObjectStore, key: string, bod
     if (parts.length > R2_MULTIPART.maxParts) throw new PartRuleError(`${parts.length} parts exceed R2's limit of ${R2_MULTIPART.maxParts}; use a larger part size`);
     await digestWriter.close();
     const object = await upload.complete(parts);
-    return { object, bytes, parts: parts.length, sha256: toHex(await digest.digest) };
+    return { object, bytes, parts: parts.length, sha256: toHex(await digest.digest), reads: reader.blocks };
   } catch (e) {
+    // The body's source (the agent's tar) stops too, instead of waiting on a reader that is gone.
+    await reader.cancel(e).catch(() => {});
     await Promise.allSettled(inflight);
     await upload.abort().catch(() => {});
     throw e;

@@ -108,6 +108,10 @@ describe("tuning and cold caches", () => {
     expect(b.status).toBe("complete");
     // Plain tar of ~12 MB in 5 MiB parts: three parts, the last one short.
     expect(b.steps.transfer.parts).toBe(3);
+    // Relayed in 256 KiB blocks, not in the ~4 KB chunks a fetch body arrives in (~3,000 reads for this archive):
+    // the deadline's timer, the digest and the cutter run per block (store/block-reader.ts).
+    expect(b.steps.transfer.reads).toBeGreaterThan(0);
+    expect(b.steps.transfer.reads).toBeLessThanOrEqual(Math.ceil(b.steps.transfer.bytes / (64 * 1024)));
     expect(b.steps.probe.cachesDropped).toBe(true);
     const r = await runRestore({ snapshotId: b.snapshotId, sandboxId: freshSandbox("dst"), path: "/workspace/app", dropCaches: true });
     expect(r.steps.probe.cachesDropped).toBe(true);

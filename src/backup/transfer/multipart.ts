@@ -1,5 +1,6 @@
 // multipart: the agent streams the archive as its response while tar runs; the Worker cuts it into equal parts
-// and uploads them (bounded memory: (concurrency + 1) × part size), completing or aborting the upload.
+// and uploads them (bounded memory: (concurrency + 1) × part size), completing or aborting the upload. The relay
+// reads the archive in 256 KiB blocks end to end (the deadline's wrapper, the digest, the cutter): store/block-reader.ts.
 import { since } from "../../phases/phase-runner.ts";
 import type { SinglePassResult } from "../../sandbox/agent-client.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
@@ -18,18 +19,14 @@ export const multipartTransfer: BackupTransfer = {
     // Single pass: the agent makes the manifest from the stream it sends; its result file is ready when the stream ends.
     const single = archived.singlePass ? await singlePassQuery(d, p) : {};
     const r = await agent.archiveStream({ path: archived.archiveRoot ?? p.path, ...format, filesFrom: archived.delta?.list, ...single });
+    // Time to first byte, taken when the upload reads its first block (256 KiB, or the whole archive if smaller): no
+    // TransformStream hop per chunk for it.
     let ttfbMs: number | undefined;
-    const timed = r.body!.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, c) {
-        ttfbMs ??= since(started);
-        c.enqueue(chunk);
-      },
-    }));
     // Unknown size (single pass): the smallest part, which covers archives up to ~78 GiB (tuning.partSizeMiB beyond).
     const partSize = partSizeOf(p, archived.delta?.changedBytes ?? archived.manifest?.bytes ?? 0);
-    const up = await uploadStreamMultipart(d.store, key, timed, { partSize, concurrency: p.tuning?.concurrency ?? 2 });
+    const up = await uploadStreamMultipart(d.store, key, r.body!, { partSize, concurrency: p.tuning?.concurrency ?? 2, onProgress: () => void (ttfbMs ??= since(started)) });
     if (archived.delta) await agent.deleteFile(archived.delta.list).catch(() => {});
     const made = archived.singlePass ? await storeSinglePassManifest(d, p, agent, await (await agent.readFile(sandboxPaths.resultOut(p.snapshotId))).json() as SinglePassResult) : {};
-    return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts, ttfbMs, ...made };
+    return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts, reads: up.reads, ttfbMs, ...made };
   },
 };
