@@ -15,6 +15,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentCommand } from "./agent-runtime.ts";
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
 import { startObjectStore, type ObjectStoreServer } from "./object-store-server.ts";
 import { startManaged, waitReady, type Managed } from "./processes.ts";
@@ -217,11 +218,21 @@ export function toolEnv(): NodeJS.ProcessEnv {
   };
 }
 
-export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean; port?: number; storeIdleSeconds?: number }): Promise<{ url: string; process: Managed }> {
+export async function startAgent(options: {
+  secret: string;
+  storeEndpoint: string;
+  sandboxesDir: string;
+  logFile: string;
+  faults?: boolean;
+  port?: number;
+  storeIdleSeconds?: number;
+  /** what runs the agent (agent-runtime.ts agentCommand; default: this Node on container/agent.ts) */
+  argv?: string[];
+}): Promise<{ url: string; process: Managed }> {
   mkdirSync(options.sandboxesDir, { recursive: true });
   let announced: (port: number) => void;
   const portKnown = new Promise<number>((r) => (announced = r));
-  const agent = startManaged("agent", [process.execPath, join(PROJECT, "container/agent.ts")], {
+  const agent = startManaged("agent", options.argv ?? agentCommand("node", PROJECT, "").argv, {
     // The least it needs: no inherited credentials (S3 keys, API tokens in the developer's shell), only the
     // secret it checks sandbox tokens with.
     env: {
