@@ -100,6 +100,9 @@ describe("Dockerfile", () => {
     const flags = words.slice(words.indexOf("build") + 1).filter((w) => w.startsWith("--") && !w.startsWith("--outfile="));
     expect(flags).toEqual([...BUN_BUILD_FLAGS]);
     expect(words.slice(words.indexOf("build") + 1).filter((w) => !w.startsWith("--"))).toEqual(["container/agent.ts"]);
+    // and against the packages the tests ran: bun install reads npm's lockfile when it is there
+    const copied = dockerfile.filter((i) => i.op === "COPY" && !i.args.includes("--from")).flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    expect(copied).toContain("package-lock.json");
   });
 
   it("EXPOSEs the default AGENT_PORT from wrangler.jsonc", () => {
