@@ -81,15 +81,16 @@ export default async function setup(project: TestProject) {
   // One stack per project that asks for it (workers, workers-kv-limit): each its own directory and ports.
   const dir = join(STATE, `test-${process.pid}-${project.name}`);
   mkdirSync(dir, { recursive: true });
+  // SNAPFLOW_AGENT_RUNTIME=bun (npm run test:bun): the agent bundled and run as production does (agent-runtime.ts),
+  // bundled once here, so that a restart by the fault proxy runs the same file; first, so that a missing Bun or a
+  // failed bundle stops the run before it starts a store or mounts a tmpfs that nothing would clean up.
+  const runtime = agentRuntimeFrom(process.env.SNAPFLOW_AGENT_RUNTIME);
+  const command = agentCommand(runtime, PROJECT, dir);
+  if (runtime !== "node") console.log(`snapflow tests (${project.name}): the agent runs under ${command.describe}`);
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
   const agentSecret = randomBytes(32).toString("hex");
   const smallDisk = mountSmallDisk(join(dir, "sandboxes"));
   // A store silent for 6 s is a stalled one here (60 s in production), so the stall tests run in seconds.
-  // SNAPFLOW_AGENT_RUNTIME=bun (npm run test:bun): the agent bundled and run as production does (agent-runtime.ts),
-  // bundled once here, so that a restart by the fault proxy runs the same file.
-  const runtime = agentRuntimeFrom(process.env.SNAPFLOW_AGENT_RUNTIME);
-  const command = agentCommand(runtime, PROJECT, dir);
-  if (runtime !== "node") console.log(`snapflow tests (${project.name}): the agent runs under ${command.describe}`);
   const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true, storeIdleSeconds: 6, argv: command.argv };
   let agent: Awaited<ReturnType<typeof startAgent>>;
   // Everything reaches the store through the fault proxy (test/fault-proxy.ts): the Worker's store, the URLs it
