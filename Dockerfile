@@ -3,10 +3,12 @@
 # @cloudflare/sandbox version (the SDK warns when they differ); test/node/dockerfile-unit.test.ts checks both that
 # and that every tool the agent's probe knows is installed here.
 
-# Stage 1: bundle the agent (TypeScript + zod) into one file with the Bun that the base image ships.
+# Stage 1: bundle the agent (TypeScript + zod) into one file with the Bun that the base image ships. With
+# package-lock.json beside it, bun install takes the versions the tests ran (it reads npm's lockfile); without,
+# it would take the newest each range allows on the day the image is built.
 FROM docker.io/cloudflare/sandbox:0.12.10 AS agent-build
 WORKDIR /build
-COPY package.json ./
+COPY package.json package-lock.json ./
 RUN bun install --production --ignore-scripts
 COPY container/ container/
 RUN bun build container/agent.ts --target=bun --outfile=/build/agent.js

@@ -34,6 +34,8 @@ function workersProject(name: string, include: string[], extraBindings: Record<s
               TEST_SMALL_DISK: JSON.stringify(stack.smallDisk),
               TEST_FAULT_PROXY: stack.faultProxyUrl,
               TEST_AGENT_FAULT_PROXY: stack.agentFaultProxyUrl,
+              // what runs the agent ("node" or "bun", SNAPFLOW_AGENT_RUNTIME): test/workers/agent-runtime-integration.test.ts
+              TEST_AGENT_RUNTIME: stack.agentRuntime,
               // The Worker's deadlines on the agent (src/sandbox/agent-deadlines.ts), shortened so that the
               // deadline tests run in seconds: 8 s of silence on a streamed call, 15 s for a short call.
               AGENT_IDLE_SECONDS: "8",

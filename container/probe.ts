@@ -1,12 +1,12 @@
 // What this sandbox can do: the kernel and its filesystems, FUSE, CAP_SYS_ADMIN, the tools the strategies
 // drive (with versions), cores, memory and free disk. The Worker's probe step uses it to decide which
 // strategies can run here and to say why the others cannot.
+import { execFile } from "node:child_process";
 import { access, readFile, stat, statfs } from "node:fs/promises";
 import { constants } from "node:fs";
 import { availableParallelism, freemem, release, totalmem } from "node:os";
 import { findOnPath } from "./find-on-path.ts";
 import { TOOLS, type ProbeResult, type ToolName } from "./protocol.ts";
-import { runTool } from "./run-tool.ts";
 
 type ToolInfo = { path: string; version: string };
 
@@ -21,13 +21,33 @@ async function toolInfo(name: ToolName): Promise<ToolInfo | null> {
   const key = `${path}\0${st?.size}\0${st?.mtimeMs}`;
   let version = versions.get(key);
   if (!version) {
-    version = runTool([path, ...TOOLS[name].version], 3000).catch((e: Error) => e.message).then((out) => {
-      const line = out.split("\n").find((l) => /\d+\.\d+/.test(l)) ?? "";
-      return line.match(/\d+\.\d+(\.\d+)?/)?.[0] ?? "unknown";
-    });
+    version = printed([path, ...TOOLS[name].version]).then((out) => versionIn(name, out.stdout, out.stderr));
     versions.set(key, version);
   }
   return { path, version: await version };
+}
+
+/**
+ * What a tool prints when asked its version, on either stream and whatever its exit status: unsquashfs -version
+ * exits 1, mkfs.erofs before 1.8 prints its version and then refuses -V, erofs-utils 1.4 prints on stderr.
+ */
+function printed(argv: string[]): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(argv[0]!, argv.slice(1), { timeout: 3000, maxBuffer: 1 << 20, encoding: "utf8" }, (_e, stdout, stderr) => resolve({ stdout: stdout ?? "", stderr: stderr ?? "" }));
+  });
+}
+
+const VERSION = /\d+\.\d+(\.\d+)?/;
+
+/**
+ * The version in a tool's answer: from the first line that names the tool and holds a version (fuse-overlayfs
+ * prints libfuse's "fusermount3 version: 3.14.0" before its own "fuse-overlayfs: version 1.10"), else the first line
+ * holding one (zstd says "Zstandard", aria2c "aria2"); stdout before stderr. "unknown" when none does.
+ */
+export function versionIn(name: string, stdout: string, stderr: string): string {
+  const lines = `${stdout}\n${stderr}`.split("\n").filter((l) => VERSION.test(l));
+  const line = lines.find((l) => l.toLowerCase().includes(name.toLowerCase())) ?? lines[0];
+  return line?.match(VERSION)?.[0] ?? "unknown";
 }
 
 /** CAP_SYS_ADMIN is bit 21 of the effective capability mask. */

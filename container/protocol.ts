@@ -722,17 +722,20 @@ export const TOOLS = {
   mksquashfs: { pkg: "squashfs-tools", version: ["-version"] },
   // squashfs from a tar stream, so an image backup reads the tree once (image-with-manifest.ts); optional
   tar2sqfs: { pkg: "squashfs-tools-ng", version: ["--version"] },
+  // prints its version and exits 1 (squashfs-tools 4.5): the probe reads what a tool prints, whatever its status
   unsquashfs: { pkg: "squashfs-tools", version: ["-version"] },
   squashfuse: { pkg: "squashfuse", version: ["--version"] },
   squashfuse_ll: { pkg: "squashfuse", version: ["--version"] },
   "fuse-overlayfs": { pkg: "fuse-overlayfs", version: ["--version"] },
   fusermount3: { pkg: "fuse3", version: ["--version"] },
-  "mkfs.erofs": { pkg: "erofs-utils", version: ["--version"] },
-  "fsck.erofs": { pkg: "erofs-utils", version: ["--version"] },
+  // No --version before erofs-utils 1.8 (Debian 12 has 1.5, Ubuntu 22.04 1.4). mkfs.erofs prints "mkfs.erofs 1.x"
+  // before it parses its options since 1.4 (then refuses -V, exit 1) and answers -V since 1.8; fsck.erofs has -V.
+  "mkfs.erofs": { pkg: "erofs-utils", version: ["-V"] },
+  "fsck.erofs": { pkg: "erofs-utils", version: ["-V"] },
   curl: { pkg: "curl", version: ["--version"] },
   aria2c: { pkg: "aria2", version: ["--version"] },
-  // It prints its usage (no version) when run bare; the probe then reports "unknown".
-  "snapflow-lazy": { pkg: null, version: [] },
+  // snapflow's release and the Go that built it (native/lazy/cmd/snapflow-lazy/version.go)
+  "snapflow-lazy": { pkg: null, version: ["version"] },
 } as const satisfies Record<string, { pkg: string | null; version: string[] }>;
 export type ToolName = keyof typeof TOOLS;
 

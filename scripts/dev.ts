@@ -5,6 +5,7 @@
 // themselves, so the watchdog for interrupted runs is fired here every five minutes (as the deployed cron does);
 // the stack fires it once itself when it comes up.
 import { WATCHDOG_CRON } from "../src/snapshots/lifecycle-schedule.ts";
+import { agentRuntimeFrom } from "./lib/agent-runtime.ts";
 import { findRunningStack, startStack } from "./lib/stack.ts";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
@@ -16,7 +17,8 @@ Starts the embedded local stack and keeps it running until Ctrl-C:
   - wrangler dev (the Worker, Workflows, Queues, KV), configured through .snapflow/dev.vars
 The API token and URLs are written to .snapflow/stack.json; logs go to .snapflow/logs/.
 A dead agent or object store is restarted (at most 5 times a minute); runs a stopped stack left in flight are
-resumed, or failed with their cleanup done, when it starts again (the same secrets: .snapflow/stack/stack-secrets.json).`);
+resumed, or failed with their cleanup done, when it starts again (the same secrets: .snapflow/stack/stack-secrets.json).
+SNAPFLOW_AGENT_RUNTIME=bun runs the agent as production does: bundled by Bun (the Dockerfile's bun build), under Bun.`);
   process.exit(0);
 }
 const portArg = process.argv.indexOf("--port");
@@ -27,7 +29,14 @@ if (running) {
   console.error(`A stack is already running at ${running.apiUrl} (pid ${running.pid}); stop it first.`);
   process.exit(1);
 }
-const stack = await startStack({ port, supervise: { maxRestarts: 5, windowMs: 60_000 } }).catch((e: Error) => {
+let agentRuntime: ReturnType<typeof agentRuntimeFrom>;
+try {
+  agentRuntime = agentRuntimeFrom(process.env.SNAPFLOW_AGENT_RUNTIME);
+} catch (e) {
+  console.error(`snapflow dev: ${(e as Error).message}`);
+  process.exit(2);
+}
+const stack = await startStack({ port, supervise: { maxRestarts: 5, windowMs: 60_000 }, agentRuntime }).catch((e: Error) => {
   console.error(`snapflow dev: could not start the stack: ${e.message}`);
   process.exit(1);
 });

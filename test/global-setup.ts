@@ -7,11 +7,14 @@ import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { startObjectStore } from "../scripts/lib/object-store-server.ts";
-import { startAgent, STATE } from "../scripts/lib/stack.ts";
+import { agentCommand, agentRuntimeFrom, type AgentRuntime } from "../scripts/lib/agent-runtime.ts";
+import { PROJECT, startAgent, STATE } from "../scripts/lib/stack.ts";
 import { b64, compress, deltaThroughBaseSymlink, hostileDeletions, imageCases, imageToolMissing, OWNED_TREE, tarCases, tarOf, type CorpusOptions, type ImageKind } from "./fixtures/hostile-corpus.ts";
 import { startFaultProxy } from "./fault-proxy.ts";
 
 export interface TestStack {
+  /** what runs the agent: Node on the source (default), or Bun on the bundle (SNAPFLOW_AGENT_RUNTIME=bun) */
+  agentRuntime: AgentRuntime;
   /**
    * A sandbox whose whole root is a small tmpfs (root only): its disk fills during staging and extraction. The
    * reason when it could not be made (the tests that need it say so and skip).
@@ -78,11 +81,17 @@ export default async function setup(project: TestProject) {
   // One stack per project that asks for it (workers, workers-kv-limit): each its own directory and ports.
   const dir = join(STATE, `test-${process.pid}-${project.name}`);
   mkdirSync(dir, { recursive: true });
+  // SNAPFLOW_AGENT_RUNTIME=bun (npm run test:bun): the agent bundled and run as production does (agent-runtime.ts),
+  // bundled once here, so that a restart by the fault proxy runs the same file; first, so that a missing Bun or a
+  // failed bundle stops the run before it starts a store or mounts a tmpfs that nothing would clean up.
+  const runtime = agentRuntimeFrom(process.env.SNAPFLOW_AGENT_RUNTIME);
+  const command = agentCommand(runtime, PROJECT, dir);
+  if (runtime !== "node") console.log(`snapflow tests (${project.name}): the agent runs under ${command.describe}`);
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
   const agentSecret = randomBytes(32).toString("hex");
   const smallDisk = mountSmallDisk(join(dir, "sandboxes"));
   // A store silent for 6 s is a stalled one here (60 s in production), so the stall tests run in seconds.
-  const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true, storeIdleSeconds: 6 };
+  const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true, storeIdleSeconds: 6, argv: command.argv };
   let agent: Awaited<ReturnType<typeof startAgent>>;
   // Everything reaches the store through the fault proxy (test/fault-proxy.ts): the Worker's store, the URLs it
   // presigns and so the agent. The proxy also kills and restarts the agent for tests, on the same port.
@@ -108,6 +117,7 @@ export default async function setup(project: TestProject) {
   // cut or stall the Worker ⇄ agent connection too. The agent keeps its port across a kill, so this one address holds.
   const agentProxy = await startFaultProxy(agent.url);
   project.provide("stack", {
+    agentRuntime: runtime,
     smallDisk,
     agentUrl: agentProxy.url,
     agentFaultProxyUrl: agentProxy.url,

@@ -15,6 +15,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentCommand, type AgentRuntime } from "./agent-runtime.ts";
 import { SANDBOX_HEADER } from "../../container/protocol.ts";
 import { startObjectStore, type ObjectStoreServer } from "./object-store-server.ts";
 import { startManaged, waitReady, type Managed } from "./processes.ts";
@@ -80,6 +81,8 @@ export interface StackOptions {
   supervise?: boolean | { maxRestarts?: number; windowMs?: number };
   /** fire the watchdog and the lifecycle sweep once when up (default true; experiments turn it off to watch the engine alone) */
   startupTriggers?: boolean;
+  /** what runs the agent: "node" on the source (default), or "bun" on the bundle production runs (agent-runtime.ts) */
+  agentRuntime?: AgentRuntime;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -114,12 +117,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     started.push(store);
     log(`stack: object store ready at ${firstStore.endpoint} (${Math.round(performance.now() - t0)} ms)`);
 
-    const startAgentAt = (agentPort: number) => startAgent({ secret: agentSecret, storeEndpoint: firstStore.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log"), port: agentPort });
+    // Bundled once (Bun): a restarted agent runs the same file.
+    const agentRun = agentCommand(options.agentRuntime ?? "node", PROJECT, join(dir, "agent-bundle"));
+    const startAgentAt = (agentPort: number) => startAgent({ secret: agentSecret, storeEndpoint: firstStore.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log"), port: agentPort, argv: agentRun.argv });
     const firstAgent = await startAgentAt(secrets.agentPort && (await portIsFree(secrets.agentPort)) ? secrets.agentPort : 0);
     secrets.agentPort = Number(new URL(firstAgent.url).port);
     const agent = supervise("agent", firstAgent.process, async () => (await startAgentAt(secrets.agentPort)).process, { log, ...sup });
     started.push(agent);
-    log(`stack: agent ready at ${firstAgent.url}`);
+    log(`stack: agent ready at ${firstAgent.url} (${agentRun.describe})`);
     saveSecrets(dir, secrets);
 
     const vars = {
@@ -217,11 +222,21 @@ export function toolEnv(): NodeJS.ProcessEnv {
   };
 }
 
-export async function startAgent(options: { secret: string; storeEndpoint: string; sandboxesDir: string; logFile: string; faults?: boolean; port?: number; storeIdleSeconds?: number }): Promise<{ url: string; process: Managed }> {
+export async function startAgent(options: {
+  secret: string;
+  storeEndpoint: string;
+  sandboxesDir: string;
+  logFile: string;
+  faults?: boolean;
+  port?: number;
+  storeIdleSeconds?: number;
+  /** what runs the agent (agent-runtime.ts agentCommand; default: this Node on container/agent.ts) */
+  argv?: string[];
+}): Promise<{ url: string; process: Managed }> {
   mkdirSync(options.sandboxesDir, { recursive: true });
   let announced: (port: number) => void;
   const portKnown = new Promise<number>((r) => (announced = r));
-  const agent = startManaged("agent", [process.execPath, join(PROJECT, "container/agent.ts")], {
+  const agent = startManaged("agent", options.argv ?? agentCommand("node", PROJECT, "").argv, {
     // The least it needs: no inherited credentials (S3 keys, API tokens in the developer's shell), only the
     // secret it checks sandbox tokens with.
     env: {

@@ -1,11 +1,12 @@
 // The production image (Dockerfile) agrees with the code around it: the base image tag is the installed
 // @cloudflare/sandbox version, every tool the agent's probe knows (TOOLS in container/protocol.ts) is installed,
-// the agent lands where src/sandbox/sdk-transport.ts starts it, and the agent's port from wrangler.jsonc is
-// exposed.
+// the agent lands where src/sandbox/sdk-transport.ts starts it, it is bundled as the tests' Bun run bundles it, and
+// the agent's port from wrangler.jsonc is exposed.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { TOOLS } from "../../container/protocol.ts";
+import { BUN_BUILD_FLAGS } from "../../scripts/lib/agent-runtime.ts";
 
 const repo = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const read = (path: string) => readFileSync(repo(path), "utf8");
@@ -91,6 +92,17 @@ describe("Dockerfile", () => {
     expect(build?.args).toContain("container/agent.ts");
     expect(build?.args).toContain(`--outfile=${source}`);
     expect(copy!.args).toMatch(/--from=agent-build\b/);
+  });
+
+  it("builds the agent exactly as npm run test:bun does (scripts/lib/agent-runtime.ts BUN_BUILD_FLAGS)", () => {
+    const build = dockerfile.find((i) => i.op === "RUN" && i.args.includes("bun build"))!;
+    const words = build.args.split(/\s+/);
+    const flags = words.slice(words.indexOf("build") + 1).filter((w) => w.startsWith("--") && !w.startsWith("--outfile="));
+    expect(flags).toEqual([...BUN_BUILD_FLAGS]);
+    expect(words.slice(words.indexOf("build") + 1).filter((w) => !w.startsWith("--"))).toEqual(["container/agent.ts"]);
+    // and against the packages the tests ran: bun install reads npm's lockfile when it is there
+    const copied = dockerfile.filter((i) => i.op === "COPY" && !i.args.includes("--from")).flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    expect(copied).toContain("package-lock.json");
   });
 
   it("EXPOSEs the default AGENT_PORT from wrangler.jsonc", () => {

@@ -6,5 +6,7 @@ declare module "cloudflare:test" {
     TEST_FAULT_PROXY: string;
     /** the fault proxy between the Worker and the agent (test/fault-proxy.ts); AGENT_URL points at it */
     TEST_AGENT_FAULT_PROXY: string;
+    /** what runs the agent: "node" (the source) or "bun" (the production bundle); test/global-setup.ts */
+    TEST_AGENT_RUNTIME: "node" | "bun";
   }
 }

@@ -44,6 +44,7 @@ const usage = `usage:
   snapflow-lazy relink --root DIR  < JSON [["first","other",…],…]                    {"relinked"} to stdout
   snapflow-lazy setid  --root DIR  < JSON [{"path","mode"},…]                        {"set","skipped"} to stdout
   snapflow-lazy sanitize --root DIR [--keep-owners]                                 {"devicesRemoved","setidCleared","ownersReset"}
+  snapflow-lazy version                                                           release, Go and commit, one line
 `
 
 func main() {
@@ -62,6 +63,7 @@ func main() {
 		"relink":   relinkCmd,
 		"setid":    setidCmd,
 		"sanitize": sanitizeCmd,
+		"version":  versionCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {
