@@ -66,7 +66,7 @@ export async function makeImageWithManifest(dir: string, format: ImageFormat, ou
 async function twoPasses(dir: string, format: ImageFormat, output: string, options: SinglePassOptions): Promise<ImageWithManifest> {
   const started = performance.now();
   const selection = options.selection;
-  const taken = await takeManifest(dir, { exclude: selection?.exclude });
+  const taken = await takeManifest(dir, { exclude: selection?.exclude, holes: true });
   const manifest = selection ? { ...taken, selection: selection.record() } : taken;
   const walkMs = Math.round(performance.now() - started);
   const made = await makeImage(dir, format, output, selection ? await excludedTopLevel(dir, selection) : []);

@@ -34,8 +34,21 @@ export function totalsOf(entries: ManifestEntry[]): Manifest["totals"] {
   return totals;
 }
 
-/** `exclude`: a backup's selection (selection.ts); an excluded entry is left out with everything below it. */
-export async function takeManifest(root: string, options: { hash?: boolean; exclude?: (rel: string, isDir: boolean, hostPath: string) => boolean } = {}): Promise<Manifest> {
+/**
+ * A file's unallocated bytes, as a manifest's `holes` records them (undefined for a dense file). Filesystems
+ * allocate whole blocks, so a dense file's allocation is at least its size, and a file that is one small block
+ * short of it (a tail packed inline) is not called sparse: only a shortfall of more than 64 KiB is.
+ */
+export function holesOf(size: number, allocated: number): number | undefined {
+  const holes = size - allocated;
+  return holes > 64 * 1024 ? holes : undefined;
+}
+
+/**
+ * `exclude`: a backup's selection (selection.ts); an excluded entry is left out with everything below it.
+ * `holes`: record sparse files' unallocated bytes (a backup's manifest; a restored tree's is compared by walk).
+ */
+export async function takeManifest(root: string, options: { hash?: boolean; holes?: boolean; exclude?: (rel: string, isDir: boolean, hostPath: string) => boolean } = {}): Promise<Manifest> {
   const hash = options.hash ?? true;
   const entries: ManifestEntry[] = [];
   const firstNameOfInode = new Map<string, string>();
@@ -71,6 +84,8 @@ export async function takeManifest(root: string, options: { hash?: boolean; excl
         gid: st.gid,
       };
       entries.push(entry);
+      const holes = options.holes && type === "file" ? holesOf(st.size, st.blocks * 512) : undefined;
+      if (holes) entry.holes = holes;
       if (type === "symlink") entry.target = await readlink(hostPath);
       if (type === "file" && st.nlink > 1) {
         const inode = `${st.dev}:${st.ino}`;

@@ -184,6 +184,12 @@ export const ManifestEntry = z.object({
   gid: z.number().int().optional(),
   /** absent in manifests made before single-pass archives, and in manifests of restored trees */
   stat: EntryStat.optional(),
+  /**
+   * a sparse file: the bytes of it no data region covers (tar's sparse map, or the source's unallocated bytes). A
+   * restore that keeps sparse files checks that at least half of them came back unallocated (tree-verify.ts).
+   * Absent for dense files, and in manifests made before sparse files were recorded.
+   */
+  holes: z.number().int().positive().optional(),
 });
 export type ManifestEntry = z.infer<typeof ManifestEntry>;
 
@@ -271,6 +277,8 @@ export const VerifyTreeBody = z.object({
   deep: z.boolean().default(false),
   /** the restore kept owners and set-id bits: compare them too (else set-id bits are left out of the mode) */
   ...Ownership,
+  /** compare sparse files' holes (tree-verify.ts); false where the materialization cannot show them */
+  sparse: z.boolean().default(true),
   limit: z.number().int().positive().max(1000).default(20),
 });
 

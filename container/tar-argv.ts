@@ -36,11 +36,20 @@ export function decompressProgram(f: TarFormat): string | undefined {
   }
 }
 
+/**
+ * How every archive snapflow makes is written: POSIX (pax) format with GNU's 1.0 sparse files, so that holes travel
+ * as holes and the agent's own parser can read them (tar-sparse.ts says why 1.0), and pax mtimes carry
+ * nanoseconds, which tar x restores. The pax options keep the archive to what a restore needs: no atime or ctime
+ * records (they would change with every read, and no restore sets them), and extended headers named without
+ * tar's pid, so that the same tree makes the same archive (a sparse file's GNUSparseFile.<pid> name aside).
+ */
+export const TAR_CREATE_FORMAT = ["--format=posix", "--sparse", "--sparse-version=1.0", "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime"];
+
 /** tar writing an archive of `dir`'s contents to stdout; with `filesFrom`, only the listed entries (a delta). */
 export function tarCreateArgv(dir: string, f: TarFormat, filesFrom?: string): string[] {
   const program = compressProgram(f);
   const what = filesFrom ? ["--no-recursion", "--null", "-T", filesFrom] : ["."];
-  return ["tar", "--numeric-owner", "--sparse", "-C", dir, ...(program ? ["-I", program] : []), "-cf", "-", ...what];
+  return ["tar", "--numeric-owner", ...TAR_CREATE_FORMAT, "-C", dir, ...(program ? ["-I", program] : []), "-cf", "-", ...what];
 }
 
 /** tar reading an archive from stdin into `dir`, keeping permissions and mtimes. */
@@ -59,12 +68,12 @@ export function archiveExtension(f: TarFormat): string {
 
 /**
  * tar writing a plain (uncompressed) archive to stdout of exactly the entries named on its stdin, NUL-separated,
- * in that order (the single-pass archiver's metadata walk feeds it; the agent compresses). No --sparse: the
- * agent's tar parser does not decode GNU sparse maps, and the manifest must hash the file's real content.
- * --verbatim-files-from: a name is a name, never an option, whatever it starts with.
+ * in that order (the single-pass archiver's metadata walk feeds it; the agent compresses and parses: sparse files
+ * as PAX 1.0, which tar-sparse.ts decodes). --verbatim-files-from: a name is a name, never an option, whatever it
+ * starts with.
  */
 export function tarCreateFromStdinArgv(dir: string): string[] {
-  return ["tar", "--numeric-owner", "-C", dir, "--no-recursion", "--null", "--verbatim-files-from", "-T", "-", "-cf", "-"];
+  return ["tar", "--numeric-owner", ...TAR_CREATE_FORMAT, "-C", dir, "--no-recursion", "--null", "--verbatim-files-from", "-T", "-", "-cf", "-"];
 }
 
 /** tar extracting a plain archive from stdin into `dir` (the agent decompresses and checks the stream first). */

@@ -9,14 +9,16 @@
 //
 // Why node-tar: it is the parser npm itself uses, maintained, and synchronous when its entries are consumed
 // synchronously (as here), so every byte written to it is parsed and hashed before the chunk is passed on.
-// It reads GNU long names and pax headers but not GNU sparse maps (tar --sparse, which the seed-era archivers
-// use): node-tar skips a sparse entry's body. Such an entry is listed in `deferred` instead, and the extractor
-// hashes that one file from disk once tar has written it (sparse files are rare; everything else is hashed in
-// the stream). The single-pass archiver runs tar without --sparse, so its archives defer nothing.
+// It reads GNU long names and pax headers; GNU tar's PAX 1.0 sparse files (what the archivers write: tar-argv.ts)
+// reach it as ordinary files whose body is a map and the data, which tar-sparse.ts decodes from the raw pax header
+// node-tar hands over (`meta`): the hash is of the file as it reads back, and the entry records its `holes`.
+// Old GNU sparse entries ('S', from archives made before) are skipped by node-tar; such an entry is listed in
+// `deferred` instead, and the extractor hashes that one file from disk once tar has written it.
 import { createHash } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
 import { Parser, type ReadEntry } from "tar";
 import { AgentError } from "./agent-error.ts";
+import { SparseBody, sparseHeaderOf, type SparseHeader } from "./tar-sparse.ts";
 import type { Difference, EntryType, Manifest, ManifestEntry } from "./protocol.ts";
 
 /** Fields compared between an archived entry and its expected manifest entry (stat never: it is the source's). */
@@ -77,6 +79,8 @@ export class TarManifestStream extends Transform {
   private readonly sizeOf = new Map<string, number>();
   private open = 0;
   private failure: Error | undefined;
+  /** the GNU.sparse keys of the pax header just read: they belong to the next entry */
+  private sparse: SparseHeader | undefined;
   /** only zero bytes so far: an archive of nothing is all zero blocks, which node-tar calls unrecognized */
   private allZero = true;
 
@@ -86,6 +90,14 @@ export class TarManifestStream extends Transform {
     this.expected = options.expected ? new Map(options.expected.entries.map((e) => [e.path, e])) : undefined;
     this.parser = new Parser({ strict: true, onReadEntry: (e) => this.onEntry(e) });
     this.parser.on("ignoredEntry", (e: ReadEntry) => this.onSparse(e));
+    // Every pax header (and GNU long name) comes through here, raw, before the entry it describes.
+    this.parser.on("meta", (raw: string) => {
+      try {
+        this.sparse = sparseHeaderOf(raw) ?? this.sparse;
+      } catch (e) {
+        this.failure ??= e as Error;
+      }
+    });
     const fail = (message: string) => {
       if (this.allZero && this.entries.length === 0 && /Unrecognized archive format/.test(message)) return;
       this.failure ??= new AgentError("tool_failed", `the tar stream does not parse: ${message}`);
@@ -97,12 +109,15 @@ export class TarManifestStream extends Transform {
 
   private onEntry(e: ReadEntry) {
     const kind = typeOf(e.type);
-    const path = entryPath(e.path);
+    const sparse = this.sparse;
+    this.sparse = undefined;
+    if (sparse && kind !== "file") this.failure ??= new AgentError("tool_failed", `the tar stream gives sparse-file keys to ${e.path}, which is not a file`);
+    const path = entryPath(sparse?.name ?? e.path);
     const entry: ManifestEntry = {
       path,
       type: kind === "link" ? "file" : kind,
       mode: (e.mode ?? 0) & 0o7777,
-      size: kind === "file" ? e.size : 0,
+      size: kind === "file" ? (sparse?.realsize ?? e.size) : 0,
       mtime: Math.floor((e.mtime?.getTime() ?? 0) / 1000),
       uid: e.uid ?? 0,
       gid: e.gid ?? 0,
@@ -119,7 +134,30 @@ export class TarManifestStream extends Transform {
     if (kind === "other") entry.size = e.size;
     this.entries.push(entry);
     this.open++;
-    if (kind === "file") {
+    if (kind === "file" && sparse) {
+      this.sizeOf.set(path, sparse.realsize);
+      const hash = createHash("sha256");
+      const body = new SparseBody(sparse, hash);
+      const failed = (err: unknown) => (this.failure ??= err as Error);
+      e.on("data", (c: Buffer) => {
+        try {
+          body.write(c);
+        } catch (err) {
+          failed(err);
+        }
+      });
+      e.on("end", () => {
+        try {
+          const { size, holes } = body.end();
+          entry.size = size;
+          if (holes > 0) entry.holes = holes;
+        } catch (err) {
+          failed(err);
+        }
+        entry.sha256 = hash.digest("hex");
+        this.ended(entry);
+      });
+    } else if (kind === "file") {
       this.sizeOf.set(path, e.size);
       const hash = createHash("sha256");
       e.on("data", (c: Buffer) => hash.update(c));

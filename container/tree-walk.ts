@@ -14,10 +14,14 @@ import type { EntryType, ManifestEntry } from "./protocol.ts";
 const BATCH = 512;
 const NS_PER_S = 1_000_000_000n;
 
-/** A manifest entry without a content hash, with the lstat key; `socket` entries are ones tar cannot archive. */
-export interface WalkEntry extends Omit<ManifestEntry, "sha256" | "stat"> {
+/**
+ * A manifest entry without a content hash, with the lstat key; `socket` entries are ones tar cannot archive;
+ * `allocated` is a file's st_blocks × 512 (what a restore's sparse check compares with the manifest's `holes`).
+ */
+export interface WalkEntry extends Omit<ManifestEntry, "sha256" | "stat" | "holes"> {
   stat: NonNullable<ManifestEntry["stat"]>;
   socket?: true;
+  allocated?: number;
 }
 
 function typeOf(st: BigIntStats): EntryType {
@@ -92,6 +96,7 @@ export async function* walkTree(root: string, options: WalkOptions = {}): AsyncG
       entry.target = target;
     }
     if (st.isSocket()) entry.socket = true;
+    if (type === "file") entry.allocated = Number(st.blocks) * 512;
     if (type === "file" && st.nlink > 1n) {
       const inode = `${st.dev}:${st.ino}`;
       const first = firstNameOfInode.get(inode);

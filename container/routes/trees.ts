@@ -68,7 +68,7 @@ export const treeRoutes: Routes = {
     const dir = await existingDir(await c.path(body.path, "path"), "path");
     const expected = (await requestedManifest(c, body.expected, "expected"))!;
     // Restores carry setuid/setgid bits and owners over only when asked (checkTree's keepOwnership).
-    return checkTree(dir, expected, { deep: body.deep, limit: body.limit, ignoreSetid: true, keepOwnership: body.keepOwnership });
+    return checkTree(dir, expected, { deep: body.deep, limit: body.limit, ignoreSetid: true, keepOwnership: body.keepOwnership, sparse: body.sparse });
   },
 
   "POST /v1/remove": async (c) => {

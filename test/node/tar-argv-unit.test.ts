@@ -5,14 +5,14 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { TarFormat } from "../../container/protocol.ts";
-import { archiveExtension, compressProgram, decompressProgram, tarCreateArgv, tarCreateFromStdinArgv, tarExtractArgv, tarExtractPlainArgv } from "../../container/tar-argv.ts";
+import { archiveExtension, compressProgram, decompressProgram, TAR_CREATE_FORMAT, tarCreateArgv, tarCreateFromStdinArgv, tarExtractArgv, tarExtractPlainArgv } from "../../container/tar-argv.ts";
 
 const f = (compression: TarFormat["compression"], extra: Partial<TarFormat> = {}): TarFormat => ({ kind: "tar", compression, ...extra });
 const onPath = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;
 
 describe("tarCreateArgv / tarExtractArgv", () => {
-  it("none: plain tar, numeric owners, sparse on create, permissions kept on extract", () => {
-    expect(tarCreateArgv("/w/app", f("none"))).toEqual(["tar", "--numeric-owner", "--sparse", "-C", "/w/app", "-cf", "-", "."]);
+  it("none: plain tar, numeric owners, pax with 1.0 sparse files on create, permissions kept on extract", () => {
+    expect(tarCreateArgv("/w/app", f("none"))).toEqual(["tar", "--numeric-owner", ...TAR_CREATE_FORMAT, "-C", "/w/app", "-cf", "-", "."]);
     expect(tarExtractArgv("/w/out", f("none"))).toEqual(["tar", "--numeric-owner", "-p", "-C", "/w/out", "-xf", "-"]);
   });
 
@@ -29,7 +29,7 @@ describe("tarCreateArgv / tarExtractArgv", () => {
   ])("%j → -I '%s' / -I '%s'", (format, compress, decompress) => {
     expect(compressProgram(format)).toBe(compress);
     expect(decompressProgram(format)).toBe(decompress);
-    expect(tarCreateArgv("/src", format)).toEqual(["tar", "--numeric-owner", "--sparse", "-C", "/src", "-I", compress, "-cf", "-", "."]);
+    expect(tarCreateArgv("/src", format)).toEqual(["tar", "--numeric-owner", ...TAR_CREATE_FORMAT, "-C", "/src", "-I", compress, "-cf", "-", "."]);
     expect(tarExtractArgv("/dst", format)).toEqual(["tar", "--numeric-owner", "-p", "-C", "/dst", "-I", decompress, "-xf", "-"]);
   });
 
@@ -68,8 +68,8 @@ describe("the programs run", () => {
 });
 
 describe("single-pass argv (tar reads names from stdin; the agent compresses)", () => {
-  it("create: exactly the NUL-separated names on stdin, in order, no recursion, names never options, no --sparse", () => {
-    expect(tarCreateFromStdinArgv("/w/app")).toEqual(["tar", "--numeric-owner", "-C", "/w/app", "--no-recursion", "--null", "--verbatim-files-from", "-T", "-", "-cf", "-"]);
+  it("create: exactly the NUL-separated names on stdin, in order, no recursion, names never options, pax with 1.0 sparse files", () => {
+    expect(tarCreateFromStdinArgv("/w/app")).toEqual(["tar", "--numeric-owner", ...TAR_CREATE_FORMAT, "-C", "/w/app", "--no-recursion", "--null", "--verbatim-files-from", "-T", "-", "-cf", "-"]);
   });
   it("extract: a plain tar from stdin (decompressed by the agent), permissions kept", () => {
     expect(tarExtractPlainArgv("/w/out")).toEqual(["tar", "--numeric-owner", "-p", "-C", "/w/out", "-xf", "-"]);
