@@ -126,9 +126,24 @@ export async function archiveWithManifest(dir: string, format: TarFormat, out: W
   try {
     return await singlePass(dir, format, out, options);
   } catch (e) {
+    await recordFailure(options, e);
     out.destroy();
     throw e;
   }
+}
+
+/**
+ * A streamed response that already began cannot carry an error: the reader sees a cut connection. The result file
+ * can, so it is written before anything cuts the stream, and the Worker reads why (a refused name, a file changed
+ * under tar). An error is recorded once, where it is first caught.
+ */
+const recorded = new WeakSet<object>();
+async function recordFailure(options: SinglePassOptions, e: unknown): Promise<void> {
+  if (!options.resultOut || (typeof e === "object" && e !== null && recorded.has(e))) return;
+  if (typeof e === "object" && e !== null) recorded.add(e);
+  const failed = e instanceof AgentError ? e : new AgentError("tool_failed", e instanceof Error ? e.message : String(e));
+  await mkdir(dirname(options.resultOut), { recursive: true }).catch(() => {});
+  await writeFile(options.resultOut, JSON.stringify({ ...failed.toJSON(), status: failed.status })).catch(() => {});
 }
 
 /**
@@ -198,8 +213,10 @@ export async function singlePassInto(dir: string, sink: TarSink, options: Single
   try {
     await toolAndFlow(tar, Promise.all(flows));
   } catch (e) {
+    const why = sourceChanged(e);
+    await recordFailure(options, why);
     sink.abort();
-    throw sourceChanged(e);
+    throw why;
   }
 
   const archived = new Map<string, ManifestEntry>(parsing.entries.map((e) => [e.path, e]));

@@ -29,3 +29,13 @@ export async function checkErofsNames(file: string, field: string): Promise<{ en
   }
   return { entries };
 }
+
+/**
+ * mkfs.erofs 1.5 (Debian 12) fails on a 255-byte name, the longest Linux allows, with "Could not format the device:
+ * No such file or directory" (254 bytes work; tried). Refuse such a backup up front, naming the entry, rather than
+ * fail in the tool with words that name nothing.
+ */
+export function refuseErofsLongNames(entries: { path: string }[]): void {
+  const long = entries.find((e) => Buffer.byteLength(e.path.slice(e.path.lastIndexOf("/") + 1)) >= 255);
+  if (long) throw new AgentError("bad_request", `path: ${JSON.stringify(long.path)} has a 255-byte name, which mkfs.erofs 1.5 cannot store; use a squashfs or tar strategy for this tree, or rename it`, "path");
+}

@@ -14,6 +14,7 @@ import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { AgentError } from "./agent-error.ts";
 import { singlePassInto, type SinglePassOptions, type SinglePassResult, type TarSink } from "./archive.ts";
+import { refuseErofsLongNames } from "./erofs-names.ts";
 import { findOnPath } from "./find-on-path.ts";
 import { tar2sqfsArgv } from "./image-argv.ts";
 import { hashImageFile, makeImage } from "./images.ts";
@@ -66,10 +67,12 @@ export async function makeImageWithManifest(dir: string, format: ImageFormat, ou
 async function twoPasses(dir: string, format: ImageFormat, output: string, options: SinglePassOptions): Promise<ImageWithManifest> {
   const started = performance.now();
   const selection = options.selection;
-  const taken = await takeManifest(dir, { exclude: selection?.exclude, holes: true });
+  const sockets: string[] = [];
+  const taken = await takeManifest(dir, { exclude: selection?.exclude, holes: true, socketsLeftOut: sockets });
+  if (format.kind === "erofs") refuseErofsLongNames(taken.entries);
   const manifest = selection ? { ...taken, selection: selection.record() } : taken;
   const walkMs = Math.round(performance.now() - started);
-  const made = await makeImage(dir, format, output, selection ? await excludedTopLevel(dir, selection) : []);
+  const made = await makeImage(dir, format, output, [...(selection ? await excludedTopLevel(dir, selection) : []), ...sockets]);
   const jsonBytes = await writeManifest(options.manifestOut, manifest);
   const result: ImageWithManifest = {
     bytes: made.bytes,

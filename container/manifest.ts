@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat, readdir, readFile, readlink } from "node:fs/promises";
 import { join } from "node:path";
+import { refuseUndecodable } from "./tree-walk.ts";
 import type { Comparison, Difference, EntryType, Manifest, ManifestEntry } from "./protocol.ts";
 
 export type { Comparison, Difference, Manifest, ManifestEntry };
@@ -47,8 +48,10 @@ export function holesOf(size: number, allocated: number): number | undefined {
 /**
  * `exclude`: a backup's selection (selection.ts); an excluded entry is left out with everything below it.
  * `holes`: record sparse files' unallocated bytes (a backup's manifest; a restored tree's is compared by walk).
+ * `socketsLeftOut`: leave sockets out, as tar does, and list their paths here (an image builder is told to leave
+ * them out too: a socket is a live endpoint, not content, and every backup leaves it behind alike).
  */
-export async function takeManifest(root: string, options: { hash?: boolean; holes?: boolean; exclude?: (rel: string, isDir: boolean, hostPath: string) => boolean } = {}): Promise<Manifest> {
+export async function takeManifest(root: string, options: { hash?: boolean; holes?: boolean; socketsLeftOut?: string[]; exclude?: (rel: string, isDir: boolean, hostPath: string) => boolean } = {}): Promise<Manifest> {
   const hash = options.hash ?? true;
   const entries: ManifestEntry[] = [];
   const firstNameOfInode = new Map<string, string>();
@@ -71,8 +74,15 @@ export async function takeManifest(root: string, options: { hash?: boolean; hole
     for (const name of names) {
       const hostPath = join(dir, name);
       const path = rel ? `${rel}/${name}` : name;
-      const st = await lstat(hostPath);
+      const st = await lstat(hostPath).catch((e: NodeJS.ErrnoException) => {
+        if (e.code === "ENOENT") refuseUndecodable(dir, name);
+        throw e;
+      });
       if (options.exclude?.(path, st.isDirectory(), hostPath)) continue;
+      if (options.socketsLeftOut && st.isSocket()) {
+        options.socketsLeftOut.push(path);
+        continue;
+      }
       const type: EntryType = st.isFile() ? "file" : st.isDirectory() ? "dir" : st.isSymbolicLink() ? "symlink" : "other";
       const entry: ManifestEntry = {
         path,

@@ -9,6 +9,7 @@
 // answering other requests, and it is an async generator so tar can start on the first names at once.
 import { lstatSync, readdirSync, readlinkSync, type BigIntStats } from "node:fs";
 import { join } from "node:path";
+import { AgentError } from "./agent-error.ts";
 import type { EntryType, ManifestEntry } from "./protocol.ts";
 
 const BATCH = 512;
@@ -54,6 +55,19 @@ function readTarget(path: string): string | undefined {
   }
 }
 
+/**
+ * Node decodes directory entries as UTF-8, so a name that is not UTF-8 comes back with U+FFFD in it and lstat
+ * finds no such file. Left at that, the walk would skip the file and a backup would call itself complete without
+ * it: refuse instead, naming the directory (manifests, tar's list and the API all name entries in UTF-8).
+ */
+export function refuseUndecodable(dir: string, name: string): void {
+  if (!name.includes("\uFFFD")) return;
+  const raw = readdirSync(dir, { encoding: "buffer" });
+  if (raw.some((b) => Buffer.compare(Buffer.from(b.toString("utf8")), b) !== 0)) {
+    throw new AgentError("bad_request", `path: ${dir} holds a name that is not UTF-8 (read as ${JSON.stringify(name)}); snapflow names entries in UTF-8 and would lose it: rename it, or exclude it`, "path");
+  }
+}
+
 /** A backup's selection (selection.ts): an excluded entry is left out, and the walk does not descend into it. */
 export interface WalkOptions {
   exclude?: (rel: string, isDir: boolean, hostPath: string) => boolean;
@@ -77,7 +91,10 @@ export async function* walkTree(root: string, options: WalkOptions = {}): AsyncG
     // A name removed since its directory was read is simply not there any more; one removed after this lstat
     // is tar's to notice (it fails the archive naming it).
     const st = lstatSync(hostPath, { bigint: true, throwIfNoEntry: false });
-    if (!st) continue;
+    if (!st) {
+      refuseUndecodable(top.dir, name);
+      continue;
+    }
     if (options.exclude?.(path, st.isDirectory(), hostPath)) continue;
     const type = typeOf(st);
     const entry: WalkEntry = {

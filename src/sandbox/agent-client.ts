@@ -168,6 +168,21 @@ export class AgentClient {
   readFile(path: string) {
     return this.call("read file", `/v1/files?${qs({ path })}`);
   }
+  /**
+   * Why a streamed single-pass archive broke off, as the agent wrote it to its result file before cutting the
+   * stream (container/archive.ts), or undefined when it wrote none (the agent itself died, or the cut was the network's).
+   */
+  async streamedFailure(what: string, resultOut: string): Promise<AgentCallError | undefined> {
+    const text = await this.readFile(resultOut).then((r) => r.text(), () => undefined);
+    if (!text) return undefined;
+    try {
+      const parsed = JSON.parse(text) as { error?: { code?: string; message?: string; field?: string }; status?: number };
+      const e = parsed.error;
+      return e?.code && e.message ? new AgentCallError(what, parsed.status ?? 500, e.code, e.message, e.field) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
   writeFile(path: string, body: ReadableStream<Uint8Array>) {
     return this.call("write file", `/v1/files?${qs({ path })}`, { method: "PUT", body }).then(async (r) => this.parsed(A.WrittenBytesAnswer, "write file", await r.json()));
   }
