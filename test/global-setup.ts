@@ -111,6 +111,17 @@ export default async function setup(project: TestProject) {
       const points = readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m.startsWith(`${sandboxes}/`));
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ mounts: points.map((m) => m.slice(sandboxes.length + 1)) }));
     },
+    // The fidelity test's independent walk and the properties it adds to a tree (test/fixtures/fidelity-tree.py):
+    // Python's os.lstat and os.listxattr on the sandbox's host directory, nothing of snapflow's.
+    "POST /__fidelity": async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const { op, sandboxId, path } = JSON.parse(Buffer.concat(chunks).toString()) as { op: "make" | "walk" | "bad" | "shorten"; sandboxId: string; path: string };
+      if (!/^[a-z0-9-]{1,63}$/.test(sandboxId) || path.split("/").includes("..")) return void res.writeHead(400).end("bad sandbox or path");
+      const r = spawnSync("python3", [join(PROJECT, "test/fixtures/fidelity-tree.py"), op, join(dir, "sandboxes", sandboxId, path)], { encoding: "utf8", maxBuffer: 64 << 20 });
+      if (r.status !== 0) return void res.writeHead(500).end(`fidelity-tree.py ${op}: ${r.stderr}`);
+      res.writeHead(200, { "content-type": "application/json" }).end(r.stdout || "{}");
+    },
   });
   agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url });
   // And every request from the Worker (and the tests' helpers) to the agent passes a second instance, so a test can

@@ -23,7 +23,8 @@ import { AgentClient } from "../sandbox/agent-client.ts";
 import { manifestSource } from "../snapshots/manifest-source.ts";
 import { putJson, readSnapshot, restoreRecordKey, type StepResult } from "../snapshots/records.ts";
 import { releaseLease, takeLease } from "../snapshots/restore-leases.ts";
-import type { RestoreStrategy } from "../strategies/registry.ts";
+import { pairFidelity } from "../strategies/fidelity.ts";
+import { findRestore, type RestoreStrategy } from "../strategies/registry.ts";
 import { contentCheckReason, recordContentChecked } from "./content-check.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
@@ -112,7 +113,10 @@ async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResul
   const expected = await manifestSource(d.presigner, probed.snapshot.manifest);
   // Every file hashed when asked, or when the image alone is not trusted here (content-check.ts).
   const deep = probed.contentCheck !== undefined;
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep, keepOwnership: p.keepOwnership });
+  // Holes are compared unless this pair cannot show them (a FUSE mount that reports every block: fidelity.ts).
+  const restore = findRestore(p.strategy);
+  const sparse = !restore || pairFidelity(probed.snapshot.format, restore).sparse === undefined;
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep, keepOwnership: p.keepOwnership, sparse });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);

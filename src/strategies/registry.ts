@@ -2,6 +2,7 @@
 // format × path × materialization plus the tools it needs; the seeds' strategy names are presets of it, so
 // our result tables line up with theirs row by row. Adding a preset is adding an entry here.
 import type { ArchiveFormat, ErofsFormat, ImageFormat, ProbeResult, SquashfsFormat, TarFormat, ToolName } from "../../container/protocol.ts";
+import { EVERY_STRATEGY, formatFidelity, restoreFidelity, type Fidelity } from "./fidelity.ts";
 
 /** How archive bytes travel from the sandbox to the store. */
 export type BackupPath =
@@ -37,6 +38,8 @@ export interface BackupStrategy {
   needs?: Capability[];
   /** the seed report this preset reproduces, when it is one of theirs */
   seed?: string;
+  /** what a snapshot it makes cannot bring back, whatever restores it (fidelity.ts) */
+  fidelity: Fidelity;
 }
 
 export interface RestoreStrategy {
@@ -53,6 +56,8 @@ export interface RestoreStrategy {
   requires: ToolName[];
   needs?: Capability[];
   seed?: string;
+  /** what this restore cannot bring back, of any snapshot (fidelity.ts; a pair adds its format's: pairFidelity) */
+  fidelity: Fidelity;
 }
 
 /**
@@ -113,7 +118,7 @@ interface BackupPreset {
 }
 
 function backup({ name, format, path, what, seed, delta }: BackupPreset): BackupStrategy {
-  return { name, kind: "backup", format, path, requires: toolsFor(format), ...(seed ? { seed } : {}), ...(delta ? { delta } : {}), description: `${what}, ${BACKUP_HOW[path]}` };
+  return { name, kind: "backup", format, path, requires: toolsFor(format), ...(seed ? { seed } : {}), ...(delta ? { delta } : {}), description: `${what}, ${BACKUP_HOW[path]}`, fidelity: { ...EVERY_STRATEGY, ...formatFidelity(format) } };
 }
 
 interface RestorePreset {
@@ -155,12 +160,13 @@ function restore({ name, format, path, what, seed, materialize = "extract", down
   const common = { name, kind: "restore" as const, format, path, ...(seed ? { seed } : {}), ...(downloader ? { downloader } : {}) };
   const aria2c: ToolName[] = downloader === "aria2c" ? ["aria2c"] : [];
   if (format.kind === "tar") {
-    return { ...common, materialize: "extract", requires: [...aria2c, ...toolsFor(format), MERGE], description: `${what}: ${RESTORE_HOW[path]}` };
+    return { ...common, materialize: "extract", requires: [...aria2c, ...toolsFor(format), MERGE], description: `${what}: ${RESTORE_HOW[path]}`, fidelity: restoreFidelity(format, "extract") };
   }
   // Images: fetched to a file, then extracted or mounted.
   return {
     ...common, materialize, requires: [...aria2c, ...imageTools(format, materialize)], needs: NEEDS[materialize](format),
     description: `${what}: ${RESTORE_HOW[path]}, ${MATERIALIZED[materialize]}`,
+    fidelity: restoreFidelity(format, materialize),
   };
 }
 

@@ -5,6 +5,7 @@ import { BACKUP_TRANSFERS } from "../../src/backup/transfer/index.ts";
 import { MATERIALIZATIONS } from "../../src/restore/materialize/index.ts";
 import { RESTORE_TRANSFERS } from "../../src/restore/transfer/index.ts";
 import { extensionOf } from "../../container/protocol.ts";
+import { FIDELITY_PROPERTIES, outcomes, pairFidelity } from "../../src/strategies/fidelity.ts";
 import { checkUniqueNames, findBackup, findRestore, restoresFor, restoresForSnapshot, STRATEGIES, type Strategy } from "../../src/strategies/registry.ts";
 
 describe("typed lookups", () => {
@@ -85,5 +86,33 @@ describe("dispatch tables", () => {
     expect(findRestore("lazy-squashfs")?.requires).toEqual(["snapflow-lazy", "fusermount3"]);
     expect(findRestore("lazy-squashfs-overlay")?.needs).toEqual(["fuse", "cap_sys_admin", "fs:overlay"]);
     expect(findRestore("lazy-overlay-restore")?.requires).toEqual(["snapflow-lazy", "fusermount3"]);
+  });
+});
+
+describe("fidelity (src/strategies/fidelity.ts): what each pair keeps, as GET /api/strategies shows it", () => {
+  const outcomesOf = (backup: string, restore: string) => outcomes(pairFidelity(findBackup(backup)!.format, findRestore(restore)!));
+  it("every strategy says what it cannot keep, with a reason, and a refusal names its error code", () => {
+    for (const s of STRATEGIES) {
+      for (const [property, note] of Object.entries(s.fidelity)) {
+        expect(FIDELITY_PROPERTIES, s.name).toContain(property);
+        expect(note!.why.length, `${s.name} ${property}`).toBeGreaterThan(20);
+        if (note!.outcome === "refused") expect(note!.code, `${s.name} ${property}`).toBeDefined();
+      }
+    }
+  });
+  it("sparse files: kept by tar and kernel squashfs, lost where the materialization cannot show holes", () => {
+    expect(outcomesOf("tar-zst-pipe", "presigned-tar-zst-pipe").sparse).toBe("kept");
+    expect(outcomesOf("squashfs-zstd", "presigned-squashfs-mount").sparse).toBe("kept");
+    expect(outcomesOf("squashfs-zstd", "presigned-squashfuse-mount").sparse).toBe("lost");
+    expect(outcomesOf("squashfs-zstd", "overlay-restore").sparse).toBe("lost");
+    expect(outcomesOf("squashfs-chunked", "lazy-overlay-restore").sparse).toBe("kept");
+    expect(outcomesOf("erofs-lz4", "presigned-erofs-mount").sparse).toBe("kept");
+    expect(outcomesOf("erofs-lz4", "presigned-erofs-extract").sparse).toBe("lost");
+    expect(outcomesOf("erofs", "presigned-erofs-mount").sparse).toBe("lost");
+  });
+  it("what every pair refuses or loses alike", () => {
+    for (const [b, r] of [["tar-zst-pipe", "restore-tar-zst"], ["squashfs-lz4", "restore-squashfs-extract"], ["erofs", "presigned-erofs-extract"]] as const) {
+      expect(outcomesOf(b, r)).toMatchObject({ xattrs: "lost", acls: "lost", capabilities: "lost", sockets: "lost", "non-utf8-names": "refused", "hard-links": "kept" });
+    }
   });
 });
