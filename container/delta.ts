@@ -18,7 +18,7 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { AgentError } from "./agent-error.ts";
-import { hashFile, totalsOf } from "./manifest.ts";
+import { hashFile, holesOf, totalsOf } from "./manifest.ts";
 import type { Manifest, ManifestEntry } from "./protocol.ts";
 import { walkAll, type WalkEntry, type WalkOptions } from "./tree-walk.ts";
 
@@ -153,9 +153,11 @@ export async function planDelta(dir: string, base: Manifest, listFile: string, o
   const archived = new Map<string, ManifestEntry>();
   const byPath = new Map(walk.map((e) => [e.path, e]));
   for (const path of list) {
-    const { stat: _stat, socket: _socket, ...e } = byPath.get(path)!;
+    const { stat: _stat, socket: _socket, allocated, ...e } = byPath.get(path)!;
     const entry: ManifestEntry = e;
     if (e.type === "file" && !e.link) entry.sha256 = await hashFile(join(dir, path), e.size);
+    const holes = e.type === "file" && allocated !== undefined ? holesOf(e.size, allocated) : undefined;
+    if (holes) entry.holes = holes;
     archived.set(path, entry);
   }
   const entries = mergeDeltaManifest(walk, c.base, archived);

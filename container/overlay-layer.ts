@@ -140,7 +140,7 @@ export async function takeOverlayLayer(r: OverlayLayerRequest): Promise<OverlayL
   const started = performance.now();
   const walk: WalkEntry[] = await walkAll(r.upper);
   const whiteouts = new Set(walk.filter((e) => e.type === "other" && isWhiteout(join(r.upper, e.path))).map((e) => e.path));
-  const entries: ManifestEntry[] = walk.filter((e) => !whiteouts.has(e.path) && !e.socket).map(({ stat: _stat, socket: _socket, ...e }) => e);
+  const entries: ManifestEntry[] = walk.filter((e) => !whiteouts.has(e.path) && !e.socket).map(({ stat: _stat, socket: _socket, allocated: _allocated, ...e }) => e);
   const opaque = new Set<string>();
   for (const rel of ["", ...entries.filter((e) => e.type === "dir").map((e) => e.path)]) {
     if (lstatOf(join(r.lower, rel))?.isDirectory() && isOpaque(r, rel, whiteouts)) {
