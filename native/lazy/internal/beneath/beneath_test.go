@@ -208,3 +208,31 @@ func TestMarkOpaqueRefusesSymlinksAndWhatIsNotADirectoryBelow(t *testing.T) {
 		t.Fatal("a list with a bad name was partly marked")
 	}
 }
+
+// Archives carry nanosecond mtimes (pax): an archived directory modified just before the backup has a recent,
+// sub-second mtime, and must still be told from one tar only made on the way (whose own times the target keeps).
+func TestMergeAppliesARecentNanosecondMtimeOfAnArchivedDirectory(t *testing.T) {
+	target := t.TempDir()
+	os.MkdirAll(filepath.Join(target, "dir"), 0o755)
+	old := time.Unix(1_600_000_000, 0)
+	os.Chtimes(filepath.Join(target, "dir"), old, old)
+	staging := t.TempDir()
+	extractedAt := time.Now()
+	archived := extractedAt.Add(-300 * time.Millisecond).Truncate(time.Nanosecond).Add(123) // set after the directory was made, as tar does
+	os.MkdirAll(filepath.Join(staging, "dir"), 0o755)
+	write(t, filepath.Join(staging, "dir", "new"), "new")
+	os.Chtimes(filepath.Join(staging, "dir"), archived, archived)
+	os.MkdirAll(filepath.Join(staging, "made", "on-the-way"), 0o755) // tar made "made" for its entry below: no times of its own
+	write(t, filepath.Join(staging, "made", "on-the-way", "f"), "f")
+	os.MkdirAll(filepath.Join(target, "made"), 0o755)
+	os.Chtimes(filepath.Join(target, "made"), old, old)
+	if _, err := Merge(open(t, staging), open(t, target), MergeOptions{ExtractedAtMs: extractedAt.UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(filepath.Join(target, "dir")); !st.ModTime().Equal(archived) {
+		t.Fatalf("dir has mtime %v, not the archived %v", st.ModTime(), archived)
+	}
+	if st, _ := os.Stat(filepath.Join(target, "made")); !st.ModTime().Equal(old) {
+		t.Fatalf("made (not an archive entry) has mtime %v, not its own %v", st.ModTime(), old)
+	}
+}

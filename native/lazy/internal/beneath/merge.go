@@ -14,9 +14,19 @@ type MergeOptions struct {
 	KeepOwners    bool
 }
 
-// madeOnTheWay: a directory tar made itself (for `a/b`, not as entry `a`) has a fresh, sub-second mtime; one from
-// the archive has whole seconds (tar keeps seconds) from before the extraction.
-func madeOnTheWay(st *unix.Stat_t, extractedAtMs int64) bool {
+// madeOnTheWay: a directory tar made itself (for `a/b`, not as entry `a`) keeps its own times, taken when it was
+// made or filled: its mtime is at or after its birth. tar sets an archive entry's mtime to the archive's, from
+// before the backup and so before the directory was born here. Archives carry nanoseconds (pax), so a directory
+// changed just before the backup has a recent, sub-second mtime: the birth time tells them apart where the old rule
+// (sub-second and recent means made on the way) could not. Without a birth time (statx STATX_BTIME unsupported)
+// the old rule stands.
+func madeOnTheWay(staging int, name string, st *unix.Stat_t, extractedAtMs int64) bool {
+	// st was taken before the merge emptied the directory (which moved its mtime to now); birth does not move.
+	var stx unix.Statx_t
+	if err := unix.Statx(staging, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx); err == nil && stx.Mask&unix.STATX_BTIME != 0 {
+		m, b := st.Mtim, stx.Btime
+		return m.Sec > b.Sec || (m.Sec == b.Sec && m.Nsec >= int64(b.Nsec))
+	}
 	ms := st.Mtim.Sec*1000 + st.Mtim.Nsec/1e6
 	return st.Mtim.Nsec != 0 && ms >= extractedAtMs-1000
 }
@@ -77,7 +87,7 @@ func mergeDir(staging, target int, name string, src, dst *unix.Stat_t, o MergeOp
 		return n, true, fmt.Errorf("%s/%w", name, err)
 	}
 	attrs := src
-	if madeOnTheWay(src, o.ExtractedAtMs) {
+	if madeOnTheWay(staging, name, src, o.ExtractedAtMs) {
 		attrs = dst
 	} else if o.KeepOwners {
 		// Before the mode: chown may clear set-id bits.
