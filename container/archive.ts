@@ -205,6 +205,8 @@ export async function singlePassInto(dir: string, sink: TarSink, options: Single
     names = namesOfFullWalk(dir, walked, () => (walkMs = Math.round(performance.now() - started)), options.selection?.exclude);
   }
   await rm(options.manifestOut, { force: true });
+  // An earlier attempt's result (or recorded failure) must not speak for this one.
+  if (options.resultOut) await rm(options.resultOut, { force: true });
 
   const tar = startTool(tarCreateFromStdinArgv(dir), { stdin: "pipe" });
   tar.child.stdin!.on("error", () => {}); // tar died early: its own exit says why
