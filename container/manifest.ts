@@ -1,6 +1,7 @@
 // A manifest is the list of everything in a tree that a restore must bring back: path, type, permission bits,
-// size, mtime (whole seconds, which is what tar keeps), symlink target, SHA-256 of content, hard-link
-// grouping, and the numeric owner and group (compared only when a restore keeps them). Backup takes one of the source; restore takes one of the result and compares.
+// size, mtime (whole seconds: what every format keeps; squashfs keeps no more), symlink target, SHA-256 of content,
+// hard-link grouping, the numeric owner and group (compared only when a restore keeps them) and a sparse file's
+// holes. Backup takes one of the source; restore takes one of the result and compares.
 //
 // The walk is depth-first in sorted order (so two manifests of equal trees are equal arrays) and hashes
 // files with a small pool of concurrent readers, since a workspace is mostly small files and the cost is I/O.

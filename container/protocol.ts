@@ -173,7 +173,7 @@ export const ManifestEntry = z.object({
   /** permission bits (mode & 0o7777) */
   mode: z.number().int(),
   size: z.number().int(),
-  /** seconds since the epoch, floored (what tar keeps) */
+  /** seconds since the epoch, floored (what every format keeps: tar's pax records and erofs keep nanoseconds, squashfs does not) */
   mtime: z.number().int(),
   target: z.string().optional(),
   sha256: z.string().optional(),
