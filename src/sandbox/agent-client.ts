@@ -47,6 +47,16 @@ export interface SinglePassResult {
   delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };
 }
 
+/** What the agent writes to a streamed archive's result file when the archive fails (container/archive.ts). */
+interface RecordedFailure {
+  error?: { code?: string; message?: string; field?: string };
+  status?: number;
+}
+function recordedFailure(what: string, answer: RecordedFailure): AgentCallError | undefined {
+  const e = answer.error;
+  return e?.code && e.message ? new AgentCallError(what, answer.status ?? 500, e.code, e.message, e.field) : undefined;
+}
+
 type Query = Record<string, string | number | boolean | undefined>;
 
 function qs(q: Query): string {
@@ -169,19 +179,20 @@ export class AgentClient {
     return this.call("read file", `/v1/files?${qs({ path })}`);
   }
   /**
-   * Why a streamed single-pass archive broke off, as the agent wrote it to its result file before cutting the
-   * stream (container/archive.ts), or undefined when it wrote none (the agent itself died, or the cut was the network's).
+   * A streamed single-pass archive's result file (container/archive.ts): its result, or, when the archive failed, the
+   * error the agent recorded there before it cut the stream. A runtime that ends a destroyed response cleanly (Bun)
+   * makes a failed archive look like a short, complete one: the recorded error is what tells them apart.
    */
+  async streamedResult(what: string, resultOut: string): Promise<SinglePassResult> {
+    const answer = await (await this.readFile(resultOut)).json() as SinglePassResult & RecordedFailure;
+    const failed = recordedFailure(what, answer);
+    if (failed) throw failed;
+    return answer;
+  }
+  /** Why a streamed single-pass archive broke off, as recorded in its result file; undefined when nothing is. */
   async streamedFailure(what: string, resultOut: string): Promise<AgentCallError | undefined> {
-    const text = await this.readFile(resultOut).then((r) => r.text(), () => undefined);
-    if (!text) return undefined;
-    try {
-      const parsed = JSON.parse(text) as { error?: { code?: string; message?: string; field?: string }; status?: number };
-      const e = parsed.error;
-      return e?.code && e.message ? new AgentCallError(what, parsed.status ?? 500, e.code, e.message, e.field) : undefined;
-    } catch {
-      return undefined;
-    }
+    const answer = await this.readFile(resultOut).then((r) => r.json() as Promise<RecordedFailure>, () => undefined);
+    return answer ? recordedFailure(what, answer) : undefined;
   }
   writeFile(path: string, body: ReadableStream<Uint8Array>) {
     return this.call("write file", `/v1/files?${qs({ path })}`, { method: "PUT", body }).then(async (r) => this.parsed(A.WrittenBytesAnswer, "write file", await r.json()));

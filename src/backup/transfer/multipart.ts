@@ -2,7 +2,6 @@
 // and uploads them (bounded memory: (concurrency + 1) × part size), completing or aborting the upload. The relay
 // reads the archive in 256 KiB blocks end to end (the deadline's wrapper, the digest, the cutter): store/block-reader.ts.
 import { since } from "../../phases/phase-runner.ts";
-import type { SinglePassResult } from "../../sandbox/agent-client.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { uploadStreamMultipart } from "../../store/multipart-upload.ts";
 import { singlePassQuery, storeSinglePassManifest } from "../single-pass.ts";
@@ -31,7 +30,7 @@ export const multipartTransfer: BackupTransfer = {
     const partSize = partSizeOf(p, archived.delta?.changedBytes ?? archived.manifest?.bytes ?? 0);
     const up = await uploadStreamMultipart(d.store, key, r.body!, { partSize, concurrency: p.tuning?.concurrency ?? 2, onProgress: () => void (ttfbMs ??= since(started)) }).catch(named);
     if (archived.delta) await agent.deleteFile(archived.delta.list).catch(() => {});
-    const made = archived.singlePass ? await storeSinglePassManifest(d, p, agent, await (await agent.readFile(sandboxPaths.resultOut(p.snapshotId))).json() as SinglePassResult) : {};
+    const made = archived.singlePass ? await storeSinglePassManifest(d, p, agent, await agent.streamedResult("archive", sandboxPaths.resultOut(p.snapshotId))) : {};
     return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts, reads: up.reads, ttfbMs, ...made };
   },
 };
