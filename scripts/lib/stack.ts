@@ -14,9 +14,9 @@ import { LIFECYCLE_CRON, STACK_START_TRIGGER } from "../../src/snapshots/lifecyc
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
-import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { agentCommand, type AgentRuntime } from "./agent-runtime.ts";
-import { SANDBOX_HEADER } from "../../container/protocol.ts";
+import { SANDBOX_HEADER } from "../../container/contract/protocol.ts";
 import { startObjectStore, type ObjectStoreServer } from "./object-store-server.ts";
 import { startManaged, waitReady, type Managed } from "./processes.ts";
 import { loadSecrets, saveSecrets } from "./stack-secrets.ts";
@@ -157,7 +157,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     // What a stack stopped mid-run left behind is dealt with now, not at the next trigger: runs it left in flight
     // are found by the watchdog (src/runs/interrupted-runs.ts) and resumed, restarted or failed with their cleanup
     // done; then the lifecycle cron (src/snapshots/lifecycle-cron.ts) sweeps what no live run owns in the store.
-    // The agent sweeps its sandboxes itself when it starts (container/sweep.ts).
+    // The agent sweeps its sandboxes itself when it starts (container/system/sweep.ts).
     if (options.startupTriggers !== false) await fireStartupTriggers(apiUrl, upAt, log);
 
     const info: StackInfo = { apiUrl, apiToken, agentUrl: firstAgent.url, s3Endpoint: firstStore.endpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: firstAgent.process.child.pid! };

@@ -19,7 +19,7 @@
 //   GET    /api/snapshots                    good snapshots, filtered and paged   } snapshot-routes.ts: the
 //   GET    /api/snapshots/:id                one snapshot's record                } snapshot lifecycle
 import { z } from "zod";
-import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
+import { SANDBOX_ID, SandboxPath } from "../../container/contract/protocol.ts";
 import type { BackupParams } from "../backup/backup-params.ts";
 import { checkSource } from "../backup/source-check.ts";
 import { depsFrom, type Deps } from "../deps.ts";

@@ -1,5 +1,5 @@
 // A backup that reads the source once: the agent walks the tree (metadata only), tar archives what the walk names,
-// and the agent makes the manifest from the tar stream on its way to the compressor (container/archive.ts). The
+// and the agent makes the manifest from the tar stream on its way to the compressor (container/archive/archive.ts). The
 // manifest and the result land in staging files; the Worker moves the manifest to the store once the archive is
 // complete. A delta hands the agent its base manifest (a presigned GET): unchanged files keep the base's hashes
 // and are not read, changes are found by metadata as restic and git's index do.

@@ -15,7 +15,7 @@
 //   record      → restore record in the store; then the old tree is removed (commit)
 //
 // Until the swap, the target is untouched; until record, the old tree can be put back. A failure runs
-// cleanupRestore, which puts the target back exactly as it was (container/tree-swap.ts).
+// cleanupRestore, which puts the target back exactly as it was (container/extract/tree-swap.ts).
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";

@@ -11,7 +11,7 @@
 // record is written by the record step after verify passed; a failed run deletes what it wrote, so nothing
 // half-made is ever listed. KV's entry is a cache for listing (its metadata carries the summary that filters
 // read); delete-snapshot.ts and retention keep the two in agreement.
-import { extensionOf, type ArchiveFormat, type SelectionSpec } from "../../container/protocol.ts";
+import { extensionOf, type ArchiveFormat, type SelectionSpec } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { KV_KEYS } from "../kv-keys.ts";
 import { writeAfterKvWindow } from "../kv-write-retry.ts";

@@ -4,7 +4,7 @@
 // refuses. GET /api/strategies shows each strategy's entries; the restore's verify step reads `sparse` from here
 // (a materialization that cannot show holes is not asked to); test/workers/presets-integration.test.ts measures
 // every pair with an independent walk and asserts exactly these outcomes.
-import type { ArchiveFormat } from "../../container/protocol.ts";
+import type { ArchiveFormat } from "../../container/contract/protocol.ts";
 
 /** The properties the table follows (owners and set-id bits: restored with keepOwnership). */
 export const FIDELITY_PROPERTIES = [

@@ -1,7 +1,7 @@
 // The strategy registry: every way snapflow can move a workspace, as data. A strategy is
 // format × path × materialization plus the tools it needs; the seeds' strategy names are presets of it, so
 // our result tables line up with theirs row by row. Adding a preset is adding an entry here.
-import type { ArchiveFormat, ErofsFormat, ImageFormat, ProbeResult, SquashfsFormat, TarFormat, ToolName } from "../../container/protocol.ts";
+import type { ArchiveFormat, ErofsFormat, ImageFormat, ProbeResult, SquashfsFormat, TarFormat, ToolName } from "../../container/contract/protocol.ts";
 import { EVERY_STRATEGY, formatFidelity, restoreFidelity, type Fidelity } from "./fidelity.ts";
 
 /** How archive bytes travel from the sandbox to the store. */
@@ -135,7 +135,7 @@ interface RestorePreset {
 
 /**
  * Every extraction merges its staging directory into the target, and a delta's deletions are removed, by
- * snapflow-lazy's descriptor walk (container/safe-merge.ts, safe-remove.ts): an extracting restore needs it.
+ * snapflow-lazy's descriptor walk (container/extract/safe-merge.ts, safe-remove.ts): an extracting restore needs it.
  */
 const MERGE: ToolName = "snapflow-lazy";
 

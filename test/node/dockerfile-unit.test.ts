@@ -1,11 +1,11 @@
 // The production image (Dockerfile) agrees with the code around it: the base image tag is the installed
-// @cloudflare/sandbox version, every tool the agent's probe knows (TOOLS in container/protocol.ts) is installed,
+// @cloudflare/sandbox version, every tool the agent's probe knows (TOOLS in container/contract/protocol.ts) is installed,
 // the agent lands where src/sandbox/sdk-transport.ts starts it, it is bundled as the tests' Bun run bundles it, and
 // the agent's port from wrangler.jsonc is exposed.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { TOOLS } from "../../container/protocol.ts";
+import { TOOLS } from "../../container/contract/protocol.ts";
 import { BUN_BUILD_FLAGS } from "../../scripts/lib/agent-runtime.ts";
 
 const repo = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));

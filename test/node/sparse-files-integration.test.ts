@@ -1,4 +1,4 @@
-// Sparse files on the tar paths (issue 22): the single-pass archiver (container/archive.ts) writes them as GNU
+// Sparse files on the tar paths (issue 22): the single-pass archiver (container/archive/archive.ts) writes them as GNU
 // PAX 1.0 sparse entries, its in-stream parser (tar-manifest.ts + tar-sparse.ts) hashes their real content and
 // records their holes in the manifest, the verified extract (extract.ts) brings them back with their holes, and
 // the tree check (tree-verify.ts) calls a restored file that came back dense a difference.
@@ -8,11 +8,11 @@ import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, write
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { archiveWithManifestToFile } from "../../container/archive.ts";
-import { extractFromFile } from "../../container/extract.ts";
-import { takeManifest } from "../../container/manifest.ts";
-import { ManifestSchema, type Manifest, type TarFormat } from "../../container/protocol.ts";
-import { checkTree } from "../../container/tree-verify.ts";
+import { archiveWithManifestToFile } from "../../container/archive/archive.ts";
+import { extractFromFile } from "../../container/extract/extract.ts";
+import { takeManifest } from "../../container/manifest/manifest.ts";
+import { ManifestSchema, type Manifest, type TarFormat } from "../../container/contract/protocol.ts";
+import { checkTree } from "../../container/manifest/tree-verify.ts";
 
 const MiB = 1 << 20;
 let base: string;

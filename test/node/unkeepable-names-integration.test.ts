@@ -11,9 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { archiveWithManifest } from "../../container/archive.ts";
-import { makeImageWithManifest } from "../../container/image-with-manifest.ts";
-import { takeManifest } from "../../container/manifest.ts";
+import { archiveWithManifest } from "../../container/archive/archive.ts";
+import { makeImageWithManifest } from "../../container/images/image-with-manifest.ts";
+import { takeManifest } from "../../container/manifest/manifest.ts";
 
 const onPath = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;
 let base: string;

@@ -5,7 +5,7 @@
 // (every chunk local and verified). Pure orchestration over the API and the host's view of the sandbox.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { LazyStatus } from "../../../container/protocol.ts";
+import type { LazyStatus } from "../../../container/contract/protocol.ts";
 import type { apiClient, RunStatus } from "../api-client.ts";
 import { sh } from "../peers/shell.ts";
 

@@ -2,7 +2,7 @@
 // long request at a time, not a poll per 100 ms from the Worker); the image is complete, or the prefetcher ended
 // without completing it — a chunk it could not have (missing from the store, or never matching its SHA-256 after the
 // retries), which fails the restore with the chunk named: reads of it fail with EIO, no wrong byte is ever served.
-import type { LazyStatus } from "../../../container/protocol.ts";
+import type { LazyStatus } from "../../../container/contract/protocol.ts";
 import { SnapflowError } from "../../errors.ts";
 import type { AgentClient } from "../../sandbox/agent-client.ts";
 import type { StepResult } from "../../snapshots/records.ts";
