@@ -76,4 +76,10 @@ export interface ChunkedTransfer extends ChunkRecord {
   findMs: number;
   uploadMs: number;
   uploadRetries: number;
+  /** the chunks found bad in the store (the first 20), uploaded again */
+  badChunks?: string[];
+  /** how each reused chunk was checked: the store's checksum, the Worker's own hash, or its size only (missing-chunks.ts) */
+  reusedVerified: number;
+  rehashed: number;
+  unverified: number;
 }

@@ -26,9 +26,10 @@ import { CHUNK_PREFIX, digestOfKey } from "./chunk-keys.ts";
 /** A day: far longer than any backup (its steps time out in at most an hour each) and short enough to reclaim space daily. */
 export const DEFAULT_GRACE_SECONDS = 24 * 3600;
 
-const INDEX = /^snapshots\/([^/]+)\/archive\.[a-z.]*index\.json$/;
-const RECORD = /^snapshots\/([^/]+)\/snapshot\.json$/;
-const READS_IN_FLIGHT = 8;
+/** A chunked snapshot's index key, and a snapshot's record key: the snapshot id is the first group. */
+export const INDEX = /^snapshots\/([^/]+)\/archive\.[a-z.]*index\.json$/;
+export const RECORD = /^snapshots\/([^/]+)\/snapshot\.json$/;
+export const READS_IN_FLIGHT = 8;
 /** Keys per delete call (the S3 store sends one DELETE per key, in parallel): a bounded burst. */
 const DELETE_BATCH = 100;
 
@@ -52,14 +53,14 @@ export interface ChunkGcReport {
   ms: number;
 }
 
-async function listEvery(store: ObjectStore, prefix: string): Promise<ListedObject[]> {
+export async function listEvery(store: ObjectStore, prefix: string): Promise<ListedObject[]> {
   const out: ListedObject[] = [];
   for await (const o of listAll(store, prefix)) out.push(o);
   return out;
 }
 
 /** The digests an index names; an index that vanished meanwhile (its snapshot deleted) names none. */
-async function digestsOf(store: ObjectStore, key: string): Promise<string[]> {
+export async function digestsOf(store: ObjectStore, key: string): Promise<string[]> {
   const o = await store.get(key);
   if (!o) return [];
   const parsed = ChunkIndex.safeParse(await new Response(o.body).json().catch(() => null));

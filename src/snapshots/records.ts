@@ -81,14 +81,16 @@ export interface ChunkRecord {
   /** the chunks the store lacked, which this backup uploaded */
   uploadedChunks: number;
   uploadedBytes: number;
+  /** among the uploaded: chunks the store held with other bytes than their name, replaced (missing-chunks.ts) */
+  replacedBad?: number;
   /** the distinct chunks a lazy mount reads before its tree answers (the head and the squashfs tables: mount-set.ts) */
   mountFirst?: string[];
 }
 
 /** What a snapshot record keeps of a chunked transfer's result (its timings stay in the steps). */
 export function chunkRecordOf(c: ChunkRecord): ChunkRecord {
-  const { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes, mountFirst } = c;
-  return { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes, ...(mountFirst ? { mountFirst } : {}) };
+  const { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes, replacedBad, mountFirst } = c;
+  return { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes, ...(replacedBad ? { replacedBad } : {}), ...(mountFirst ? { mountFirst } : {}) };
 }
 
 export type SnapshotSummary = Pick<SnapshotRecord, "id" | "createdAt" | "strategy" | "source" | "name" | "labels" | "expiresAt"> & {

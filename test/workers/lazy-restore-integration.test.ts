@@ -181,6 +181,7 @@ describe("squashfs-chunked → lazy restores", () => {
       console.log(`damaged chunk, ${strategy}: ${failed.error}`);
       expect(failed.error).toContain(victim.sha256);
       expect(failed.error).toContain("invalid");
+      expect(failed.error).toContain(`referenced by snapshot ${backup.snapshotId}`);
       await nothingLeft(dst);
     }
   });
@@ -198,6 +199,8 @@ describe("squashfs-chunked → lazy restores", () => {
     console.log(`missing chunk: ${failed.error}`);
     expect(failed.error).toContain(victim.sha256);
     expect(failed.error).toContain("missing");
+    // The mount at the target failed on it: the snapshots that reference it are named too (chunk-references.ts).
+    expect(failed.error).toContain(`referenced by snapshot ${backup.snapshotId}`);
     await nothingLeft(dst);
   });
 

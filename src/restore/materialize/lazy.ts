@@ -24,7 +24,7 @@ import { splitForMount } from "../../chunks/mount-set.ts";
 import { formatName } from "../../strategies/registry.ts";
 import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
-import { walkThenComplete } from "./lazy-completion.ts";
+import { unusableChunks, walkThenComplete } from "./lazy-completion.ts";
 import type { Materialization } from "./materialization.ts";
 
 /**
@@ -78,8 +78,20 @@ export async function startLazyMount(c: RestoreContext, o: { snapshotId: string;
   const [signed] = await Promise.all([urlsBeforeMount(c, o.snapshotId).then((s) => ({ ...s, ms: since(t) })), o.clear]);
   const clearMs = since(t);
   const where = sandboxPaths.lazy(c.p.restoreId);
-  const mounted = await c.agent.lazyMount({ index: o.index, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(o.lower ? { path: o.lower } : {}), format: o.format, prefetch: PREFETCH });
+  const mounted = await c.agent.lazyMount({ index: o.index, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(o.lower ? { path: o.lower } : {}), format: o.format, prefetch: PREFETCH }).catch(async (e) => {
+    throw await mountFailure(c, e);
+  });
   return { signed, clearMs, mounted };
+}
+
+/**
+ * An image mount over the helper that failed (materialize's, or the swap's at the target): for a chunk it could not
+ * have (the superblock's, the tables'), the helper's status — which outlives it until undo — names the chunks, and
+ * the error then names the snapshots that share them too; any other failure as it was.
+ */
+export async function mountFailure(c: RestoreContext, e: unknown): Promise<unknown> {
+  const status = await c.agent.lazyWait({ work: sandboxPaths.lazy(c.p.restoreId).work, timeoutMs: 0 }).catch(() => null);
+  return status?.failed.length ? unusableChunks(c, "the image could not be mounted because its chunks could not be had", status, e) : e;
 }
 
 /**
@@ -129,6 +141,7 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       if (format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image`);
       return overlay ? { kind: "overlay", lower: where.lower, upper: `${where.layer}/upper`, how: "kernel" } : { kind: "lazy-image", work: where.work, format };
     },
+    failed: mountFailure,
   },
   async materialize(c, staged, format, _expected, dir) {
     const t = performance.now();

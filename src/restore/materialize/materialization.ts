@@ -26,6 +26,8 @@ export interface Materialization {
    */
   readonly atTarget?: {
     mount(c: RestoreContext, format: ArchiveFormat): z.input<typeof SwapMount>;
+    /** The error to fail with when the swap's mount failed with `e` (a lazy mount names the chunks it could not have). */
+    failed?(c: RestoreContext, e: unknown): Promise<unknown>;
   };
   /**
    * Wraps the verify step's tree check when materialize left work running in the background (a lazy mount's
