@@ -739,7 +739,16 @@ export const TOOLS = {
 } as const satisfies Record<string, { pkg: string | null; version: string[] }>;
 export type ToolName = keyof typeof TOOLS;
 
+/**
+ * snapflow's release (package.json "version"; test/node/probe-versions-unit.test.ts keeps them equal). The agent
+ * reports the one it was built with and the Worker compares it with its own (`snapflow doctor`): an image built from
+ * another release answers another protocol.
+ */
+export const SNAPFLOW_RELEASE = "0.1.0";
+
 export interface ProbeResult {
+  /** the agent's build: absent from agents older than the field */
+  agent?: { release: string };
   kernel: string;
   filesystems: string[];
   fuse: boolean;

@@ -36,6 +36,9 @@ Commands:
                                                 and setuid/setgid bits as archived (off: the agent's user, bits cleared);
                                                 --deep-verify hashes every restored file against the manifest
   status ID                                     a backup (bk-…), restore (rs-…) or matrix (mx-…, nightly-…)
+  doctor [--json]                               check the deployment end to end (bindings, secrets, the store's
+                                                checksum behaviours, the sandbox's tools and kernel, a 10 MB
+                                                backup and restore); exit 1 when a check fails
   report ID [--out DIR]                         rebuild a matrix's summary from its stored runs and write its
                                                 results files again
   report --from FILE.json [--out DIR]           rewrite a results file's .md and .svg from its .json (offline;
@@ -102,7 +105,7 @@ const required: Record<string, [keyof typeof values, string][]> = {
   backup: [["sandbox", "--sandbox is required"]],
   restore: [["snapshot", "--snapshot is required"], ["sandbox", "--sandbox is required"]],
 };
-if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc", "load"].includes(command)) usage(`unknown command '${command}'`);
+if (!["strategies", "backup", "restore", "status", "doctor", "bench", "report", "snapshots", "delete", "policy", "retention", "gc", "load"].includes(command)) usage(`unknown command '${command}'`);
 for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
 if ((command === "status" || command === "delete" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
 if (command === "report" && values.from) {
@@ -197,6 +200,17 @@ async function main(): Promise<number> {
       const path = id.startsWith("bk-") ? `/api/backups/${id}` : id.startsWith("rs-") ? `/api/restores/${id}` : `/api/matrices/${id}`;
       print(await api.call("GET", path));
       return 0;
+    }
+    case "doctor": {
+      // ✓ passed, ✗ failed (exit 1), ! an advisory check failed (snapflow guards it itself), – not run here.
+      const r = await api.call<{ ok: boolean; ms: number; checks: { check: string; ok: boolean; detail: string; ifMissing: string; ms: number; skipped?: string; advisory?: boolean }[] }>("POST", "/api/doctor");
+      if (values.json) return print(r), r.ok ? 0 : 1;
+      for (const c of r.checks) {
+        const mark = c.skipped ? "–" : c.ok ? "✓" : c.advisory ? "!" : "✗";
+        console.log(`${mark} ${c.check}  (${c.ms} ms)\n    ${c.skipped ? `not run: ${c.skipped}` : c.detail}${c.ok && !c.skipped ? "" : `\n    if missing: ${c.ifMissing}`}`);
+      }
+      console.log(`\n${r.ok ? "all checks passed" : `${r.checks.filter((c) => !c.ok && !c.advisory).length} check(s) failed`} in ${(r.ms / 1000).toFixed(1)} s`);
+      return r.ok ? 0 : 1;
     }
     case "snapshots":
       return snapshotsCommand(api, values);

@@ -18,6 +18,7 @@
 //   GET    /matrices/:id?exp=&sig=           the results page (table + chart, refreshes while running)
 //   GET    /api/snapshots                    good snapshots, filtered and paged   } snapshot-routes.ts: the
 //   GET    /api/snapshots/:id                one snapshot's record                } snapshot lifecycle
+//   POST   /api/doctor                       check this deployment end to end → {ok, checks: [{check, ok, detail, ifMissing}]}
 import { z } from "zod";
 import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
 import type { BackupParams } from "../backup/backup-params.ts";
@@ -37,6 +38,7 @@ import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
+import { runDoctor } from "../doctor/doctor.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
 import { checkBearer, json, parseBody } from "./http.ts";
 import { checkResultsLink, RESULTS_LINK_TTL_SECONDS, resultsPageHeaders, signResultsLink } from "./results-link.ts";
@@ -96,6 +98,9 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
 }
 
 const routes: [string, string, Handler][] = [
+  // 200 whatever the verdict: the report is the answer (ok says whether every check passed).
+  ["POST", "/api/doctor", async (_req, env, d) => json(await runDoctor(env, d))],
+
   ["GET", "/api/strategies", async (req, _env, d) => {
     // With ?sandboxId=…, probe that sandbox and say which strategies can run there, and why not.
     const sandboxParam = new URL(req.url).searchParams.get("sandboxId");
@@ -103,7 +108,7 @@ const routes: [string, string, Handler][] = [
     return json({
       ...(probe ? { sandboxId: sandboxParam, probe: { kernel: probe.kernel, fuse: probe.fuse, capSysAdmin: probe.capSysAdmin, cpus: probe.cpus } } : {}),
       strategies: STRATEGIES.map((s) => {
-        const reason = probe ? unavailableReason(s, probe) : undefined;
+        const reason = probe ? unavailableReason(s, probe, d.transport.kind) : undefined;
         return { ...s, ...(probe ? { available: !reason, ...(reason ? { reason } : {}) } : {}) };
       }),
     });

@@ -32,7 +32,7 @@ export async function probePhase(d: Deps, p: BackupParams, s: BackupStrategy): P
   const t = performance.now();
   const agent = new AgentClient(d.transport, p.sandboxId);
   const probe = await agent.probe();
-  checkStrategyRuns(s, probe, p.sandboxId);
+  checkStrategyRuns(s, probe, p.sandboxId, d.transport.kind);
   const selection = await checkSelection(agent, p);
   const ms = since(t);
   // Dropping caches (sync first) is preparation, not probing: its time is reported apart from the step's.
@@ -44,7 +44,8 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const t = performance.now();
   const agent = backupAgent(d, p);
   if (isSinglePass(s)) return singlePassArchivePhase(d, p, s, agent, t);
-  if (isImage(s.format) && !s.delta) return imageArchivePhase(d, p, s, agent, t);
+  // An image the transfer makes elsewhere (the SDK's backup) takes only the manifest here, as a streaming path does.
+  if (isImage(s.format) && !s.delta && !BACKUP_TRANSFERS[s.path].streamsArchive) return imageArchivePhase(d, p, s, agent, t);
   if (s.delta === "overlay-upper") {
     // The merged view is what a restore must reproduce; the upper directory is what changed, so only it is read.
     const { manifest, archiveRoot, layer } = await storeOverlayLayer(d, p, agent);

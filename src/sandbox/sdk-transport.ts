@@ -135,5 +135,10 @@ export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, secret: string
       started.delete(sandboxId);
       await getSandbox(ns, sandboxId).destroy();
     },
+    // Not verified here (no SDK container): typed against @cloudflare/sandbox's own declarations only.
+    async sdkBackup(sandboxId, options) {
+      const handle = await getSandbox(ns, sandboxId).createBackup(options);
+      return { id: handle.id, dir: handle.dir };
+    },
   } satisfies SandboxTransport;
 }
