@@ -10,6 +10,8 @@
 //   GET    /api/backups/:id                  its status and per-step timings (and `interrupted`: what the watchdog did)
 //   POST   /api/restores                     start a RestoreWorkflow → {id} (409 first when the target holds files, no replace)
 //   GET    /api/restores/:id
+//   POST   /api/runs/:id/cancel              stop a backup or restore and run its cleanup (runs/cancel-run.ts); 404
+//                                            for an unknown id, 409 run_ended for one that has ended
 //   POST   /api/matrices                     start a benchmark matrix → {id}
 //   GET    /api/matrices                     history
 //   GET    /api/matrices/:id                 spec, cells, progress, summary
@@ -34,6 +36,7 @@ import { startMatrix } from "../matrix/schedule.ts";
 import type { RestoreParams } from "../restore/restore-params.ts";
 import { refuseNonEmptyTarget } from "../restore/target-check.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
+import { cancelRun } from "../runs/cancel-run.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
@@ -81,7 +84,8 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
   const status = await instance.status();
   return json({
     id,
-    status: status.status,
+    // The engine says "terminated"; a run stopped by a cancel, its cleanup done, says what happened to it.
+    status: progress?.status === "cancelled" ? "cancelled" : status.status,
     kind: progress?.kind,
     strategy: progress?.strategy,
     snapshotId: progress?.snapshotId,
@@ -184,6 +188,14 @@ const routes: [string, string, Handler][] = [
   }],
 
   ["GET", "/api/restores/:id", async (_req, env, d, { id }) => runStatus(env.RESTORE_WORKFLOW, d.kv, idParam(id, RUN_ID, "id"))],
+
+  ["POST", "/api/runs/:id/cancel", async (req, env, d, { id }) => {
+    const runId = idParam(id, RUN_ID, "id");
+    // No options yet: an empty body (or none) only, so that a later option is not silently ignored by an old Worker.
+    const text = await req.text();
+    if (text.trim() && text.trim() !== "{}") await parseBody(new Request(req.url, { method: "POST", body: text }), z.object({}).strict());
+    return json(await cancelRun(env, d, runId));
+  }],
 
   ["POST", "/api/matrices", async (req, env, d) => {
     const spec = await parseBody(req, MatrixSpec);
