@@ -1,7 +1,7 @@
 // The HTTP API. Every /api route needs the bearer token; bodies are validated with zod (schemas.ts).
 //
 //   GET    /healthz                          liveness (no token)
-//   GET    /api/strategies                   the registry
+//   GET    /api/strategies                   the registry, the defaults marked (default-restore.ts)
 //   POST   /api/sandboxes/:id/datasets       generate a deterministic dataset in a sandbox
 //   DELETE /api/sandboxes/:id                end a sandbox
 //   GET    /api/sandboxes/:id/mounts         mounts made by restores (images, overlays)
@@ -41,6 +41,7 @@ import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
+import { defaultMarks, defaultRestore } from "./default-restore.ts";
 import { checkBearer, json, parseBody } from "./http.ts";
 import { checkResultsLink, RESULTS_LINK_TTL_SECONDS, resultsPageHeaders, signResultsLink } from "./results-link.ts";
 import { resultsPage } from "./results-page.ts";
@@ -104,11 +105,13 @@ const routes: [string, string, Handler][] = [
     // With ?sandboxId=…, probe that sandbox and say which strategies can run there, and why not.
     const sandboxParam = new URL(req.url).searchParams.get("sandboxId");
     const probe = sandboxParam === null ? undefined : await new AgentClient(d.transport, idParam(sandboxParam, SANDBOX_ID, "sandboxId")).probe();
+    // What runs when a request names no strategy: the default backup, and each format's default restore.
+    const marks = defaultMarks();
     return json({
       ...(probe ? { sandboxId: sandboxParam, probe: { kernel: probe.kernel, fuse: probe.fuse, capSysAdmin: probe.capSysAdmin, cpus: probe.cpus } } : {}),
       strategies: STRATEGIES.map((s) => {
         const reason = probe ? unavailableReason(s, probe) : undefined;
-        return { ...s, ...(probe ? { available: !reason, ...(reason ? { reason } : {}) } : {}) };
+        return { ...s, ...marks.get(s.name), ...(probe ? { available: !reason, ...(reason ? { reason } : {}) } : {}) };
       }),
     });
   }],
@@ -175,7 +178,7 @@ const routes: [string, string, Handler][] = [
     const base = snapshot.delta?.kind === "overlay-upper" ? await readSnapshot(d.store, d.kv, snapshot.delta.base) : null;
     const fits = restoresForSnapshot(snapshot, base?.format);
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
-    const strategy = body.strategy ?? (fits.find((s) => s.path === "presigned-pipe") ?? fits.find((s) => s.path === "push-pipe") ?? fits[0])?.name;
+    const strategy = body.strategy ?? defaultRestore(fits)?.name;
     const kindOf = snapshot.delta ? `${snapshot.delta.kind} delta` : `${formatName(snapshot.format)} snapshot`;
     if (!strategy || !fits.some((s) => s.name === strategy)) {
       throw apiError("bad_request", `strategy: ${body.strategy} cannot restore a ${kindOf}; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
