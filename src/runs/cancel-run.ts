@@ -4,6 +4,8 @@
 //   2. its cleanup runs here — the same one its Workflow runs on failure (cleanupBackup / cleanupRestore), which a
 //      terminated Workflow never runs itself (workflow-controls.ts; scripts/experiments/ engine-after-restart): a
 //      backup's objects, open uploads and staging files go, a restore's target is put back exactly as it was;
+//      It runs again a moment later (and, for a restore, while its staged tree keeps reappearing): the agent may
+//      still be finishing the terminated step's call;
 //   3. its target's lease is released and its progress says `cancelled`.
 //
 // A run whose record was written before the terminate landed is good (success is final, as for the watchdog): its
@@ -13,6 +15,7 @@
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { BACKUP_PHASES, RESTORE_PHASES } from "../phases/phase-names.ts";
+import { AgentClient } from "../sandbox/agent-client.ts";
 import { reportProgress } from "../snapshots/progress.ts";
 import { releaseLease } from "../snapshots/restore-leases.ts";
 import { readProgress, type RunProgress } from "../snapshots/records.ts";
@@ -23,6 +26,8 @@ import { instanceOf, type RunKind } from "./run-liveness.ts";
 import { terminateQuietly } from "./workflow-controls.ts";
 
 const ENDED = ["complete", "errored", "terminated"];
+/** How long the agent gets to notice that the terminated step's call went away, before the cleanup runs again. */
+const SETTLE_MS = 1000;
 
 export interface CancelAnswer {
   id: string;
@@ -54,14 +59,26 @@ export async function cancelRun(env: Env, d: Deps, id: string): Promise<CancelAn
   if (!instance && !progress) throw new SnapflowError("not_found", `no ${kind} with id ${id}`, { field: "id" });
   const before = instance ? (await instance.status()).status : "gone";
   if (ENDED.includes(before) || progress?.status === "complete" || progress?.status === "cancelled") {
-    const how = progress?.status === "cancelled" ? "was cancelled" : before === "complete" || progress?.status === "complete" ? "completed" : `ended ${before}`;
-    throw new SnapflowError("run_ended", `${kind} ${id} already ${how}; there is nothing to cancel`, { field: "id" });
+    const how = progress?.status === "cancelled" ? "was already cancelled" : before === "complete" || progress?.status === "complete" ? "already completed" : `already ended ${before}`;
+    throw new SnapflowError("run_ended", `${kind} ${id} ${how}; there is nothing to cancel`, { field: "id" });
   }
   if (instance) await terminateQuietly(instance);
   const lease = await leaseOf(d, id);
   // Read again: the steps the run finished before the terminate landed decide what its cleanup must undo.
   const last = (await readProgress(d.kv, id)) ?? progress;
-  const recorded = lease ? await cleanupFor(d, lease, last) : false;
+  let recorded = lease ? await cleanupFor(d, lease, last) : false;
+  // The terminated step's call to the agent may still be finishing there (seen: a presigned restore's extraction
+  // made its staged tree again after the first cleanup removed it). Cleanups are repeatable: once more after a
+  // moment, then, for a restore, again while its staged tree keeps coming back (bounded).
+  if (lease && !recorded) {
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    recorded = await cleanupFor(d, lease, last);
+    const staged = (last?.steps.probe as { swap?: { staged: string } } | undefined)?.swap?.staged;
+    for (let i = 0; staged && !recorded && i < 5 && (await new AgentClient(d.transport, lease.sandboxId).stat(staged)).exists; i++) {
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+      recorded = await cleanupFor(d, lease, last);
+    }
+  }
   if (lease) await releaseTargetLease(d.store, lease.sandboxId, lease.path, id);
   const base: RunProgress = last ?? { id, kind, status: "running", strategy: String((lease?.params as { strategy?: unknown } | undefined)?.strategy ?? "unknown"), startedAt: lease?.takenAt ?? new Date().toISOString(), steps: {} };
   const stoppedAt = (kind === "backup" ? BACKUP_PHASES : RESTORE_PHASES).find((p) => !base.steps[p]) ?? "its end";

@@ -44,7 +44,7 @@ it("a backup cancelled mid-transfer leaves nothing behind and says cancelled; a 
   const again = await api("POST", `/api/runs/${id}/cancel`);
   expect(again.status).toBe(409);
   expect(again.json.error).toMatchObject({ code: "run_ended", field: "id" });
-  expect(again.json.error.message).toMatch(/already was cancelled/);
+  expect(again.json.error.message).toMatch(/was already cancelled/);
   // The path is free again: a new backup of it starts (and completes).
   const next = await api("POST", "/api/backups", { sandboxId: src, path: "/workspace/app" });
   expect(next.status).toBe(202);
