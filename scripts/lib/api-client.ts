@@ -12,7 +12,8 @@ export class ApiCallError extends Error {
 
 export interface RunStatus {
   id: string;
-  status: "queued" | "running" | "paused" | "errored" | "terminated" | "complete" | "waiting" | "waitingForPause" | "unknown";
+  /** cancelled: stopped by POST /api/runs/:id/cancel, its cleanup done (the engine says terminated) */
+  status: "queued" | "running" | "paused" | "errored" | "terminated" | "cancelled" | "complete" | "waiting" | "waitingForPause" | "unknown";
   strategy?: string;
   snapshotId?: string;
   steps: Record<string, { ms: number; bytes: number; [k: string]: unknown }>;
@@ -53,7 +54,7 @@ export function apiClient(baseUrl: string, token: string) {
             onStep(name, step);
           }
         }
-        if (["complete", "errored", "terminated"].includes(s.status)) return s;
+        if (["complete", "errored", "terminated", "cancelled"].includes(s.status)) return s;
         if (Date.now() > deadline) throw new Error(`${kind} ${id} still ${s.status} after ${timeoutMs / 1000} s`);
         await new Promise((r) => setTimeout(r, 300));
       }

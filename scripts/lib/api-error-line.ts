@@ -23,14 +23,21 @@ export const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
 /** The flag for an API field (`labels.k` → the flag of `labels`), if the CLI has one. */
 const flagOf = (field: string): string | undefined => FLAG_OF_FIELD[field] ?? FLAG_OF_FIELD[field.split(".")[0]!];
 
-/** `snapflow <command>: <message>`, fields named by their flags; a field with no flag is named as the API's. */
-export function apiErrorLine(command: string, error: { message: string; field?: string }): string {
-  let message = error.message.replace(/\s+/g, " ").trim();
+/** A message of the API's on one line, the fields it names at its start or as "field: true" turned into flags. */
+export function inFlagWords(text: string): string {
+  let message = text.replace(/\s+/g, " ").trim();
   for (const [field, flag] of Object.entries(FLAG_OF_FIELD)) {
     // "pass replace: true" → "pass --replace"; a message that opens with "sandboxId: …" → "--sandbox: …"
     message = message.replaceAll(`${field}: true`, flag).replace(new RegExp(`^${field}(?:\\.[^:\\s]*)?:`), `${flag}:`);
   }
+  return message;
+}
+
+/** `snapflow <command>: <message>`, fields named by their flags; a field with no flag is named as the API's. */
+export function apiErrorLine(command: string, error: { message: string; field?: string }): string {
+  const message = inFlagWords(error.message);
   const flag = error.field === undefined ? undefined : flagOf(error.field);
-  const named = flag ? (message.includes(flag) ? "" : ` (${flag})`) : error.field ? ` (field ${error.field})` : "";
+  // A run's or snapshot's `id` is what the person typed after the command, and the message names it already.
+  const named = flag ? (message.includes(flag) ? "" : ` (${flag})`) : error.field && error.field !== "id" ? ` (field ${error.field})` : "";
   return `snapflow ${command}: ${message}${named}`;
 }

@@ -56,6 +56,12 @@ export const stackDir = (options: Pick<StackOptions, "privateDir">) => options.p
 /** The secrets a stack in `dir` uses (tests read the API token of a stack they killed). */
 export { loadSecrets as stackSecrets } from "./stack-secrets.ts";
 
+/** wrangler's `--port N` for a local command (workflows … --local) aimed at this stack, or "" on its default 8787. */
+export const wranglerPort = (apiUrl: string): string => {
+  const port = new URL(apiUrl).port;
+  return port && port !== "8787" ? ` --port ${port}` : "";
+};
+
 /** The stack described by .snapflow/stack.json, if it is up and answering. */
 export async function findRunningStack(): Promise<StackInfo | null> {
   if (!existsSync(STACK_FILE)) return null;

@@ -41,4 +41,6 @@ export interface RestoreProbeResult extends StepResult {
   swap: { staged: string; old: string };
   /** why verify hashes every file where no stream check did (content-check.ts), or absent when the image's SHA-256 suffices */
   contentCheck?: string;
+  /** the target held something when probed (absent in runs probed before this field: verify falls back on the swap's hadTarget) */
+  replacing?: boolean;
 }

@@ -37,14 +37,17 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const c = contextOf(d, p, s);
   // The lease first, then the record: a delete either sees the lease or this probe sees no record (restore-leases.ts).
   await takeLease(d.store, p.snapshotId, p.restoreId);
-  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown; contentCheck?: string };
+  let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown; contentCheck?: string; replacing?: boolean };
   try {
     const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
     planned = { ...(await planOf(s).probe(c, snapshot)), contentCheck: contentCheckReason(snapshot, p) };
     // Before anything is written: can the sandbox hold the new tree beside the old one (and a staged archive)?
     const space = await checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned);
-    planned = { ...planned, space };
+    // Whether the swap will replace anything: a fresh sandbox's /workspace exists (the agent makes its roots) but
+    // holds nothing, and without `replace` the target was found empty; the swap's own hadTarget means "existed".
+    const target = p.replace ? await c.agent.stat(p.path) : undefined;
+    planned = { ...planned, space, replacing: !!target?.exists && (target.type !== "dir" || (target.entries ?? 0) > 0) };
     // Last: a journal that says where the new tree goes, so a cleanup after any later failure finds it.
     const journal = await c.agent.planSwap(p.path, p.restoreId);
     planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };
@@ -98,7 +101,7 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   const swapped = await plan.swapIn(c, probed);
   const after: Record<string, unknown> = plan.afterSwap ? await plan.afterSwap(c, probed, check) : {};
   if (options.commit) await c.agent.commitSwap(p.path, p.restoreId);
-  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: swapped.hadTarget, ...(swapped.remounted ? { remounted: swapped.remounted } : {}) };
+  return { ...checked, ...after, ms: since(t), swapMs: swapped.ms, replaced: probed.replacing ?? swapped.hadTarget, ...(swapped.remounted ? { remounted: swapped.remounted } : {}) };
 }
 
 async function verifyStaged(d: Deps, p: RestoreParams, probed: RestoreProbeResult, steps: Record<string, StepResult>, path: string): Promise<StepResult> {

@@ -178,13 +178,13 @@ async function failRun(d: Deps, lease: TargetLease, progress: RunProgress | null
     return;
   }
   await noteInterruption(d.kv, lease.runId, { ...note, detail: reason });
-  if (base.status !== "errored") await reportProgress(d.kv, { ...base, status: "errored", error: `${lease.kind} ${lease.runId} failed: ${reason}; its cleanup was done` });
+  if (base.status !== "errored" && base.status !== "cancelled") await reportProgress(d.kv, { ...base, status: "errored", error: `${lease.kind} ${lease.runId} failed: ${reason}; its cleanup was done` });
   report.failed.push({ runId: lease.runId, kind: lease.kind, reason });
   console.log(`watchdog: ${lease.kind} ${lease.runId} failed: ${reason}`);
 }
 
-/** Runs the kind's cleanup with the params the lease carries; answers whether the run had been recorded. */
-async function cleanupFor(d: Deps, lease: TargetLease, progress: RunProgress | null): Promise<boolean> {
+/** Runs the kind's cleanup with the params the lease carries; answers whether the run had been recorded (cancel-run.ts too). */
+export async function cleanupFor(d: Deps, lease: TargetLease, progress: RunProgress | null): Promise<boolean> {
   const p = lease.params as Record<string, unknown> | undefined;
   if (!p || typeof p.strategy !== "string") {
     console.warn(`watchdog: the lease of ${lease.runId} carries no params; its cleanup is left to the sweepers`);

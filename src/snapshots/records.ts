@@ -124,7 +124,8 @@ export type RunKind = "backup" | "restore";
 export interface RunProgress {
   id: string;
   kind: RunKind;
-  status: "running" | "complete" | "errored";
+  /** cancelled: stopped by POST /api/runs/:id/cancel, its cleanup done (runs/cancel-run.ts) */
+  status: "running" | "complete" | "errored" | "cancelled";
   strategy: string;
   startedAt: string;
   steps: Record<string, StepResult>;
