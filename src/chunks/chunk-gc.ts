@@ -16,7 +16,7 @@
 // the remaining window — a backup that found a chunk present after the recheck listed the indexes, while the sweep
 // deletes it — is closed by the backup's verify step, which HEADs every chunk again before the record is written
 // (a chunk gone then fails the step, and its retry uploads it again).
-import { ChunkIndex } from "../../container/protocol.ts";
+import { ChunkIndex } from "../../container/contract/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { listAll } from "../store/list-all.ts";
 import type { ListedObject, ObjectStore } from "../store/object-store.ts";

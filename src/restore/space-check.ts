@@ -4,7 +4,7 @@
 // once and for good, naming the path, what is free and the shortfall, and pointing at a -pipe strategy when the
 // staged archive is what does not fit: instead of filling the disk half-way and retrying into the same full disk.
 import { SnapflowError } from "../errors.ts";
-import { SANDBOX_DIRS } from "../../container/sandbox-layout.ts";
+import { SANDBOX_DIRS } from "../../container/contract/sandbox-layout.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 import type { RestoreStrategy } from "../strategies/registry.ts";
 import type { RestoreProbeResult } from "./restore-params.ts";

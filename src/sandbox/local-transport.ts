@@ -1,7 +1,7 @@
 // The embedded default: the agent runs as a host process (scripts/dev.ts starts it) and serves one root
 // directory per sandbox id, chosen by the x-snapflow-sandbox header. Same agent code as in the image.
-import { agentTokenFor } from "../../container/agent-token.ts";
-import { SANDBOX_HEADER } from "../../container/protocol.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
+import { SANDBOX_HEADER } from "../../container/contract/protocol.ts";
 import { decodeBase64Events } from "./base64-events.ts";
 import type { AgentDeadlines } from "./agent-deadlines.ts";
 import type { SandboxTransport } from "./transport.ts";
@@ -10,7 +10,7 @@ export function localTransport(agentUrl: string, secret: string, deadlines?: Age
   const base = agentUrl.replace(/\/+$/, "");
   const agentFetch = async (sandboxId: string, path: string, init: RequestInit = {}) => {
     const headers = new Headers(init.headers);
-    // The host agent checks this sandbox's own token against the sandbox header (container/agent-token.ts).
+    // The host agent checks this sandbox's own token against the sandbox header (container/contract/agent-token.ts).
     headers.set("authorization", `Bearer ${await agentTokenFor(secret, sandboxId)}`);
     headers.set(SANDBOX_HEADER, sandboxId);
     return fetch(`${base}${path}`, { ...init, headers });

@@ -14,7 +14,7 @@
 // credential the sandbox gets, one per chunk, as long-lived as the presigner allows (PRESIGN_EXPIRY_SECONDS): once
 // the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
-import type { ChunkIndex, SquashfsFormat } from "../../../container/protocol.ts";
+import type { ChunkIndex, SquashfsFormat } from "../../../container/contract/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
 import { since } from "../../phases/phase-runner.ts";

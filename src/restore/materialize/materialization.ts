@@ -2,7 +2,7 @@
 // file. Piped transfers extract while receiving and skip this step. index.ts gathers them by the registry's
 // Materialize (overlay is a restore plan of its own: overlay-plan.ts).
 import type { z } from "zod";
-import type { ArchiveFormat, SwapMount } from "../../../container/protocol.ts";
+import type { ArchiveFormat, SwapMount } from "../../../container/contract/protocol.ts";
 import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
 
