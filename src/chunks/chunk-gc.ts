@@ -22,6 +22,7 @@ import { listAll } from "../store/list-all.ts";
 import type { ListedObject, ObjectStore } from "../store/object-store.ts";
 import { mapBounded } from "./bounded.ts";
 import { CHUNK_PREFIX, digestOfKey } from "./chunk-keys.ts";
+import { SnapflowError } from "../errors.ts";
 
 /** A day: far longer than any backup (its steps time out in at most an hour each) and short enough to reclaim space daily. */
 export const DEFAULT_GRACE_SECONDS = 24 * 3600;
@@ -65,7 +66,7 @@ export async function digestsOf(store: ObjectStore, key: string): Promise<string
   if (!o) return [];
   const parsed = ChunkIndex.safeParse(await new Response(o.body).json().catch(() => null));
   // An index that does not parse cannot say what it needs: refuse to sweep rather than guess.
-  if (!parsed.success) throw new Error(`chunk index ${key} does not parse; the collector will not sweep while it cannot read every index`);
+  if (!parsed.success) throw new SnapflowError("snapshot_unusable", `chunk index ${key} does not parse; the collector will not sweep while it cannot read every index`);
   return parsed.data.chunks.map((c) => c.sha256);
 }
 
