@@ -13,12 +13,12 @@
 //                                stall-deadline.ts
 //   SNAPFLOW_AGENT_SWEEP_HOURS   sweep what dead runs left that is older than this, at start and hourly (default
 //                                12, longer than any run; 0 turns the sweeper off): sweep.ts
-import { createAgentServer } from "./server.ts";
-import { parseRoots, useSandboxRoots } from "./sandbox-roots.ts";
-import { weakSecretReason } from "./secret-strength.ts";
-import { storeOriginOf } from "./store-origin.ts";
-import { sweepDeadMounts } from "./dead-mounts.ts";
-import { SWEEP_EVERY_MS, SWEEP_OLDER_THAN_MS } from "./sweep.ts";
+import { createAgentServer } from "./http/server.ts";
+import { parseRoots, useSandboxRoots } from "./contract/sandbox-roots.ts";
+import { weakSecretReason } from "./contract/secret-strength.ts";
+import { storeOriginOf } from "./http/store-origin.ts";
+import { sweepDeadMounts } from "./mounts/dead-mounts.ts";
+import { SWEEP_EVERY_MS, SWEEP_OLDER_THAN_MS } from "./system/sweep.ts";
 
 const token = process.env.SNAPFLOW_AGENT_TOKEN;
 const secret = process.env.SNAPFLOW_AGENT_SECRET;

@@ -1,18 +1,18 @@
 #!/usr/bin/env node
 // snapflow: the command line over the HTTP API. `npx snapflow --help`; the commands and their flags are data in
-// lib/cli-commands.ts, parsed by lib/cli-args.ts; what a run prints for a person is lib/run-lines.ts.
+// cli/cli-commands.ts, parsed by cli/cli-args.ts; what a run prints for a person is cli/run-lines.ts.
 import { join, relative } from "node:path";
 import { MATRIX_PRESETS } from "../src/matrix/presets.ts";
 import { STRATEGIES } from "../src/strategies/registry.ts";
-import { apiClient, ApiCallError, type RunStatus } from "./lib/api-client.ts";
-import { apiErrorLine } from "./lib/api-error-line.ts";
-import { parseCommandLine, usageLine } from "./lib/cli-args.ts";
-import { commandHelp, globalHelp } from "./lib/cli-commands.ts";
-import { didYouMean } from "./lib/did-you-mean.ts";
-import { findRunningStack, stackDir } from "./lib/stack.ts";
-import { reportFromFile, runBench, runReport } from "./lib/bench.ts";
-import { deleteCommand, gcCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./lib/lifecycle-commands.ts";
-import { backupResultLine, failureLine, restoreResultLine, stepLine, type SnapshotFacts } from "./lib/run-lines.ts";
+import { apiClient, ApiCallError, type RunStatus } from "./cli/api-client.ts";
+import { apiErrorLine } from "./cli/api-error-line.ts";
+import { parseCommandLine, usageLine } from "./cli/cli-args.ts";
+import { commandHelp, globalHelp } from "./cli/cli-commands.ts";
+import { didYouMean } from "./cli/did-you-mean.ts";
+import { findRunningStack, stackDir } from "./stack/stack.ts";
+import { reportFromFile, runBench, runReport } from "./bench/matrix-bench.ts";
+import { deleteCommand, gcCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./cli/lifecycle-commands.ts";
+import { backupResultLine, failureLine, restoreResultLine, stepLine, type SnapshotFacts } from "./cli/run-lines.ts";
 
 const parsed = parseCommandLine(process.argv.slice(2));
 if (parsed.kind === "help") {
@@ -41,13 +41,13 @@ const PRESETS = [...Object.keys(MATRIX_PRESETS), "peers", "forks"];
 if (command === "bench" && values.preset !== undefined && !PRESETS.includes(values.preset)) usage(`--preset: no preset '${values.preset}'${didYouMean(values.preset, PRESETS)}`, `one of ${PRESETS.join(", ")}`);
 if (command === "report" && values.from) {
   // A peers race's results (they have datasets, not a matrix summary) are rewritten by their own writer.
-  const { rewritePeersResults } = await import("./lib/peers/report.ts");
+  const { rewritePeersResults } = await import("./bench/peers/report.ts");
   process.exit(rewritePeersResults(values.from, values.out) ?? reportFromFile(values.from, values.out));
 }
 if (values.preset && values.spec) usage("give --preset or --spec, not both");
 if (command === "bench" && values.preset === "peers") {
   // The race starts its own private stack and reads sandboxes on this host: no API to find first.
-  const { runPeers, PEERS_DEFAULTS } = await import("./lib/peers/run-peers.ts");
+  const { runPeers, PEERS_DEFAULTS } = await import("./bench/peers/run-peers.ts");
   const count = (flag: "runs" | "files" | "bytes", fallback: number) => {
     const n = values[flag] === undefined ? fallback : Number(values[flag]);
     return Number.isInteger(n) && n > 0 ? n : usage(`--${flag} must be a positive integer`);
@@ -64,7 +64,7 @@ if (command === "bench" && values.preset === "peers") {
 
 if (command === "bench" && values.preset === "forks") {
   // Issue 10's figures: first use, lazy restores beside download-then-mount, and forks; a private stack, as peers.
-  const { runForks, FORKS_DEFAULTS } = await import("./lib/forks/run-forks.ts");
+  const { runForks, FORKS_DEFAULTS } = await import("./bench/forks/run-forks.ts");
   const dataset = values.dataset ?? "all";
   if (!["all", "npm-workspace", "added-data"].includes(dataset)) usage(`--dataset: one of npm-workspace, added-data, all (not '${dataset}')`);
   const forks = values.runs === undefined ? FORKS_DEFAULTS.forks : Number(values.runs);
@@ -80,7 +80,7 @@ if (command === "bench" && values.preset === "forks") {
 
 if (command === "load") {
   // It finds the running stack itself (it needs its process ids), or starts its own.
-  const { runLoad } = await import("./lib/load/run-load.ts");
+  const { runLoad } = await import("./bench/load/run-load.ts");
   process.exit(await runLoad({ out: values.out }));
 }
 

@@ -2,10 +2,10 @@
 // sandbox through the RestoreWorkflow, on the local stack (started here if none is running), prints a per-step
 // timing table, and exits 0 only if the restored tree's manifest equals the source's.
 import { parseArgs } from "node:util";
-import { apiClient, ApiCallError, type RunStatus } from "./lib/api-client.ts";
-import { findRunningStack, freePort, portIsFree, startStack, wranglerPort, type Stack } from "./lib/stack.ts";
-import { processTree, sampleRss, type RssSample } from "./lib/rss.ts";
-import { timingTable, type Row } from "./lib/timing-table.ts";
+import { apiClient, ApiCallError, type RunStatus } from "./cli/api-client.ts";
+import { findRunningStack, freePort, portIsFree, startStack, wranglerPort, type Stack } from "./stack/stack.ts";
+import { processTree, sampleRss, type RssSample } from "./stack/rss.ts";
+import { timingTable, type Row } from "./cli/timing-table.ts";
 
 const HELP = `Usage: npm start [-- options]
 

@@ -2,9 +2,9 @@
 // message naming the variable instead of a TypeError deep in a step.
 import { z } from "zod";
 import { AgentDeadlineVars } from "./sandbox/agent-deadlines.ts";
-import { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFEST_ENTRIES } from "../container/manifest-limits.ts";
-import { parseRoots, useSandboxRoots } from "../container/sandbox-roots.ts";
-import { weakSecretReason } from "../container/secret-strength.ts";
+import { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFEST_ENTRIES } from "../container/contract/manifest-limits.ts";
+import { parseRoots, useSandboxRoots } from "../container/contract/sandbox-roots.ts";
+import { weakSecretReason } from "../container/contract/secret-strength.ts";
 import { SnapflowError } from "./errors.ts";
 
 const strongSecret = (name: string) =>
@@ -19,8 +19,8 @@ const Config = z.object({
   AGENT_PORT: z.coerce.number().int().positive(),
   AGENT_URL: z.string(),
   // Both are bearer secrets that guard everything: a short or guessable one ("change-me") is refused when the
-  // config is first read (container/secret-strength.ts). Each sandbox's agent gets only HMAC(AGENT_SECRET, its
-  // id) (container/agent-token.ts), never the secret.
+  // config is first read (container/contract/secret-strength.ts). Each sandbox's agent gets only HMAC(AGENT_SECRET, its
+  // id) (container/contract/agent-token.ts), never the secret.
   AGENT_SECRET: strongSecret("AGENT_SECRET"),
   API_TOKEN: strongSecret("API_TOKEN"),
   S3_ENDPOINT: z.string().url(),
@@ -35,13 +35,13 @@ const Config = z.object({
   // (scripts/experiments/lazy-mount-cold.ts: 38 ms with 16, 16 ms with 1). The tests shrink the tail to take that path.
   LAZY_HEAD_CHUNKS: z.coerce.number().int().min(1).default(1),
   LAZY_TAIL_BYTES: z.coerce.number().int().min(0).default(128 * 1024 * 1024),
-  // The largest manifest a backup may record (container/manifest-limits.ts: a sandbox chooses its manifest's size,
+  // The largest manifest a backup may record (container/contract/manifest-limits.ts: a sandbox chooses its manifest's size,
   // and every restore reads it). A backup over either is refused naming the tree, the figure and the variable.
   MAX_MANIFEST_BYTES: z.coerce.number().int().positive().default(DEFAULT_MAX_MANIFEST_BYTES),
   MAX_MANIFEST_ENTRIES: z.coerce.number().int().positive().default(DEFAULT_MAX_MANIFEST_ENTRIES),
   // How long the Worker waits for the agent (src/sandbox/agent-deadlines.ts has the defaults and what each bounds).
   ...AgentDeadlineVars.shape,
-  /** comma-separated roots callers may name (container/sandbox-roots.ts); absent or empty: the SDK's defaults */
+  /** comma-separated roots callers may name (container/contract/sandbox-roots.ts); absent or empty: the SDK's defaults */
   SANDBOX_ROOTS: z.string().optional().transform((text, ctx) => {
     const r = parseRoots(text);
     if (r.ok) return r.roots;

@@ -1,8 +1,8 @@
 // The Worker's error vocabulary: one registry of codes, each with its HTTP status and whether a retry can help.
 // The API answers every error as {error: {code, message, field?}}; Workflow steps ask isPermanent(e) — the one
 // retry decision — and stop at once (NonRetryableError) when it says so. The agent has its own registry
-// (container/agent-error.ts); its codes reach us inside AgentCallError and keep their meaning.
-import { redactUrls } from "../container/redact-url.ts";
+// (container/http/agent-error.ts); its codes reach us inside AgentCallError and keep their meaning.
+import { redactUrls } from "../container/contract/redact-url.ts";
 import { AgentCallError } from "./sandbox/agent-client.ts";
 import { StoreError } from "./store/object-store.ts";
 

@@ -1,5 +1,5 @@
 // RestoreWorkflow: probe → transfer → materialize → verify → record, one step.do each (src/restore/run-restore.ts).
-// The new tree is built beside the target and swapped in only once verified (container/tree-swap.ts). A failure
+// The new tree is built beside the target and swapped in only once verified (container/extract/tree-swap.ts). A failure
 // after the probe runs the cleanup step, which puts the target back exactly as it was; a failure after the record
 // was written undoes nothing.
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";

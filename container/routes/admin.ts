@@ -2,12 +2,12 @@
 // filesystems), drop the page cache for cold runs, arm test-only faults, and drop a whole sandbox root (host
 // mode only, after undoing its mounts).
 import { rm } from "node:fs/promises";
-import { AgentError } from "../agent-error.ts";
-import { dropCaches } from "../drop-caches.ts";
-import { unmountSandbox } from "../mounts.ts";
-import { probe } from "../probe.ts";
-import { sweepSandbox, SWEEP_OLDER_THAN_MS } from "../sweep.ts";
-import * as P from "../protocol.ts";
+import { AgentError } from "../http/agent-error.ts";
+import { dropCaches } from "../system/drop-caches.ts";
+import { unmountSandbox } from "../mounts/mounts.ts";
+import { probe } from "../system/probe.ts";
+import { sweepSandbox, SWEEP_OLDER_THAN_MS } from "../system/sweep.ts";
+import * as P from "../contract/protocol.ts";
 import type { Routes } from "./route.ts";
 
 export const adminRoutes: Routes = {

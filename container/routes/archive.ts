@@ -3,14 +3,14 @@
 // PUT /v1/extract pipes the request body into the extractor, POST /v1/extract extracts a file already there.
 import { randomUUID } from "node:crypto";
 import { rm, stat } from "node:fs/promises";
-import { AgentError } from "../agent-error.ts";
-import { archiveToFile, archiveToStream, archiveWithManifest, archiveWithManifestToFile } from "../archive.ts";
-import { extractFromFile, extractFromStream, type ExtractVerification } from "../extract.ts";
-import { loadManifest } from "../manifest-file.ts";
-import { extractSafely } from "../safe-extract.ts";
-import * as P from "../protocol.ts";
-import { stagingPath } from "../sandbox-layout.ts";
-import { writeSelectedList } from "../selection.ts";
+import { AgentError } from "../http/agent-error.ts";
+import { archiveToFile, archiveToStream, archiveWithManifest, archiveWithManifestToFile } from "../archive/archive.ts";
+import { extractFromFile, extractFromStream, type ExtractVerification } from "../extract/extract.ts";
+import { loadManifest } from "../manifest/manifest-file.ts";
+import { extractSafely } from "../extract/safe-extract.ts";
+import * as P from "../contract/protocol.ts";
+import { stagingPath } from "../contract/sandbox-layout.ts";
+import { writeSelectedList } from "../archive/selection.ts";
 import { existingDir, STREAMED, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
 

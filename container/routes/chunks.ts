@@ -3,11 +3,11 @@
 // request names must be on the store's origin, checked field by field, as for the other presigned routes.
 import { stat } from "node:fs/promises";
 import type { z } from "zod";
-import { AgentError } from "../agent-error.ts";
-import { indexImage, uploadChunks } from "../chunks.ts";
-import { addLazyUrls, lazyFiles, mountLazy, remountLazyImage, waitLazy } from "../lazy-mount.ts";
-import * as P from "../protocol.ts";
-import { checkSandboxPath } from "../sandbox-paths.ts";
+import { AgentError } from "../http/agent-error.ts";
+import { indexImage, uploadChunks } from "../mounts/chunks.ts";
+import { addLazyUrls, lazyFiles, mountLazy, remountLazyImage, waitLazy } from "../mounts/lazy-mount.ts";
+import * as P from "../contract/protocol.ts";
+import { checkSandboxPath } from "../system/path-confinement.ts";
 import type { Ctx, Routes } from "./route.ts";
 
 async function existingFile(c: Ctx, value: string, field: string): Promise<string> {

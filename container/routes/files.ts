@@ -5,13 +5,13 @@ import { createReadStream, createWriteStream } from "node:fs";
 import { lstat, mkdir, readdir, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { AgentError } from "../agent-error.ts";
-import { diskSpace } from "../disk-space.ts";
-import { HashingStream } from "../hashing-stream.ts";
-import { refuseIfMounted } from "../mount-guard.ts";
-import * as P from "../protocol.ts";
-import { checkSandboxPath } from "../sandbox-paths.ts";
-import { readFileBase64, splitFile, streamFileBase64 } from "../sdk-file-api.ts";
+import { AgentError } from "../http/agent-error.ts";
+import { diskSpace } from "../system/disk-space.ts";
+import { HashingStream } from "../archive/hashing-stream.ts";
+import { refuseIfMounted } from "../mounts/mount-guard.ts";
+import * as P from "../contract/protocol.ts";
+import { checkSandboxPath } from "../system/path-confinement.ts";
+import { readFileBase64, splitFile, streamFileBase64 } from "../transfer/sdk-file-api.ts";
 import { STREAMED, type Routes } from "./route.ts";
 
 export const fileRoutes: Routes = {

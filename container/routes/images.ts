@@ -6,17 +6,17 @@
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import { rm } from "node:fs/promises";
-import { AgentError } from "../agent-error.ts";
-import { refuseIfMounted } from "../mount-guard.ts";
-import { checkImage, extractImage, makeImage } from "../images.ts";
-import { makeImageWithManifest } from "../image-with-manifest.ts";
-import { extractSafely } from "../safe-extract.ts";
-import { listMounts, mountImage, mountOverlay, unmountPath } from "../mounts.ts";
-import { markOpaqueDirs } from "../overlay-opaque.ts";
-import * as P from "../protocol.ts";
-import { overlayLayer } from "../sandbox-layout.ts";
-import { checkSandboxPath } from "../sandbox-paths.ts";
-import { excludedTopLevel } from "../selection.ts";
+import { AgentError } from "../http/agent-error.ts";
+import { refuseIfMounted } from "../mounts/mount-guard.ts";
+import { checkImage, extractImage, makeImage } from "../images/images.ts";
+import { makeImageWithManifest } from "../images/image-with-manifest.ts";
+import { extractSafely } from "../extract/safe-extract.ts";
+import { listMounts, mountImage, mountOverlay, unmountPath } from "../mounts/mounts.ts";
+import { markOpaqueDirs } from "../mounts/overlay-opaque.ts";
+import * as P from "../contract/protocol.ts";
+import { overlayLayer } from "../contract/sandbox-layout.ts";
+import { checkSandboxPath } from "../system/path-confinement.ts";
+import { excludedTopLevel } from "../archive/selection.ts";
 import { existingDir, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
 

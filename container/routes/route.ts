@@ -4,10 +4,10 @@
 import { stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";
-import { AgentError } from "../agent-error.ts";
-import type { Faults } from "../faults.ts";
-import type { MountRegistry } from "../mounts.ts";
-import type { SandboxRoot } from "../sandbox-paths.ts";
+import { AgentError } from "../http/agent-error.ts";
+import type { Faults } from "../http/faults.ts";
+import type { MountRegistry } from "../mounts/mounts.ts";
+import type { SandboxRoot } from "../system/path-confinement.ts";
 
 export interface AgentOptions {
   /**

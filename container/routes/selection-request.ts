@@ -1,6 +1,6 @@
 // The selection a backup's request carries (protocol.ts SELECTION_HEADER), compiled for the tree it names.
-import { compileSelection, requestedSelectionSpec, type CompiledSelection } from "../selection.ts";
-import { SELECTION_HEADER } from "../protocol.ts";
+import { compileSelection, requestedSelectionSpec, type CompiledSelection } from "../archive/selection.ts";
+import { SELECTION_HEADER } from "../contract/protocol.ts";
 import type { Ctx } from "./route.ts";
 
 export function requestedSelection(c: Ctx, dir: string): Promise<CompiledSelection | undefined> {

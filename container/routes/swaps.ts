@@ -4,13 +4,13 @@
 // and the restore id; where the new and old trees go is the agent's to decide (swapPlaces), so a request cannot
 // point a rename or a removal anywhere else.
 import type { z } from "zod";
-import { AgentError } from "../agent-error.ts";
-import * as P from "../protocol.ts";
+import { AgentError } from "../http/agent-error.ts";
+import * as P from "../contract/protocol.ts";
 import { remountLazy } from "./chunks.ts";
 import { layOverlay } from "./images.ts";
-import { swapJournalPath } from "../sandbox-layout.ts";
-import { swapSite } from "../swap-site.ts";
-import { commitSwap, planSwap, readJournal, rollbackSwap, swapIn } from "../tree-swap.ts";
+import { swapJournalPath } from "../contract/sandbox-layout.ts";
+import { swapSite } from "../extract/swap-site.ts";
+import { commitSwap, planSwap, readJournal, rollbackSwap, swapIn } from "../extract/tree-swap.ts";
 import type { Ctx, Routes } from "./route.ts";
 
 const siteOf = async (c: Ctx) => swapSite(c, await c.json(P.SwapBody));

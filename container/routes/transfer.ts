@@ -2,11 +2,11 @@
 // PUT/GET (to or from a file, or GET piped into the extractor), parallel multipart upload streamed from the
 // archiver or a file, parallel Range GETs (or aria2c), and hashing what a URL serves. Bytes flow between the
 // sandbox and R2 directly; only the measured result comes back as JSON.
-import { downloadAndExtract, downloadToFile, hashUrl, uploadFile } from "../presigned.ts";
-import { uploadMultipart, type MultipartSource } from "../presigned-multipart.ts";
-import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } from "../presigned-ranged.ts";
-import * as P from "../protocol.ts";
-import { extractSafely } from "../safe-extract.ts";
+import { downloadAndExtract, downloadToFile, hashUrl, uploadFile } from "../transfer/presigned.ts";
+import { uploadMultipart, type MultipartSource } from "../transfer/presigned-multipart.ts";
+import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } from "../transfer/presigned-ranged.ts";
+import * as P from "../contract/protocol.ts";
+import { extractSafely } from "../extract/safe-extract.ts";
 import { requestedVerification } from "./archive.ts";
 import { existingDir, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";

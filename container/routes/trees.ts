@@ -3,16 +3,16 @@
 // an overlay delta from its upper directory, and remove the entries a delta says are gone. Only JSON flows through
 // here; the trees stay in the sandbox.
 import { rm } from "node:fs/promises";
-import { generateDataset } from "../dataset.ts";
-import { planDelta } from "../delta.ts";
-import { takeOverlayLayer } from "../overlay-layer.ts";
-import { refuseIfMounted } from "../mount-guard.ts";
-import { removeEntriesSafely } from "../safe-remove.ts";
-import { compareManifests, takeManifest, type Manifest } from "../manifest.ts";
-import * as P from "../protocol.ts";
-import { checkTree } from "../tree-verify.ts";
+import { generateDataset } from "../system/dataset.ts";
+import { planDelta } from "../archive/delta.ts";
+import { takeOverlayLayer } from "../mounts/overlay-layer.ts";
+import { refuseIfMounted } from "../mounts/mount-guard.ts";
+import { removeEntriesSafely } from "../extract/safe-remove.ts";
+import { compareManifests, takeManifest, type Manifest } from "../manifest/manifest.ts";
+import * as P from "../contract/protocol.ts";
+import { checkTree } from "../manifest/tree-verify.ts";
 import { requestedManifest } from "./archive.ts";
-import { compileSelection } from "../selection.ts";
+import { compileSelection } from "../archive/selection.ts";
 import { ceilingOf, requestedSelection } from "./selection-request.ts";
 import { existingDir, type Routes } from "./route.ts";
 

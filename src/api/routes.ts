@@ -22,7 +22,7 @@
 //   GET    /api/snapshots/:id                one snapshot's record                } snapshot lifecycle
 //   POST   /api/doctor                       check this deployment end to end → {ok, checks: [{check, ok, detail, ifMissing}]}
 import { z } from "zod";
-import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
+import { SANDBOX_ID, SandboxPath } from "../../container/contract/protocol.ts";
 import type { BackupParams } from "../backup/backup-params.ts";
 import { checkSource } from "../backup/source-check.ts";
 import { depsFrom, type Deps } from "../deps.ts";

@@ -1,7 +1,7 @@
 // Everything that crosses the API, as zod schemas.
 import { z } from "zod";
-import { DatasetBody, SANDBOX_ID, SandboxPath, SelectionSpec } from "../../container/protocol.ts";
-import { AGENT_AREA } from "../../container/sandbox-layout.ts";
+import { DatasetBody, SANDBOX_ID, SandboxPath, SelectionSpec } from "../../container/contract/protocol.ts";
+import { AGENT_AREA } from "../../container/contract/sandbox-layout.ts";
 import { Duration, Labels, SnapshotName } from "../snapshots/snapshot-meta.ts";
 import { DEFAULT_BACKUP, findBackup, STRATEGIES } from "../strategies/registry.ts";
 
@@ -40,7 +40,7 @@ export const BackupRequest = z.object({
   labels: Labels.optional(),
   /** time to live: seconds or "3d"; the cron trigger deletes the snapshot after it (default: kept until deleted) */
   ttl: Duration.optional(),
-  /** what to leave out (container/selection.ts): glob patterns, git's ignore rules, CACHEDIR.TAG directories */
+  /** what to leave out (container/archive/selection.ts): glob patterns, git's ignore rules, CACHEDIR.TAG directories */
   excludes: SelectionSpec.shape.excludes,
   gitignore: SelectionSpec.shape.gitignore,
   excludeCaches: SelectionSpec.shape.excludeCaches,

@@ -12,7 +12,7 @@
 //   POST   /api/chunks/gc                    {graceSeconds?, dryRun?}: collect chunks no index references and
 //                                            older than the grace period (also hourly, with the default grace)
 import { z } from "zod";
-import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
+import { SANDBOX_ID, SandboxPath } from "../../container/contract/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { collectChunks } from "../chunks/chunk-gc.ts";

@@ -18,13 +18,16 @@ import { removeDependant } from "../snapshots/dependants.ts";
 import { archiveKey, chunkRecordOf, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
-import type { ImageFormat, TarFormat } from "../../container/protocol.ts";
+import type { ImageFormat, TarFormat } from "../../container/contract/protocol.ts";
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
 import { checkManifestBounds, readManifestBounded } from "./manifest-bounds.ts";
 import { storeOverlayLayer } from "./overlay-layer.ts";
-import { baseManifestSource, isSinglePass, storeSinglePassManifest } from "./single-pass.ts";
+import { baseManifestSource, storeSinglePassManifest } from "./single-pass.ts";
 import { backupAgent, checkSelection, selectionOf } from "./selection.ts";
 import { BACKUP_TRANSFERS } from "./transfer/index.ts";
+
+/** Tar archives of a tree are made in one pass; images and overlay uppers still take the manifest apart. */
+export const isSinglePass = (s: BackupStrategy) => s.format.kind === "tar" && s.delta !== "overlay-upper" && BACKUP_TRANSFERS[s.path].singlePass;
 
 const stagedArchive = (p: BackupParams, s: BackupStrategy) => sandboxPaths.staged(p.snapshotId, s.format);
 
@@ -245,7 +248,7 @@ async function removeStaging(d: Deps, p: BackupParams, s: BackupStrategy): Promi
   // Chunks a failed chunked backup uploaded stay: others may share them, and the collector removes unreferenced
   // ones once they are older than its grace period (chunk-gc.ts).
   for (const file of [stagedArchive(p, s), sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId)]) {
-    // An agent that cannot be reached now leaves them to its own sweeper (container/sweep.ts): they are bounded.
+    // An agent that cannot be reached now leaves them to its own sweeper (container/system/sweep.ts): they are bounded.
     await agent.deleteFile(file).catch((e) => console.warn(`staging file ${file} of ${p.snapshotId} not removed: ${e instanceof Error ? e.message : String(e)}`));
   }
 }

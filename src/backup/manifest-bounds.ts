@@ -2,7 +2,7 @@
 // memory to check the tree): a tree of 2.5 M entries made a 561 MB manifest that was recorded good and grew the
 // restoring agent to 1.8 GB (issue 21). So a manifest is measured before it is stored, by what the Worker itself
 // sees (the bytes it moves to the store, the entries it parses or is told), and refused over the deployment's
-// bounds (config.ts MAX_MANIFEST_BYTES, MAX_MANIFEST_ENTRIES; container/manifest-limits.ts has the defaults).
+// bounds (config.ts MAX_MANIFEST_BYTES, MAX_MANIFEST_ENTRIES; container/contract/manifest-limits.ts has the defaults).
 import type { Config } from "../config.ts";
 import { SnapflowError } from "../errors.ts";
 import type { BackupParams } from "./backup-params.ts";

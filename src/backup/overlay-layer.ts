@@ -1,6 +1,6 @@
 // The archive phase of an overlay delta (a fork of a squashfs snapshot, opened with overlay-restore or
 // lazy-overlay-restore). The overlay's upper directory is what changed, so the agent reads only it
-// (container/overlay-layer.ts) for a layer manifest — the upper's entries, its whiteouts and opaque
+// (container/mounts/overlay-layer.ts) for a layer manifest — the upper's entries, its whiteouts and opaque
 // directories, the tree's totals — that a restore applies to the base's manifest. Neither the base manifest nor
 // the base image is read, and the manifest goes from the sandbox to the store over a create-only presigned PUT bound
 // to its SHA-256 (the store refuses other bytes); the record keeps that hash, and a restore checks it on arrival.

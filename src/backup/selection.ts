@@ -1,8 +1,8 @@
 // A backup's selection (what it leaves out: excludes, gitignore, excludeCaches) as the API took it, and the agent
 // client that carries it: every request of the archive and transfer phases names it, so each walk of the tree —
 // tar's list, an image's exclusions, a delta's comparison, a manifest — leaves out the same entries
-// (container/selection.ts has the rules).
-import type { SelectionSpec } from "../../container/protocol.ts";
+// (container/archive/selection.ts has the rules).
+import type { SelectionSpec } from "../../container/contract/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import type { BackupParams } from "./backup-params.ts";

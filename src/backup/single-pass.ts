@@ -1,5 +1,5 @@
 // A backup that reads the source once: the agent walks the tree (metadata only), tar archives what the walk names,
-// and the agent makes the manifest from the tar stream on its way to the compressor (container/archive.ts). The
+// and the agent makes the manifest from the tar stream on its way to the compressor (container/archive/archive.ts). The
 // manifest and the result land in staging files; the Worker moves the manifest to the store once the archive is
 // complete. A delta hands the agent its base manifest (a presigned GET): unchanged files keep the base's hashes
 // and are not read, changes are found by metadata as restic and git's index do.
@@ -11,11 +11,8 @@ import { deletedKey, manifestKey } from "../snapshots/records.ts";
 import type { BackupStrategy } from "../strategies/registry.ts";
 import type { ArchiveResult, BackupParams } from "./backup-params.ts";
 import { checkManifestBounds } from "./manifest-bounds.ts";
-import { BACKUP_TRANSFERS } from "./transfer/index.ts";
 
 
-/** Tar archives of a tree are made in one pass; images and overlay uppers still take the manifest apart. */
-export const isSinglePass = (s: BackupStrategy) => s.format.kind === "tar" && s.delta !== "overlay-upper" && BACKUP_TRANSFERS[s.path].singlePass;
 
 /** Where the agent reads a delta's base manifest from: the store, over a presigned GET. */
 export async function baseManifestSource(d: Deps, p: BackupParams): Promise<{ url: string } | undefined> {

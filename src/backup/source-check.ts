@@ -11,7 +11,7 @@
 // when they are not running (sdk-transport.ts), within the short call deadline (AGENT_CALL_SECONDS). That start is
 // not wasted: the Workflow's first step asks the same agent moments later. An agent that cannot be reached answers
 // 502 agent_error at the request, which a retry of the request can cure.
-import { configuredRoots } from "../../container/sandbox-roots.ts";
+import { configuredRoots } from "../../container/contract/sandbox-roots.ts";
 import { SnapflowError } from "../errors.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 

@@ -16,12 +16,13 @@
 // the remaining window — a backup that found a chunk present after the recheck listed the indexes, while the sweep
 // deletes it — is closed by the backup's verify step, which HEADs every chunk again before the record is written
 // (a chunk gone then fails the step, and its retry uploads it again).
-import { ChunkIndex } from "../../container/protocol.ts";
+import { ChunkIndex } from "../../container/contract/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { listAll } from "../store/list-all.ts";
 import type { ListedObject, ObjectStore } from "../store/object-store.ts";
 import { mapBounded } from "./bounded.ts";
 import { CHUNK_PREFIX, digestOfKey } from "./chunk-keys.ts";
+import { SnapflowError } from "../errors.ts";
 
 /** A day: far longer than any backup (its steps time out in at most an hour each) and short enough to reclaim space daily. */
 export const DEFAULT_GRACE_SECONDS = 24 * 3600;
@@ -65,7 +66,7 @@ export async function digestsOf(store: ObjectStore, key: string): Promise<string
   if (!o) return [];
   const parsed = ChunkIndex.safeParse(await new Response(o.body).json().catch(() => null));
   // An index that does not parse cannot say what it needs: refuse to sweep rather than guess.
-  if (!parsed.success) throw new Error(`chunk index ${key} does not parse; the collector will not sweep while it cannot read every index`);
+  if (!parsed.success) throw new SnapflowError("snapshot_unusable", `chunk index ${key} does not parse; the collector will not sweep while it cannot read every index`);
   return parsed.data.chunks.map((c) => c.sha256);
 }
 

@@ -1,8 +1,8 @@
-// A chunked snapshot's index (container/protocol.ts ChunkIndex: the ordered chunks of the image with offsets and
+// A chunked snapshot's index (container/contract/protocol.ts ChunkIndex: the ordered chunks of the image with offsets and
 // sizes, and the image's SHA-256) as the Worker stores and reads it. The stored bytes are this module's
 // serialisation, and their SHA-256 is the snapshot record's archive.sha256: the index is checked like an archive
 // wherever it travels, and the index in turn names the hash of every chunk.
-import { ChunkIndex } from "../../container/protocol.ts";
+import { ChunkIndex } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { toHex } from "../store/hash-stream.ts";
 import type { ObjectStore } from "../store/object-store.ts";

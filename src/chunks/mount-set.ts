@@ -1,6 +1,6 @@
 // Which chunks of a chunked squashfs image a lazy mount needs before its tree answers: the backup lists them in the
 // snapshot record (ChunkRecord.mountFirst), and a restore signs their URLs first, the rest once the tree is usable.
-import type { ChunkIndex } from "../../container/protocol.ts";
+import type { ChunkIndex } from "../../container/contract/protocol.ts";
 import { distinctChunks } from "./chunk-index.ts";
 
 /** A record lists at most this many (an image whose tables are larger is found through its index at restore). */

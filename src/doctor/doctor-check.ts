@@ -1,7 +1,7 @@
 // One line of the doctor's checklist, and how a check is run: a function that says ok or not (and why), timed, whose
 // throw is a failure naming the error, never the doctor's own failure. Every check says what snapflow does when the
 // deployment lacks the behaviour (`ifMissing`), so a red line is also the consequence, not only the symptom.
-import { redactUrls } from "../../container/redact-url.ts";
+import { redactUrls } from "../../container/contract/redact-url.ts";
 
 export interface DoctorCheck {
   /** a stable name (the *_CHECKS constants): tests and scripts target it */

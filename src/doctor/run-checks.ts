@@ -2,7 +2,7 @@
 // leases, as the API starts them), each verified by its own verify step and timed; then everything the runs wrote
 // is removed: the snapshot (deleteSnapshot), the restore record, their KV progress. The SDK's own preset runs where
 // there is an SDK container, and says why not elsewhere.
-import type { ProbeResult } from "../../container/protocol.ts";
+import type { ProbeResult } from "../../container/contract/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { newId } from "../ids.ts";
 import { KV_KEYS } from "../kv-keys.ts";

@@ -1,7 +1,7 @@
 // The sandbox: it starts and its agent answers, the agent is this Worker's release, and it has the tools (at the
 // versions whose flags snapflow passes) and the kernel capabilities the presets need. A lack is named with the
 // presets it takes away: those are refused at their probe step (strategy_unavailable), never half-run.
-import { SNAPFLOW_RELEASE, type ProbeResult } from "../../container/protocol.ts";
+import { SNAPFLOW_RELEASE, type ProbeResult } from "../../container/contract/protocol.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 import { STRATEGIES, TOOL_MINIMUMS, versionAtLeast, type Capability } from "../strategies/registry.ts";
 import { runCheck, type DoctorCheck } from "./doctor-check.ts";

@@ -1,7 +1,7 @@
 // The Worker itself: its configuration and secrets (readConfig refused the request already if either were weak or
 // missing: these lines say so for a doctor that did run), and each binding answering a round trip or, where a
 // call would start work (Workflows, Queues), being there.
-import { weakSecretReason } from "../../container/secret-strength.ts";
+import { weakSecretReason } from "../../container/contract/secret-strength.ts";
 import type { Deps } from "../deps.ts";
 import { runCheck, type DoctorCheck } from "./doctor-check.ts";
 

@@ -1,7 +1,7 @@
 // A benchmark matrix: datasets × backup presets × restore presets × runs. Restores are paired only with backups
 // whose snapshots they can read; a cell is one such (dataset, backup, restore) triple.
 import { z } from "zod";
-import { DatasetBody } from "../../container/protocol.ts";
+import { DatasetBody } from "../../container/contract/protocol.ts";
 import { findBackup, findRestore, restoresFor } from "../strategies/registry.ts";
 
 export const DatasetSpec = DatasetBody.omit({ path: true, replace: true }).extend({ name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,40}$/, "a dataset name is 1–41 of a-z, 0-9 and '-'") });

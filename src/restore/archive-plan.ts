@@ -1,7 +1,7 @@
 // The archive plan: a tar archive or an image (and, for changed-files deltas, the chain of layers back to a full
 // snapshot) brought by the strategy's transfer path — piped into the extractor, or to a staging file that its
 // materialization then extracts or mounts.
-import type { ArchiveFormat } from "../../container/protocol.ts";
+import type { ArchiveFormat } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { AgentCallError } from "../sandbox/agent-client.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";

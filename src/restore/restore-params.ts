@@ -36,7 +36,7 @@ export interface RestoreProbeResult extends StepResult {
   layers: Layer[];
   /**
    * where the new tree is built (beside the target, same filesystem) and where the old one is kept until the restore
-   * is recorded (container/tree-swap.ts): the target itself is not touched before verify swaps the new tree in
+   * is recorded (container/extract/tree-swap.ts): the target itself is not touched before verify swaps the new tree in
    */
   swap: { staged: string; old: string };
   /** why verify hashes every file where no stream check did (content-check.ts), or absent when the image's SHA-256 suffices */

@@ -15,7 +15,7 @@
 //   record      → restore record in the store; then the old tree is removed (commit)
 //
 // Until the swap, the target is untouched; until record, the old tree can be put back. A failure runs
-// cleanupRestore, which puts the target back exactly as it was (container/tree-swap.ts).
+// cleanupRestore, which puts the target back exactly as it was (container/extract/tree-swap.ts).
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";
@@ -27,7 +27,7 @@ import type { RestoreStrategy } from "../strategies/registry.ts";
 import { contentCheckReason, recordContentChecked } from "./content-check.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
-import { planOf } from "./restore-plan.ts";
+import { planOf } from "./plans.ts";
 import { checkRestoreSpace } from "./space-check.ts";
 
 const contextOf = (d: Deps, p: RestoreParams, s: RestoreStrategy): RestoreContext => ({ d, p, s, agent: new AgentClient(d.transport, p.sandboxId) });

@@ -84,7 +84,7 @@ export async function cancelRun(env: Env, d: Deps, id: string): Promise<CancelAn
   const stoppedAt = (kind === "backup" ? BACKUP_PHASES : RESTORE_PHASES).find((p) => !base.steps[p]) ?? "its end";
   // A restore stopped inside its probe may hold its snapshot's restore lease (restore-leases.ts) without a probe
   // result for its cleanup to go by: the lease goes here (a swap journal it planned is rolled back by the agent's
-  // sweeper, container/sweep.ts).
+  // sweeper, container/system/sweep.ts).
   if (kind === "restore" && !base.steps.probe && base.snapshotId) await releaseLease(d.store, base.snapshotId, id);
   if (recorded) {
     await reportProgress(d.kv, { ...base, status: "complete" });

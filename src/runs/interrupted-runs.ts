@@ -35,6 +35,7 @@ import { noteInterruption, readInterruptions, type Interruption } from "./interr
 import { resumeInterruptedCells } from "./interrupted-cells.ts";
 import { instanceOf } from "./run-liveness.ts";
 import { pauseThenResume, StillPausing, terminateQuietly } from "./workflow-controls.ts";
+import { SnapflowError } from "../errors.ts";
 
 /** Longer than any step may take with all its retries (the transfer: 4 attempts of 60 min, plus delays). */
 export const RUN_STALL_MS = 5 * 3600_000;
@@ -192,11 +193,11 @@ export async function cleanupFor(d: Deps, lease: TargetLease, progress: RunProgr
   }
   if (lease.kind === "backup") {
     const s = findBackup(p.strategy);
-    if (!s) throw new Error(`backup ${lease.runId}: unknown strategy ${p.strategy}`);
+    if (!s) throw new SnapflowError("bad_request", `backup ${lease.runId}: unknown strategy ${p.strategy}`, { field: "strategy" });
     return (await cleanupBackup(d, p as unknown as BackupParams, s)).recorded;
   }
   const s = findRestore(p.strategy);
-  if (!s) throw new Error(`restore ${lease.runId}: unknown strategy ${p.strategy}`);
+  if (!s) throw new SnapflowError("bad_request", `restore ${lease.runId}: unknown strategy ${p.strategy}`, { field: "strategy" });
   // Before its probe a restore has touched nothing: there is nothing to put back.
   const probed = progress?.steps.probe as RestoreProbeResult | undefined;
   if (!probed) return false;

@@ -2,29 +2,40 @@
 // AgentCallError, which keeps the HTTP status so callers can tell a permanent 4xx from a retryable 5xx. Every call
 // has a deadline fitted to it (agent-deadlines.ts: short, streamed or long); one that is hit is AgentCallError
 // `agent_timeout` (504, transient), and a connection that fails is `agent_unreachable` (502, transient), both
-// naming the call and the sandbox. Every answer is parsed against its schema (container/agent-answers.ts) before
+// naming the call and the sandbox. Every answer is parsed against its schema (container/contract/agent-answers.ts) before
 // the caller sees it: the agent runs in a sandbox whose code nobody reviewed.
 import { z } from "zod";
-import * as A from "../../container/agent-answers.ts";
-import type { Manifest } from "../../container/protocol.ts";
-import type * as P from "../../container/protocol.ts";
-import { SELECTION_HEADER, UploadMultipartResult } from "../../container/protocol.ts";
+import * as A from "../../container/contract/agent-answers.ts";
+import { AGENT_ERROR_STATUS, type AgentErrorCode } from "../../container/contract/agent-error-codes.ts";
+import type { Manifest } from "../../container/contract/protocol.ts";
+import type * as P from "../../container/contract/protocol.ts";
+import { SELECTION_HEADER, UploadMultipartResult } from "../../container/contract/protocol.ts";
 import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
 import { fetchWithDeadline } from "./deadline-fetch.ts";
 import type { SandboxTransport } from "./transport.ts";
 
+/**
+ * What a call to the agent failed with: one of the agent's own codes (container/contract/agent-error-codes.ts), or
+ * one the Worker's side of the call gives: `agent_timeout` (a deadline hit, 504), `agent_unreachable` (the
+ * connection failed, 502), `bad_answer` (an answer that did not parse against its schema, permanent), `http_error`
+ * (something other than the agent answered, e.g. the container platform).
+ */
+export type AgentCallCode = AgentErrorCode | "agent_timeout" | "agent_unreachable" | "bad_answer" | "http_error";
+
+const AGENT_CODES = new Set<string>(Object.keys(AGENT_ERROR_STATUS));
+
 export class AgentCallError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: AgentCallCode;
   readonly field: string | undefined;
-  constructor(what: string, status: number, code: string, message: string, field?: string) {
+  constructor(what: string, status: number, code: AgentCallCode, message: string, field?: string) {
     super(`${what}: ${message}`);
     this.status = status;
     this.code = code;
     this.field = field;
   }
   get permanent(): boolean {
-    // 507: the sandbox's disk is full (container/agent-error.ts no_space); retrying the same write fills it again.
+    // 507: the sandbox's disk is full (container/http/agent-error.ts no_space); retrying the same write fills it again.
     // bad_answer: the answer did not parse against its schema; an agent that lies once is not asked again.
     return (this.status >= 400 && this.status < 500) || this.status === 507 || this.code === "bad_answer";
   }
@@ -38,7 +49,7 @@ export interface VerifyResult {
   ms: number;
 }
 
-/** What the agent reports of a single-pass archive (container/archive.ts): archive and manifest from one read. */
+/** What the agent reports of a single-pass archive (container/archive/archive.ts): archive and manifest from one read. */
 export interface SinglePassResult {
   bytes: number;
   sha256: string;
@@ -109,12 +120,13 @@ export class AgentClient {
     } catch {
       // not our agent's JSON (a proxy or the container platform answered)
     }
-    throw new AgentCallError(what, r.status, body.error?.code ?? "http_error", body.error?.message ?? (text.slice(0, 500) || `HTTP ${r.status}`), body.error?.field);
+    const code = body.error?.code !== undefined && AGENT_CODES.has(body.error.code) ? (body.error.code as AgentErrorCode) : "http_error";
+    throw new AgentCallError(what, r.status, code, body.error?.message ?? (text.slice(0, 500) || `HTTP ${r.status}`), body.error?.field);
   }
 
   /**
    * A JSON call: the whole answer under the call's deadline (long unless said otherwise), parsed against `schema`
-   * (container/agent-answers.ts) before anyone acts on it. An answer that does not parse is AgentCallError
+   * (container/contract/agent-answers.ts) before anyone acts on it. An answer that does not parse is AgentCallError
    * `bad_answer` naming the field: the agent is not ours, or not telling the truth.
    */
   async json<S extends z.ZodType>(schema: S, what: string, path: string, body?: unknown, method = "POST", kind: CallKind = { long: {} }): Promise<z.output<S>> {
@@ -187,7 +199,7 @@ export class AgentClient {
     const r = await this.call("plan delta", "/v1/delta", { method: "POST", body, headers: { "content-type": "application/json" } });
     return this.parsed(A.DeltaAnswer, "plan delta", await r.json());
   }
-  /** An overlay delta's list and layer manifest, from the overlay's upper directory (container/overlay-layer.ts). */
+  /** An overlay delta's list and layer manifest, from the overlay's upper directory (container/mounts/overlay-layer.ts). */
   overlayLayer(body: z.input<typeof P.OverlayLayerBody>) {
     return this.json(A.OverlayLayerAnswer, "overlay layer", "/v1/overlay-layer", body);
   }
@@ -261,7 +273,7 @@ export class AgentClient {
   lazyWait(body: z.input<typeof P.LazyWaitBody>) {
     return this.json(A.LazyStatusAnswer.extend({ waitedMs: z.number(), running: z.boolean() }), "wait for lazy mount", "/v1/lazy/wait", body, "POST", { long: { extraMs: body.timeoutMs ?? 0 } });
   }
-  /** A restore's swap (container/tree-swap.ts): plan, swap in, commit, roll back, or read its journal. */
+  /** A restore's swap (container/extract/tree-swap.ts): plan, swap in, commit, roll back, or read its journal. */
   planSwap(target: string, id: string) {
     return this.json(A.SwapJournalAnswer, "plan the swap", "/v1/swap/plan", { target, id }, "POST", "short");
   }

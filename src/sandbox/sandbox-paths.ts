@@ -1,8 +1,8 @@
 // Where the Worker asks the agent to put things inside a sandbox: snapflow's own areas under /snapflow, never the
-// user's tree. The layout itself is container/sandbox-layout.ts, shared with the agent; this adds the Worker's
+// user's tree. The layout itself is container/contract/sandbox-layout.ts, shared with the agent; this adds the Worker's
 // naming (by snapshot or restore id and archive format).
-import { extensionOf, type ArchiveFormat } from "../../container/protocol.ts";
-import { datasetMarkerPath, deltaListPath, imagePath, lazyWorkPath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/sandbox-layout.ts";
+import { extensionOf, type ArchiveFormat } from "../../container/contract/protocol.ts";
+import { datasetMarkerPath, deltaListPath, imagePath, lazyWorkPath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/contract/sandbox-layout.ts";
 
 export const sandboxPaths = {
   /** an archive staged before upload, or downloaded before extraction */

@@ -1,6 +1,6 @@
 // Production: sandboxes are Cloudflare Sandbox containers (@cloudflare/sandbox). The image's entrypoint is the
 // SDK's control server (port 3000); the agent is started from here with startProcess so that it receives the
-// sandbox's own token (HMAC of AGENT_SECRET and the sandbox id: container/agent-token.ts; the secret never enters a
+// sandbox's own token (HMAC of AGENT_SECRET and the sandbox id: container/contract/agent-token.ts; the secret never enters a
 // sandbox), and reached with containerFetch on AGENT_PORT.
 //
 // A dead agent is started again: when containerFetch says nothing answers on the port (it throws, or answers a
@@ -13,11 +13,12 @@
 // after an agent crash, which need a real container (Docker, a Cloudflare account); the texts matched are those in
 // @cloudflare/containers' and @cloudflare/sandbox's sources as installed.
 import { getSandbox, streamFile, type Sandbox } from "@cloudflare/sandbox";
-import { agentTokenFor } from "../../container/agent-token.ts";
-import { SANDBOX_HEADER } from "../../container/protocol.ts";
-import { configuredRoots } from "../../container/sandbox-roots.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
+import { SANDBOX_HEADER } from "../../container/contract/protocol.ts";
+import { configuredRoots } from "../../container/contract/sandbox-roots.ts";
 import type { AgentDeadlines } from "./agent-deadlines.ts";
 import type { SandboxTransport } from "./transport.ts";
+import { SnapflowError } from "../errors.ts";
 
 const AGENT_PROCESS = "snapflow-agent";
 
@@ -45,7 +46,7 @@ async function waitHealthy(sandbox: ReturnType<typeof getSandbox>, port: number,
     const r = await sandbox.containerFetch(new Request("http://agent/v1/health", { headers: { authorization: `Bearer ${token}`, [SANDBOX_HEADER]: sandboxId } }), port).catch(() => null);
     await r?.body?.cancel();
     if (r?.status === 200) return;
-    if (Date.now() > deadline) throw new Error(`the agent in sandbox ${sandboxId} did not become healthy on port ${port} (last answer: ${r?.status ?? "none"})`);
+    if (Date.now() > deadline) throw new SnapflowError("agent_error", `the agent in sandbox ${sandboxId} did not become healthy on port ${port} (last answer: ${r?.status ?? "none"})`);
     await new Promise((ok) => setTimeout(ok, 250));
   }
 }

@@ -4,7 +4,7 @@
 // `limit` matches, and its cursor says where the next page resumes: the KV cursor of the page being read and how
 // many of its keys were already looked at (a KV cursor alone could only resume at a KV page's start).
 import { z } from "zod";
-import { SANDBOX_ID, SandboxPath } from "../../container/protocol.ts";
+import { SANDBOX_ID, SandboxPath } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { KV_KEYS } from "../kv-keys.ts";
 import type { SnapshotSummary } from "./records.ts";

@@ -1,7 +1,7 @@
 // Where the agent reads a snapshot's manifest from: the store, over a presigned GET (the Worker stays out of the
 // byte path), with the SHA-256 the record keeps for it (the agent checks the bytes on arrival), and, for a layer
 // manifest (an overlay delta's), its base's manifest beside it: the agent applies the one to the other.
-import type { ManifestSource } from "../../container/protocol.ts";
+import type { ManifestSource } from "../../container/contract/protocol.ts";
 import type { Presigner } from "../store/presigner.ts";
 import { manifestKey, type SnapshotRecord } from "./records.ts";
 

@@ -11,7 +11,7 @@
 // record is written by the record step after verify passed; a failed run deletes what it wrote, so nothing
 // half-made is ever listed. KV's entry is a cache for listing (its metadata carries the summary that filters
 // read); delete-snapshot.ts and retention keep the two in agreement.
-import { extensionOf, type ArchiveFormat, type SelectionSpec } from "../../container/protocol.ts";
+import type { ArchiveFormat, SelectionSpec } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { KV_KEYS } from "../kv-keys.ts";
 import { writeAfterKvWindow } from "../kv-write-retry.ts";
@@ -19,12 +19,8 @@ import type { ObjectStore } from "../store/object-store.ts";
 import { addDependant } from "./dependants.ts";
 import type { Labels } from "./snapshot-meta.ts";
 
-export const archiveKey = (id: string, format: ArchiveFormat) => `snapshots/${id}/archive.${extensionOf(format)}`;
-export const manifestKey = (id: string) => `snapshots/${id}/manifest.json`;
-export const snapshotRecordKey = (id: string) => `snapshots/${id}/snapshot.json`;
-/** a delta's deleted paths (relative to the tree), removed before its archive is extracted */
-export const deletedKey = (id: string) => `snapshots/${id}/deleted.json`;
-export const restoreRecordKey = (id: string) => `restores/${id}.json`;
+import { snapshotRecordKey } from "./snapshot-keys.ts";
+export { archiveKey, deletedKey, manifestKey, restoreRecordKey, snapshotRecordKey } from "./snapshot-keys.ts";
 
 import type { StepResult } from "../phases/step-result.ts";
 export type { StepResult };

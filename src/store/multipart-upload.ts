@@ -10,7 +10,7 @@
 //
 // R2's rules, enforced here because no local S3 server does: every part but the last has the same size,
 // parts are at least 5 MiB (a single-part upload may be smaller), at most 10,000 parts.
-import { R2_MULTIPART } from "../../container/r2-limits.ts";
+import { R2_MULTIPART } from "../../container/contract/r2-limits.ts";
 import { SnapflowError } from "../errors.ts";
 import type { MultipartUpload, ObjectInfo, ObjectStore, PutOptions, UploadedPart } from "./object-store.ts";
 

@@ -3,7 +3,7 @@
 // are off: a streamed body cannot be replayed, and Workflow steps already retry the whole operation.
 import { AwsClient } from "aws4fetch";
 import { XMLParser } from "fast-xml-parser";
-import { describeS3Error } from "../../container/s3-error.ts";
+import { describeS3Error } from "../../container/contract/s3-error.ts";
 import { StoreError, withLength, type MultipartUpload, type ObjectInfo, type ObjectStore, type UploadedPart } from "./object-store.ts";
 
 export interface S3Settings {

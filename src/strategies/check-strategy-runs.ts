@@ -1,6 +1,6 @@
 // The probe's verdict on a strategy: a sandbox without a tool or capability the strategy needs fails at once, naming
 // what is missing (a retry cannot install it).
-import type { ProbeResult } from "../../container/protocol.ts";
+import type { ProbeResult } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { unavailableReason, type Strategy } from "./registry.ts";
 

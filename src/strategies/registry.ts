@@ -1,7 +1,7 @@
 // The strategy registry: every way snapflow can move a workspace, as data. A strategy is
 // format × path × materialization plus the tools it needs; the seeds' strategy names are presets of it, so
 // our result tables line up with theirs row by row. Adding a preset is adding an entry here.
-import type { ArchiveFormat, ErofsFormat, ImageFormat, ProbeResult, SquashfsFormat, TarFormat, ToolName } from "../../container/protocol.ts";
+import type { ArchiveFormat, ErofsFormat, ImageFormat, ProbeResult, SquashfsFormat, TarFormat, ToolName } from "../../container/contract/protocol.ts";
 
 /** How archive bytes travel from the sandbox to the store. */
 export type BackupPath =
@@ -134,7 +134,7 @@ interface RestorePreset {
 
 /**
  * Every extraction merges its staging directory into the target, and a delta's deletions are removed, by
- * snapflow-lazy's descriptor walk (container/safe-merge.ts, safe-remove.ts): an extracting restore needs it.
+ * snapflow-lazy's descriptor walk (container/extract/safe-merge.ts, safe-remove.ts): an extracting restore needs it.
  */
 const MERGE: ToolName = "snapflow-lazy";
 
@@ -317,7 +317,7 @@ export function restoresForSnapshot(snapshot: { format: ArchiveFormat; delta?: {
 export type Capability = "fuse" | "cap_sys_admin" | "fs:squashfs" | "fs:erofs" | "fs:overlay" | "sdk";
 
 /**
- * The oldest version of a tool whose flags snapflow passes (container/image-argv.ts): erofs-utils 1.5 brought
+ * The oldest version of a tool whose flags snapflow passes (container/images/image-argv.ts): erofs-utils 1.5 brought
  * fsck.erofs --extract and mkfs.erofs --preserve-mtime (its changelog). Ubuntu 22.04, the SDK's base image, ships
  * 1.4: there the erofs presets are unavailable, named as such, rather than failing mid-run on an unknown option.
  */

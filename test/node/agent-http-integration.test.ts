@@ -1,4 +1,4 @@
-// The real agent (container/server.ts) in host mode, in-process on 127.0.0.1:0 with fault injection on, driven
+// The real agent (container/http/server.ts) in host mode, in-process on 127.0.0.1:0 with fault injection on, driven
 // over HTTP with fetch: authentication, the sandbox header, path confinement (syntax and a real symlink to /etc),
 // a streamed archive → extract round trip of the tricky dataset for every compression checked with /v1/verify,
 // tar's own message for a corrupt archive (tool_failed), an unclassified exception (internal_error), an armed
@@ -11,10 +11,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Compression } from "../../container/protocol.ts";
-import { agentTokenFor } from "../../container/agent-token.ts";
-import { createAgentServer } from "../../container/server.ts";
-import { startAgent } from "../../scripts/lib/stack.ts";
+import type { Compression } from "../../container/contract/protocol.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
+import { createAgentServer } from "../../container/http/server.ts";
+import { startAgent } from "../../scripts/stack/stack.ts";
 
 const SECRET = randomBytes(32).toString("hex");
 /** No store runs here: the origin only has to be one the tests' URLs are not on. */

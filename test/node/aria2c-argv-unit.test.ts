@@ -2,7 +2,7 @@
 // sandbox through /proc/<pid>/cmdline). The real tool reading that input is presigned-transfer-integration's
 // aria2c test, which also watches /proc while it runs.
 import { describe, expect, it } from "vitest";
-import { aria2cArgv, aria2cInput } from "../../container/aria2c-argv.ts";
+import { aria2cArgv, aria2cInput } from "../../container/transfer/aria2c-argv.ts";
 
 const signed = "http://127.0.0.1:8333/bucket/snapshots/bk-1/archive.tar.zst?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=deadbeef";
 

@@ -7,8 +7,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { mergeInto } from "../../container/safe-merge.ts";
-import { removeEntriesSafely } from "../../container/safe-remove.ts";
+import { mergeInto } from "../../container/extract/safe-merge.ts";
+import { removeEntriesSafely } from "../../container/extract/safe-remove.ts";
 
 const FILES = 400;
 const ROUNDS = 15;

@@ -2,8 +2,8 @@
 // it), with no stack to talk to — usage errors are decided first and exit 2 whether or not an API is reachable.
 import { spawnSync } from "node:child_process";
 import { expect, it } from "vitest";
-import { COMMAND_NAMES } from "../../scripts/lib/cli-commands.ts";
-import { closest } from "../../scripts/lib/did-you-mean.ts";
+import { COMMAND_NAMES } from "../../scripts/cli/cli-commands.ts";
+import { closest } from "../../scripts/cli/did-you-mean.ts";
 
 const CLI = new URL("../../scripts/cli.ts", import.meta.url).pathname;
 

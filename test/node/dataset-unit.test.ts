@@ -1,4 +1,4 @@
-// Deterministic datasets (container/dataset.ts), generated for real into temporary directories and compared by
+// Deterministic datasets (container/system/dataset.ts), generated for real into temporary directories and compared by
 // manifest: the same seed gives the same tree (names, bytes, modes and mtimes, directories included, even when
 // generated in a later second), another seed another tree; the node-modules kind meets its file count and byte
 // target; the tricky kind holds a really sparse file and the cases it promises.
@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateDataset, prng } from "../../container/dataset.ts";
-import { compareManifests, takeManifest } from "../../container/manifest.ts";
+import { generateDataset, prng } from "../../container/system/dataset.ts";
+import { compareManifests, takeManifest } from "../../container/manifest/manifest.ts";
 
 const spec = { kind: "node-modules", seed: 11, files: 300, bytes: 3_000_000 } as const;
 

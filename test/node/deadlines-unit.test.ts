@@ -1,8 +1,8 @@
 // The numbers behind the Worker's deadlines on the agent (src/sandbox/agent-deadlines.ts), the presigned part URLs'
 // fitted expiries (src/backup/transfer/presigned-multipart.ts) and the agent's reading of an expired URL
-// (container/presigned-http.ts): pure functions, checked against the cases that matter.
+// (container/transfer/presigned-http.ts): pure functions, checked against the cases that matter.
 import { describe, expect, it } from "vitest";
-import { expiredUrlError } from "../../container/presigned-http.ts";
+import { expiredUrlError } from "../../container/transfer/presigned-http.ts";
 import { partUrlExpirySeconds } from "../../src/backup/transfer/presigned-multipart.ts";
 import { AGENT_DEADLINE_DEFAULTS, agentDeadlinesFrom, AgentDeadlineVars, deadlineFor, DEFAULT_AGENT_DEADLINES } from "../../src/sandbox/agent-deadlines.ts";
 

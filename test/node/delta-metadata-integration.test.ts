@@ -1,4 +1,4 @@
-// Incrementals by metadata (container/delta.ts through archiveWithManifest with a base): each kind of change is
+// Incrementals by metadata (container/archive/delta.ts through archiveWithManifest with a base): each kind of change is
 // found and archived, unchanged files are not read (suspects counts every file the planner hashed), the delta's
 // manifest equals a walk-and-hash of the tree, and base + deletions + delta extract to exactly that tree.
 import { execFileSync } from "node:child_process";
@@ -6,10 +6,10 @@ import { chmodSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import { archiveWithManifestToFile, type SinglePassResult } from "../../container/archive.ts";
-import { removeEntries } from "../../container/delta.ts";
-import { compareManifests, takeManifest } from "../../container/manifest.ts";
-import { ManifestSchema, type Manifest } from "../../container/protocol.ts";
+import { archiveWithManifestToFile, type SinglePassResult } from "../../container/archive/archive.ts";
+import { removeEntries } from "../../container/archive/delta.ts";
+import { compareManifests, takeManifest } from "../../container/manifest/manifest.ts";
+import { ManifestSchema, type Manifest } from "../../container/contract/protocol.ts";
 
 const zstd = { kind: "tar", compression: "zstd" } as const;
 const work = mkdtempSync(join(tmpdir(), "snapflow-delta-"));

@@ -1,12 +1,12 @@
 // The production image (Dockerfile) agrees with the code around it: the base image tag is the installed
-// @cloudflare/sandbox version, every tool the agent's probe knows (TOOLS in container/protocol.ts) is installed,
+// @cloudflare/sandbox version, every tool the agent's probe knows (TOOLS in container/contract/protocol.ts) is installed,
 // the agent lands where src/sandbox/sdk-transport.ts starts it, it is bundled as the tests' Bun run bundles it, and
 // the agent's port from wrangler.jsonc is exposed.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { TOOLS } from "../../container/protocol.ts";
-import { BUN_BUILD_FLAGS } from "../../scripts/lib/agent-runtime.ts";
+import { TOOLS } from "../../container/contract/protocol.ts";
+import { BUN_BUILD_FLAGS } from "../../scripts/stack/agent-runtime.ts";
 
 const repo = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const read = (path: string) => readFileSync(repo(path), "utf8");
@@ -94,7 +94,7 @@ describe("Dockerfile", () => {
     expect(copy!.args).toMatch(/--from=agent-build\b/);
   });
 
-  it("builds the agent exactly as npm run test:bun does (scripts/lib/agent-runtime.ts BUN_BUILD_FLAGS)", () => {
+  it("builds the agent exactly as npm run test:bun does (scripts/stack/agent-runtime.ts BUN_BUILD_FLAGS)", () => {
     const build = dockerfile.find((i) => i.op === "RUN" && i.args.includes("bun build"))!;
     const words = build.args.split(/\s+/);
     const flags = words.slice(words.indexOf("build") + 1).filter((w) => w.startsWith("--") && !w.startsWith("--outfile="));

@@ -12,10 +12,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { agentTokenFor } from "../../container/agent-token.ts";
-import { parseMountinfo } from "../../container/mounts.ts";
-import { hasCapSysAdmin } from "../../container/probe.ts";
-import { createAgentServer } from "../../container/server.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
+import { parseMountinfo } from "../../container/mounts/mounts.ts";
+import { hasCapSysAdmin } from "../../container/system/probe.ts";
+import { createAgentServer } from "../../container/http/server.ts";
 import { compress, deltaThroughBaseSymlink, hostileDeletions, imageCases, imageToolMissing, TAR_ATTACKS, tarCases, tarOf, type Compression, type CorpusOptions, type ImageKind } from "../fixtures/hostile-corpus.ts";
 
 const SECRET = randomBytes(32).toString("hex");

@@ -1,5 +1,5 @@
 // The pure parts of images and mounts: mksquashfs / mkfs.erofs / extractor / mount argv for every format
-// (container/image-argv.ts), with each compressor's level flag and the level ranges refused by field; then every
+// (container/images/image-argv.ts), with each compressor's level flag and the level ranges refused by field; then every
 // builder line is run for real on a tiny tree to check the installed tools accept it. Also the mountinfo parser
 // (escaped paths) and the unmount order (overlays before their lowers, inner mounts before outer ones).
 import { spawnSync } from "node:child_process";
@@ -7,10 +7,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { AgentError } from "../../container/agent-error.ts";
-import { checkOverlayPath, extractImageArgv, makeImageArgv, mkfsErofsArgv, mksquashfsArgv, mountKernelArgv, overlayKernelArgv, squashfsLevelArgs, unmountArgv } from "../../container/image-argv.ts";
-import { parseMountinfo, unmountOrder, type MountRecord } from "../../container/mounts.ts";
-import type { ErofsFormat, ImageFormat, SquashfsFormat } from "../../container/protocol.ts";
+import { AgentError } from "../../container/http/agent-error.ts";
+import { checkOverlayPath, extractImageArgv, makeImageArgv, mkfsErofsArgv, mksquashfsArgv, mountKernelArgv, overlayKernelArgv, squashfsLevelArgs, unmountArgv } from "../../container/images/image-argv.ts";
+import { parseMountinfo, unmountOrder, type MountRecord } from "../../container/mounts/mounts.ts";
+import type { ErofsFormat, ImageFormat, SquashfsFormat } from "../../container/contract/protocol.ts";
 
 const sq = (compression: SquashfsFormat["compression"], extra: Partial<SquashfsFormat> = {}): SquashfsFormat => ({ kind: "squashfs", compression, ...extra });
 const er = (compression: ErofsFormat["compression"], level?: number): ErofsFormat => ({ kind: "erofs", compression, ...(level === undefined ? {} : { level }) });

@@ -1,4 +1,4 @@
-// An image backup's image and manifest from one read of the tree (container/image-with-manifest.ts), against real
+// An image backup's image and manifest from one read of the tree (container/images/image-with-manifest.ts), against real
 // tar, tar2sqfs, mksquashfs, mkfs.erofs and unsquashfs: the manifest a squashfs image is built beside describes
 // exactly what the image holds (extracted and compared by content), lz4 and erofs take the two-pass way and say so,
 // and a failed build leaves neither image nor manifest.
@@ -6,11 +6,11 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateDataset } from "../../container/dataset.ts";
-import { makeImageWithManifest } from "../../container/image-with-manifest.ts";
-import { extractImage } from "../../container/images.ts";
-import { compareManifests, takeManifest } from "../../container/manifest.ts";
-import { ManifestSchema, type ImageFormat } from "../../container/protocol.ts";
+import { generateDataset } from "../../container/system/dataset.ts";
+import { makeImageWithManifest } from "../../container/images/image-with-manifest.ts";
+import { extractImage } from "../../container/images/images.ts";
+import { compareManifests, takeManifest } from "../../container/manifest/manifest.ts";
+import { ManifestSchema, type ImageFormat } from "../../container/contract/protocol.ts";
 
 const work = mkdtempSync(join(tmpdir(), "snapflow-image-manifest-"));
 let src: string;

@@ -1,4 +1,4 @@
-// Filesystem images through the real agent (container/server.ts in host mode, in-process on 127.0.0.1:0), driven
+// Filesystem images through the real agent (container/http/server.ts in host mode, in-process on 127.0.0.1:0), driven
 // over HTTP: the tricky dataset (with every entry's mtime moved to a distinct old second, so a builder that
 // stamps its own time is caught) made into squashfs (zstd, lz4, lzo, gzip) and erofs (none, lz4, lz4hc) images,
 // each materialized by extracting, by a kernel mount and by FUSE, and checked with /v1/verify against the
@@ -15,11 +15,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseMountinfo } from "../../container/mounts.ts";
-import { hasCapSysAdmin } from "../../container/probe.ts";
-import type { ImageFormat } from "../../container/protocol.ts";
-import { agentTokenFor } from "../../container/agent-token.ts";
-import { createAgentServer } from "../../container/server.ts";
+import { parseMountinfo } from "../../container/mounts/mounts.ts";
+import { hasCapSysAdmin } from "../../container/system/probe.ts";
+import type { ImageFormat } from "../../container/contract/protocol.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
+import { createAgentServer } from "../../container/http/server.ts";
 
 const SECRET = randomBytes(32).toString("hex");
 let server: Server;

@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { agentManifestByteLimit, loadManifest } from "../../container/manifest-file.ts";
-import { DEFAULT_MAX_MANIFEST_BYTES } from "../../container/manifest-limits.ts";
+import { agentManifestByteLimit, loadManifest } from "../../container/manifest/manifest-file.ts";
+import { DEFAULT_MAX_MANIFEST_BYTES } from "../../container/contract/manifest-limits.ts";
 
 const LIMIT = 1 << 20;
 let server: Server;

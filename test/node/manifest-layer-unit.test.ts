@@ -1,12 +1,12 @@
-// Layer manifests (container/manifest-layer.ts, version 2) on real trees (test/fixtures/fork-trees.ts): the base's
+// Layer manifests (container/manifest/manifest-layer.ts, version 2) on real trees (test/fixtures/fork-trees.ts): the base's
 // manifest with the layer applied must be the fork's own manifest, entry for entry and in walk order. And
-// loadManifest (container/manifest-file.ts) still reads version 1, and refuses a layer without its base.
+// loadManifest (container/manifest/manifest-file.ts) still reads version 1, and refuses a layer without its base.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadManifest, writeManifest } from "../../container/manifest-file.ts";
-import { applyLayer, walkOrder } from "../../container/manifest-layer.ts";
+import { loadManifest, writeManifest } from "../../container/manifest/manifest-file.ts";
+import { applyLayer, walkOrder } from "../../container/manifest/manifest-layer.ts";
 import { buildForkTrees, type ForkTrees } from "../fixtures/fork-trees.ts";
 
 let dir: string;

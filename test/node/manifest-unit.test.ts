@@ -1,4 +1,4 @@
-// Manifests (container/manifest.ts) of small real trees: what takeManifest records for files, directories,
+// Manifests (container/manifest/manifest.ts) of small real trees: what takeManifest records for files, directories,
 // symlinks, hard links, modes and mtimes (and the streamed hash of a file above 1 MiB); and what
 // compareManifests reports for each kind of difference, including the limit on listed differences.
 import { createHash, randomBytes } from "node:crypto";
@@ -6,7 +6,7 @@ import { chmodSync, linkSync, lutimesSync, mkdirSync, mkdtempSync, rmSync, symli
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { compareManifests, takeManifest, type Manifest } from "../../container/manifest.ts";
+import { compareManifests, takeManifest, type Manifest } from "../../container/manifest/manifest.ts";
 
 const T = 1_700_000_000;
 const sha = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");

@@ -1,4 +1,4 @@
-// takeOverlayLayer (container/overlay-layer.ts) on real trees standing in for an overlay's three directories
+// takeOverlayLayer (container/mounts/overlay-layer.ts) on real trees standing in for an overlay's three directories
 // (test/fixtures/fork-trees.ts): the base as the lower, the fork as the merged view, and the upper directory the
 // overlay would hold, whiteouts included. From the upper alone (and the lower where the layer takes something
 // away) it must find the whiteouts and the opaque directory, hash what changed, and count the tree's totals, hard
@@ -8,9 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { applyLayer } from "../../container/manifest-layer.ts";
-import { takeOverlayLayer } from "../../container/overlay-layer.ts";
-import { LayerManifestSchema } from "../../container/protocol.ts";
+import { applyLayer } from "../../container/manifest/manifest-layer.ts";
+import { takeOverlayLayer } from "../../container/mounts/overlay-layer.ts";
+import { LayerManifestSchema } from "../../container/contract/protocol.ts";
 import { buildForkTrees, buildUpper, type ForkTrees } from "../fixtures/fork-trees.ts";
 
 const root = process.getuid?.() === 0;

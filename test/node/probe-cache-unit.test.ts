@@ -4,7 +4,7 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { probe } from "../../container/probe.ts";
+import { probe } from "../../container/system/probe.ts";
 
 const dir = await mkdtemp(join(tmpdir(), "probe-cache-"));
 const savedPath = process.env.PATH;

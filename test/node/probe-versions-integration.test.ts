@@ -3,8 +3,8 @@
 // served it. In CI every one is installed (scripts/setup.sh); elsewhere a missing tool is null and not checked here.
 import { tmpdir } from "node:os";
 import { expect, it } from "vitest";
-import { probe } from "../../container/probe.ts";
-import { TOOLS } from "../../container/protocol.ts";
+import { probe } from "../../container/system/probe.ts";
+import { TOOLS } from "../../container/contract/protocol.ts";
 
 it("every tool found has a version", async () => {
   const { tools } = await probe(tmpdir());

@@ -1,11 +1,11 @@
-// The probe's version of a tool, read from what the tool prints when asked (container/probe.ts versionIn): on
+// The probe's version of a tool, read from what the tool prints when asked (container/system/probe.ts versionIn): on
 // either stream, from the line that names the tool. The answers below are these tools' own, as printed by the
 // versions in Debian 12 (this machine), Ubuntu 22.04 (the Sandbox SDK's base image) and later releases; the erofs-utils
 // ones follow its sources (mkfs/main.c, fsck/main.c at v1.4, v1.5 and v1.8).
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { versionIn } from "../../container/probe.ts";
-import { SNAPFLOW_RELEASE } from "../../container/protocol.ts";
+import { versionIn } from "../../container/system/probe.ts";
+import { SNAPFLOW_RELEASE } from "../../container/contract/protocol.ts";
 
 describe("versionIn", () => {
   it.each([

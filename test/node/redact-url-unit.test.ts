@@ -1,7 +1,7 @@
 // A presigned URL's query string is its signature: error messages lose it before they are persisted or answered.
 import { expect, it } from "vitest";
-import { AgentError } from "../../container/agent-error.ts";
-import { redactUrls } from "../../container/redact-url.ts";
+import { AgentError } from "../../container/http/agent-error.ts";
+import { redactUrls } from "../../container/contract/redact-url.ts";
 
 const signed = "https://acct.r2.cloudflarestorage.com/bucket/snapshots/bk-1/archive.tar.zst?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F20260101&X-Amz-Signature=deadbeef";
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { BACKUP_TRANSFERS } from "../../src/backup/transfer/index.ts";
 import { MATERIALIZATIONS } from "../../src/restore/materialize/index.ts";
 import { RESTORE_TRANSFERS } from "../../src/restore/transfer/index.ts";
-import { extensionOf } from "../../container/protocol.ts";
+import { extensionOf } from "../../container/contract/protocol.ts";
 import { checkUniqueNames, findBackup, findRestore, restoresFor, restoresForSnapshot, STRATEGIES, type Strategy } from "../../src/strategies/registry.ts";
 
 describe("typed lookups", () => {

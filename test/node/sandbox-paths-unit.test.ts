@@ -1,16 +1,16 @@
-// Path confinement: the pure syntax check (normalizeSandboxPath in container/protocol.ts, checkSandboxPath) and
-// resolveSandboxPath (container/sandbox-paths.ts) on a real temporary sandbox root with real symlinks: escapes
+// Path confinement: the pure syntax check (normalizeSandboxPath in container/contract/protocol.ts, checkSandboxPath) and
+// resolveSandboxPath (container/system/path-confinement.ts) on a real temporary sandbox root with real symlinks: escapes
 // through '..', absolute paths, symlinks to the host and dangling symlinks are refused; ordinary and
-// not-yet-existing paths map below the sandbox's root. And the layout both sides share (container/sandbox-layout.ts):
+// not-yet-existing paths map below the sandbox's root. And the layout both sides share (container/contract/sandbox-layout.ts):
 // every area and built path is a normal sandbox path inside snapflow's own root, never the user's tree.
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentError } from "../../container/agent-error.ts";
-import { normalizeSandboxPath } from "../../container/protocol.ts";
-import { datasetMarkerPath, deltaListPath, imagePath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/sandbox-layout.ts";
-import { checkSandboxPath, resolveSandboxPath } from "../../container/sandbox-paths.ts";
+import { AgentError } from "../../container/http/agent-error.ts";
+import { normalizeSandboxPath } from "../../container/contract/protocol.ts";
+import { datasetMarkerPath, deltaListPath, imagePath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/contract/sandbox-layout.ts";
+import { checkSandboxPath, resolveSandboxPath } from "../../container/system/path-confinement.ts";
 
 describe("normalizeSandboxPath", () => {
   it.each([

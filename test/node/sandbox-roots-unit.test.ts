@@ -1,14 +1,14 @@
-// Configured sandbox roots (container/sandbox-roots.ts): the defaults the Sandbox SDK allows, a configured list
+// Configured sandbox roots (container/contract/sandbox-roots.ts): the defaults the Sandbox SDK allows, a configured list
 // replacing them, and every refusal — a bad root in the configuration, and paths that are outside the roots, at
 // /, /proc, /sys, /dev, that escape through '..', or through a symlink (on a real temporary sandbox root).
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { normalizeSandboxPath } from "../../container/protocol.ts";
-import { DEFAULT_USER_ROOTS } from "../../container/sandbox-layout.ts";
-import { resolveSandboxPath } from "../../container/sandbox-paths.ts";
-import { configuredRoots, parseRoots, sandboxRoots, useSandboxRoots } from "../../container/sandbox-roots.ts";
+import { normalizeSandboxPath } from "../../container/contract/protocol.ts";
+import { DEFAULT_USER_ROOTS } from "../../container/contract/sandbox-layout.ts";
+import { resolveSandboxPath } from "../../container/system/path-confinement.ts";
+import { configuredRoots, parseRoots, sandboxRoots, useSandboxRoots } from "../../container/contract/sandbox-roots.ts";
 
 afterEach(() => useSandboxRoots(DEFAULT_USER_ROOTS));
 

@@ -1,13 +1,13 @@
-// Selection (container/selection.ts) on real temporary trees with the real git: glob patterns, git's ignore rules
+// Selection (container/archive/selection.ts) on real temporary trees with the real git: glob patterns, git's ignore rules
 // inside a work tree and outside one, CACHEDIR.TAG directories, and the warning when git is missing.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SelectionSpec } from "../../container/protocol.ts";
-import { CACHEDIR_SIGNATURE, compileSelection, globToRegExp, requestedSelectionSpec } from "../../container/selection.ts";
-import { walkAll } from "../../container/tree-walk.ts";
+import { SelectionSpec } from "../../container/contract/protocol.ts";
+import { CACHEDIR_SIGNATURE, compileSelection, globToRegExp, requestedSelectionSpec } from "../../container/archive/selection.ts";
+import { walkAll } from "../../container/manifest/tree-walk.ts";
 
 describe("globToRegExp", () => {
   const m = (pattern: string, path: string, isDir = false) => {
@@ -106,7 +106,7 @@ describe("requestedSelectionSpec", () => {
 
 describe("image builders get the excluded paths as argv", () => {
   it("mksquashfs: -e last, names as they are; mkfs.erofs: --exclude-path each", async () => {
-    const { mksquashfsArgv, mkfsErofsArgv } = await import("../../container/image-argv.ts");
+    const { mksquashfsArgv, mkfsErofsArgv } = await import("../../container/images/image-argv.ts");
     const sq = mksquashfsArgv("/d", "/o", { kind: "squashfs", compression: "zstd" }, 2, [" lead", "a/b c"]);
     expect(sq.slice(-3)).toEqual(["-e", " lead", "a/b c"]);
     expect(mksquashfsArgv("/d", "/o", { kind: "squashfs", compression: "zstd" }, 2)).not.toContain("-e");

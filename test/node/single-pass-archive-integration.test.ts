@@ -1,4 +1,4 @@
-// The single-pass archiver (container/archive.ts archiveWithManifest) against real tar and compressors: the
+// The single-pass archiver (container/archive/archive.ts archiveWithManifest) against real tar and compressors: the
 // manifest it makes from the tar stream equals a walk-and-hash of the source (takeManifest) and of the tree the
 // archive extracts to, for the tricky dataset and every compression; it carries the walk's lstat key; and a
 // tree changed while it is archived ends either in a clear error naming a file or in an archive and manifest that
@@ -11,11 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { archiveWithManifest, archiveWithManifestToFile } from "../../container/archive.ts";
-import { generateDataset } from "../../container/dataset.ts";
-import { compareManifests, takeManifest } from "../../container/manifest.ts";
-import { ManifestSchema, type Manifest, type TarFormat } from "../../container/protocol.ts";
-import { decompressProgram } from "../../container/tar-argv.ts";
+import { archiveWithManifest, archiveWithManifestToFile } from "../../container/archive/archive.ts";
+import { generateDataset } from "../../container/system/dataset.ts";
+import { compareManifests, takeManifest } from "../../container/manifest/manifest.ts";
+import { ManifestSchema, type Manifest, type TarFormat } from "../../container/contract/protocol.ts";
+import { decompressProgram } from "../../container/archive/tar-argv.ts";
 
 const onPath = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;
 const readManifest = (file: string): Manifest => ManifestSchema.parse(JSON.parse(readFileSync(file, "utf8")));

@@ -8,8 +8,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agentTokenFor } from "../../container/agent-token.ts";
-import { createAgentServer } from "../../container/server.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
+import { createAgentServer } from "../../container/http/server.ts";
 
 const SECRET = "test-secret-" + randomBytes(6).toString("hex");
 const SANDBOX = "single-pass";

@@ -1,7 +1,7 @@
 // Which chunks' URLs a lazy mount starts with (src/chunks/mount-set.ts splitForMount): the head and the
 // squashfs tables where the index names them, else the image's tail; every distinct chunk exactly once overall.
 import { describe, expect, it } from "vitest";
-import type { ChunkIndex } from "../../container/protocol.ts";
+import type { ChunkIndex } from "../../container/contract/protocol.ts";
 import { MOUNT_FIRST_MAX, mountFirstOf, splitForMount } from "../../src/chunks/mount-set.ts";
 
 const digest = (i: number) => i.toString(16).padStart(64, "0");

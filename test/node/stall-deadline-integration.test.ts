@@ -1,11 +1,11 @@
-// The agent's deadline on a silent store (container/stall-deadline.ts), against a real HTTP server that stops
+// The agent's deadline on a silent store (container/transfer/stall-deadline.ts), against a real HTTP server that stops
 // sending: a silent body or a response that never starts fails with a message naming the stall; a slow but moving
 // body does not.
 import { createServer, type Server } from "node:http";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fetchWithStallDeadline } from "../../container/stall-deadline.ts";
+import { fetchWithStallDeadline } from "../../container/transfer/stall-deadline.ts";
 
 let server: Server;
 let base: string;

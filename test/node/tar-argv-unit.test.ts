@@ -1,11 +1,11 @@
-// tar's argv for every format (container/tar-argv.ts): the exact create/extract command lines, compressor and
+// tar's argv for every format (container/archive/tar-argv.ts): the exact create/extract command lines, compressor and
 // decompressor programs (zstd decompression always accepts --long windows), file extensions; then every
 // compressor line is run for real, the way `tar -I` runs it, to check the tools accept the options we build.
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { TarFormat } from "../../container/protocol.ts";
-import { archiveExtension, compressProgram, decompressProgram, tarCreateArgv, tarCreateFromStdinArgv, tarExtractArgv, tarExtractPlainArgv } from "../../container/tar-argv.ts";
+import type { TarFormat } from "../../container/contract/protocol.ts";
+import { archiveExtension, compressProgram, decompressProgram, tarCreateArgv, tarCreateFromStdinArgv, tarExtractArgv, tarExtractPlainArgv } from "../../container/archive/tar-argv.ts";
 
 const f = (compression: TarFormat["compression"], extra: Partial<TarFormat> = {}): TarFormat => ({ kind: "tar", compression, ...extra });
 const onPath = (tool: string) => spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;

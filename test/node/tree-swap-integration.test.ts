@@ -1,4 +1,4 @@
-// The swap a restore ends with (container/tree-swap.ts), on a real filesystem: every step repeatable, and from
+// The swap a restore ends with (container/extract/tree-swap.ts), on a real filesystem: every step repeatable, and from
 // every state a crash can leave on disk — including between its two renames — both ways out (swap in again, or roll
 // back) end in one of two trees: the new one in place, or the old one exactly as it was.
 import { createHash } from "node:crypto";
@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { commitSwap, planSwap, readJournal, rollbackSwap, swapIn, type SwapSite } from "../../container/tree-swap.ts";
+import { commitSwap, planSwap, readJournal, rollbackSwap, swapIn, type SwapSite } from "../../container/extract/tree-swap.ts";
 
 let dir: string;
 beforeEach(async () => {

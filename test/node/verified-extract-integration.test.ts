@@ -1,18 +1,18 @@
-// Restores verified as the bytes arrive (container/extract.ts with an expected manifest) against real tar and
+// Restores verified as the bytes arrive (container/extract/extract.ts with an expected manifest) against real tar and
 // zstd: a good archive passes with content checked in the stream and metadata by a walk; a flipped byte, a
 // truncated archive, and an archive that disagrees with its manifest each fail naming what is wrong. Then the
-// metadata-only tree check (container/tree-verify.ts) and its deep variant.
+// metadata-only tree check (container/manifest/tree-verify.ts) and its deep variant.
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, createReadStream } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { archiveWithManifestToFile } from "../../container/archive.ts";
-import { generateDataset } from "../../container/dataset.ts";
-import { extractFromFile, extractFromStream } from "../../container/extract.ts";
-import { ManifestSchema, type Manifest, type TarFormat } from "../../container/protocol.ts";
-import { checkTree } from "../../container/tree-verify.ts";
-import { extractSafely } from "../../container/safe-extract.ts";
+import { archiveWithManifestToFile } from "../../container/archive/archive.ts";
+import { generateDataset } from "../../container/system/dataset.ts";
+import { extractFromFile, extractFromStream } from "../../container/extract/extract.ts";
+import { ManifestSchema, type Manifest, type TarFormat } from "../../container/contract/protocol.ts";
+import { checkTree } from "../../container/manifest/tree-verify.ts";
+import { extractSafely } from "../../container/extract/safe-extract.ts";
 
 const work = mkdtempSync(join(tmpdir(), "snapflow-verified-extract-"));
 const zstd: TarFormat = { kind: "tar", compression: "zstd" };

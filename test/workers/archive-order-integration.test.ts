@@ -9,7 +9,7 @@
 // later name of at least one pair first: the case the manifest and a directory-order archive disagree on.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { STRATEGIES } from "../../src/strategies/registry.ts";
 import { agent, freshSandbox, runWorkflow } from "./helpers.ts";
 

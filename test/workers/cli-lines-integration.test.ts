@@ -1,9 +1,9 @@
-// What the CLI prints for a person about a run (scripts/lib/run-lines.ts), fed the API's real answers: runs through
+// What the CLI prints for a person about a run (scripts/cli/run-lines.ts), fed the API's real answers: runs through
 // the Workflows in workerd, the real host agent and S3 server. The lines must not mislead: no rate for a step that
 // moved nothing, a chunked backup's upload counted in chunks, a restore into a fresh sandbox not called a
 // replacement, a failure named by its step without the Workflow's error class.
 import { expect, it } from "vitest";
-import { backupResultLine, failureLine, restoreResultLine, stepLine } from "../../scripts/lib/run-lines.ts";
+import { backupResultLine, failureLine, restoreResultLine, stepLine } from "../../scripts/cli/run-lines.ts";
 import { agent, api, freshSandbox, runWorkflow, testStore } from "./helpers.ts";
 
 const linesOf = (kind: "backup" | "restore", s: { steps: Record<string, any> }) => Object.entries(s.steps).map(([n, step]) => stepLine(kind, n, step));

@@ -3,7 +3,7 @@
 // Through the real stack: Workflows in workerd, the real agent writing to that tmpfs, the real S3 server.
 import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
-import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { describe, expect, it } from "vitest";
 import { agent, api, faultRow, leftovers, openUploads, runWorkflow, sandboxLeftovers, testStore } from "./helpers.ts";
 

@@ -3,7 +3,7 @@
 import { env, exports } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { expect } from "vitest";
-import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
 
 export async function api(method: string, path: string, body?: unknown, token: string = env.API_TOKEN): Promise<{ status: number; json: any }> {
   const r = await exports.default.fetch(`http://snapflow.test${path}`, {

@@ -15,7 +15,7 @@ import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import { depsFrom } from "../../src/deps.ts";
 import { getJson, putJson, snapshotRecordKey, type SnapshotRecord } from "../../src/snapshots/records.ts";
-import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { agent, api, freshSandbox, putFile, runWorkflow, sha256Hex } from "./helpers.ts";
 
 const corpus = inject("hostile");

@@ -5,7 +5,7 @@
 // read back from the agent (POST /v1/manifest: lstat's mode, uid and gid).
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
-import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { agent, api, freshSandbox, runWorkflow } from "./helpers.ts";
 
 const PATH = "/workspace/app";

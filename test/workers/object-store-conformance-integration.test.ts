@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { hashStream } from "../../src/store/hash-stream.ts";
-import { R2_MULTIPART } from "../../container/r2-limits.ts";
+import { R2_MULTIPART } from "../../container/contract/r2-limits.ts";
 import { equalPartGuard, PartRuleError, partSizeFor, uploadStreamMultipart } from "../../src/store/multipart-upload.ts";
 import { StoreError, type MultipartUpload, type ObjectStore } from "../../src/store/object-store.ts";
 import { r2Store } from "../../src/store/r2-store.ts";

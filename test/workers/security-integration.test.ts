@@ -4,7 +4,7 @@
 import { env, exports } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { agentTokenFor } from "../../container/agent-token.ts";
+import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { signResultsLink } from "../../src/api/results-link.ts";
 import { readConfig } from "../../src/config.ts";
 import { matrixKeys } from "../../src/matrix/matrix-records.ts";
@@ -17,7 +17,7 @@ import { archiveKey, putJson } from "../../src/snapshots/records.ts";
 import { findBackup } from "../../src/strategies/registry.ts";
 import { verifyPhase } from "../../src/backup/backup-phases.ts";
 import { agent, agentRequests, api, freshSandbox, leftovers, putFile, runWorkflow } from "./helpers.ts";
-import { apiErrorLine } from "../../scripts/lib/api-error-line.ts";
+import { apiErrorLine } from "../../scripts/cli/api-error-line.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
 
@@ -114,7 +114,7 @@ describe("/snapflow (the agent's staging, image and overlay area) is not a user 
   });
 });
 
-describe("per-sandbox agent credentials (container/agent-token.ts)", () => {
+describe("per-sandbox agent credentials (container/contract/agent-token.ts)", () => {
   const ask = async (sandbox: string, token: string | undefined, path = "/v1/probe") =>
     (await fetch(`${env.AGENT_URL}${path}`, { headers: { "x-snapflow-sandbox": sandbox, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) } })).status;
 
@@ -202,7 +202,7 @@ describe("a lying agent's backup is refused by the store's checksum (through the
 });
 
 describe("a lying agent's presigned multipart upload is refused by the store's part checksums (through the BackupWorkflow)", () => {
-  // The attack: the agent (armed through the test-only fault hook, container/faults.ts) hashes each part from its
+  // The attack: the agent (armed through the test-only fault hook, container/http/faults.ts) hashes each part from its
   // buffer, then sends other bytes for part 1, and reports the hashes of the bytes it did not send. The Worker lists
   // those hashes in CompleteMultipartUpload; the store holds part 1's real bytes and refuses the completion.
   // Without the part checksums the completion would go through, and only verify's read-back (objects up to

@@ -4,7 +4,7 @@
 // are not "missing"), the manifest records the rules and what each excluded, and the probe says what was compiled.
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { CACHEDIR_SIGNATURE } from "../../container/selection.ts";
+import { CACHEDIR_SIGNATURE } from "../../container/archive/selection.ts";
 import { s3Store } from "../../src/store/s3-store.ts";
 import { agent, api, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
 

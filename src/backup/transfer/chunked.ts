@@ -3,7 +3,7 @@
 // missing-chunks.ts) and signs a PUT for those only, bound to each chunk's SHA-256 (the store refuses other bytes;
 // not create-only, so a chunk found bad is replaced by the right bytes), and the agent uploads them. A second backup of a slightly changed tree, or of a fork, shares
 // most chunks with the first and uploads only the others. The snapshot's own object is the index.
-import type { SquashfsFormat } from "../../../container/protocol.ts";
+import type { SquashfsFormat } from "../../../container/contract/protocol.ts";
 import { mapBounded } from "../../chunks/bounded.ts";
 import { distinctChunks, readIndex, serializeIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";

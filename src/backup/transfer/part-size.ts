@@ -1,7 +1,7 @@
 // The part size of a multipart backup: the one asked for in `tuning`, or one sized for the expected bytes;
 // either way within R2's rules.
 import { SnapflowError } from "../../errors.ts";
-import { R2_MULTIPART } from "../../../container/r2-limits.ts";
+import { R2_MULTIPART } from "../../../container/contract/r2-limits.ts";
 import { partSizeFor } from "../../store/multipart-upload.ts";
 import type { BackupParams } from "../backup-params.ts";
 

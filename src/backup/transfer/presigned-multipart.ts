@@ -13,7 +13,7 @@
 // PRESIGN_EXPIRY_SECONDS fails after the retries naming the expired URL: raise the cap or use the Worker's
 // multipart path. (Signing in batches as the upload proceeds would need the agent to call back to the Worker.)
 //
-// One walk: the agent makes the archive in a single pass (container/presigned-multipart.ts), so the manifest this
+// One walk: the agent makes the archive in a single pass (container/transfer/presigned-multipart.ts), so the manifest this
 // path records is the one made from the archive's own stream, with tar's entries named by the sorted walk, as on
 // every other tar path. The archive phase's manifest (a walk of its own, taken because every part URL is signed up
 // front and their number needs the tree's size) only sizes the upload: the single-pass one replaces it in the
@@ -25,7 +25,7 @@
 // reported hashes is what the store must then keep for the object: verify reads it back (backup-phases.ts).
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
-import { R2_MULTIPART } from "../../../container/r2-limits.ts";
+import { R2_MULTIPART } from "../../../container/contract/r2-limits.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { compositeSha256 } from "../../store/part-checksums.ts";
 import { storeSinglePassManifest } from "../single-pass.ts";

@@ -1,5 +1,5 @@
 // Streaming paths pipe tar's output: images (mksquashfs, mkfs.erofs) are made to a file and cannot stream.
-import type { TarFormat } from "../../../container/protocol.ts";
+import type { TarFormat } from "../../../container/contract/protocol.ts";
 import { SnapflowError } from "../../errors.ts";
 import { formatName, type BackupStrategy } from "../../strategies/registry.ts";
 

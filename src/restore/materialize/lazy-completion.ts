@@ -4,7 +4,7 @@
 // retries), which fails the restore with the chunk named, and the snapshots whose indexes reference it (the chunk is
 // shared: they are damaged with it, and the next backup that has its content repairs them all): reads of it fail
 // with EIO, no wrong byte is ever served.
-import type { LazyStatus } from "../../../container/protocol.ts";
+import type { LazyStatus } from "../../../container/contract/protocol.ts";
 import { describeReferences, snapshotsReferencing } from "../../chunks/chunk-references.ts";
 import { errorMessage, SnapflowError } from "../../errors.ts";
 import type { StepResult } from "../../snapshots/records.ts";

@@ -14,7 +14,7 @@
 // credential the sandbox gets, one per chunk, as long-lived as the presigner allows (PRESIGN_EXPIRY_SECONDS): once
 // the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
-import type { ChunkIndex, SquashfsFormat } from "../../../container/protocol.ts";
+import type { ChunkIndex, SquashfsFormat } from "../../../container/contract/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
 import { since } from "../../phases/phase-runner.ts";
@@ -131,6 +131,7 @@ async function deliverRemainingUrls(c: RestoreContext, work: string, snapshotId:
 
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
   mounts: true,
+  keeps: "tree", // its chunk cache grows to the image's size; counted as the tree's footprint, as before
   // The tree is made once, at the target, by the swap: materialize starts the FUSE file (and, for lazy-overlay, mounts
   // the image at the lower) and leaves the staged place empty; the agent's swap mounts the image (or lays the overlay)
   // at the target over what runs, in the same call. Mounting beside the target first and again at it cost an image

@@ -2,7 +2,7 @@
 // file. Piped transfers extract while receiving and skip this step. index.ts gathers them by the registry's
 // Materialize (overlay is a restore plan of its own: overlay-plan.ts).
 import type { z } from "zod";
-import type { ArchiveFormat, SwapMount } from "../../../container/protocol.ts";
+import type { ArchiveFormat, SwapMount } from "../../../container/contract/protocol.ts";
 import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
 
@@ -17,6 +17,12 @@ export interface Materialization {
   undo(c: RestoreContext, dir: string): Promise<void>;
   /** true: the tree is a mount of the archive, which a rename cannot move: the swap makes it again at the target */
   readonly mounts: boolean;
+  /**
+   * What it keeps on the sandbox's disk, for the restore's space check (space-check.ts): "tree", the restored files
+   * beside the target (and, on a staged path, the archive until it is extracted); "image", the archive itself, kept
+   * under the images area for as long as it is mounted (no tree is written).
+   */
+  readonly keeps: "tree" | "image";
   /**
    * For a tree whose making is costly (a lazy mount signs URLs and starts its helper): materialize starts what backs
    * it and leaves `dir` empty, and the swap makes the tree once, at the target: the agent's swap mounts `mount` there

@@ -1,6 +1,6 @@
 package main
 
-// version: what the agent's probe reports for this helper (container/probe.ts asks `snapflow-lazy version`), so a
+// version: what the agent's probe reports for this helper (container/system/probe.ts asks `snapflow-lazy version`), so a
 // run's record says which helper served it. The release is snapflow's own (package.json "version"; a test in
 // test/node/probe-versions-unit.test.ts keeps the two equal), then the Go toolchain that built it.
 
