@@ -1,6 +1,7 @@
 // `snapflow bench`: start a matrix, follow it with a progress bar, print its summary and write
-// results/<date>-<name>.{json,md,svg} with a description of the machine it ran on.
-import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
+// results/<name>.{json,md,svg} with a description of the machine it ran on (the run it replaces goes to
+// results/archive/: results-files.ts).
+import { readFileSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { summaryChartSvg } from "../../src/matrix/chart-svg.ts";
@@ -9,6 +10,7 @@ import { seedComparison, seedComparisonMarkdown, seedPresetsNotMeasured } from "
 import { summaryMarkdown, type Summary } from "../../src/matrix/summary.ts";
 import type { apiClient } from "../cli/api-client.ts";
 import { PROJECT } from "../stack/stack.ts";
+import { currentResultsStem } from "./results-files.ts";
 
 interface BenchOptions {
   preset?: string;
@@ -87,9 +89,7 @@ function writeResults(summary: Summary, spec: unknown, url: string, out?: string
     `\nSeed presets not measured here:\n\n${seedPresetsNotMeasured(summary).map((m) => `- \`${m.preset}\`: ${m.reason}`).join("\n")}\n`;
   const md = `${summaryMarkdown(summary)}\nMachine: ${machine}\n${seeds}`;
   console.log(md);
-  const dir = out ?? join(PROJECT, "results");
-  mkdirSync(dir, { recursive: true });
-  const stem = join(dir, `${summary.updatedAt.slice(0, 10)}-${summary.name}`);
+  const stem = currentResultsStem(out ?? join(PROJECT, "results"), summary.name);
   writeFileSync(`${stem}.json`, JSON.stringify({ machine, spec, summary }, null, 1));
   writeFileSync(`${stem}.md`, md);
   writeFileSync(`${stem}.svg`, summaryChartSvg(summary));

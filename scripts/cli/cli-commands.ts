@@ -128,7 +128,7 @@ restore: before every byte is local) and complete, and where it went.
   },
   bench: {
     usage: "bench [--preset smoke|seeds|seed-003|peers|forks | --spec FILE] [--name N] [--runs N] [--out DIR]",
-    summary: "run a benchmark matrix or race and write results/<date>-<name>.{json,md,svg}",
+    summary: "run a benchmark matrix or race and write results/<name>.{json,md,svg} (the run it replaces moves to results/archive/)",
     details: `A matrix (a preset or --spec FILE) runs on the stack: progress, then the summary and the machine's description.
   --preset peers [--dataset npm-workspace|node-modules|all] [--runs N] [--files N --bytes N]
       the standing race against the floors and restic, on a private stack it starts (no npm run dev needed; stop
@@ -140,7 +140,7 @@ restore: before every byte is local) and complete, and where it went.
   },
   load: {
     usage: "load [--out DIR]",
-    summary: "the stack under load, watched for leaks; writes results/<date>-load.{json,md}",
+    summary: "the stack under load, watched for leaks; writes results/load.{json,md}",
     details: "8 backups and 8 restores at once, then a 100-run matrix of small cells; samples workerd's and the agent's\nmemory and descriptors and the mounts. Uses the running stack (npm run dev) or starts a private one.\nExit 1 when a criterion fails.",
     flags: ["out"],
   },

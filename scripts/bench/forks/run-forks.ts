@@ -27,6 +27,7 @@ import { CHUNKED_BACKUP, DEFAULT_BACKUP, LAZY_RESTORE, MOUNT_BACKUP, MOUNT_RESTO
 import { BUCKET, freePort, PROJECT, startStack, STATE, type Stack } from "../../stack/stack.ts";
 import { measureFirstUse, toUsable, type FirstUse } from "./first-use.ts";
 import { forksMarkdown, type ForksDataset, type ForksResults } from "./forks-report.ts";
+import { currentResultsStem } from "../results-files.ts";
 
 export type ForksDatasetName = "npm-workspace" | "added-data";
 
@@ -161,8 +162,7 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
       await api.destroySandbox(source).catch(() => {});
     }
     results.load!.end = loadavg();
-    mkdirSync(o.out, { recursive: true });
-    const stem = join(o.out, `${results.date}-${o.name}`);
+    const stem = currentResultsStem(o.out, o.name);
     writeFileSync(`${stem}.json`, JSON.stringify(results, null, 1) + "\n");
     writeFileSync(`${stem}.md`, forksMarkdown(results));
     console.log(forksMarkdown(results));

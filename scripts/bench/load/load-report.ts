@@ -1,10 +1,10 @@
 // Writes results/<date>-load.{json,md}: the machine, the shape of the load, every run's outcome and time, the
 // resource samples, and the verdicts with their criteria (load-verdicts.ts).
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { writeFileSync } from "node:fs";
 import type { LoadShape, MatrixOutcome, RunOutcome } from "./load-work.ts";
 import { FD_SLACK, median, RSS_RATIO, RSS_SLACK, workerdOwnFds, type Verdicts } from "./load-verdicts.ts";
 import type { ResourceSample } from "./resources.ts";
+import { currentResultsStem } from "../results-files.ts";
 
 export interface LoadResults {
   machine: string;
@@ -83,8 +83,7 @@ export function loadMarkdown(r: LoadResults): string {
 }
 
 export function writeLoadResults(r: LoadResults, dir: string): string {
-  mkdirSync(dir, { recursive: true });
-  const stem = join(dir, `${r.startedAt.slice(0, 10)}-load`);
+  const stem = currentResultsStem(dir, "load");
   writeFileSync(`${stem}.json`, JSON.stringify(r, null, 1));
   writeFileSync(`${stem}.md`, loadMarkdown(r));
   return stem;

@@ -2,9 +2,10 @@
 // snapflow's steps, run ids); the Markdown gives per dataset every row's median, min, max and n with where the
 // median run's time went, then the ratios the issue's targets name, met or missed. Markdown rendering is pure.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { peersChartSvg, segments } from "./chart.ts";
 import { medianSample, ratios, rowStats, type PeersResults, type PeerRow } from "./model.ts";
+import { currentResultsStem } from "../results-files.ts";
 
 /** A Markdown table cell: a pipe inside it would end the cell. */
 const cell = (text: string) => text.replace(/\|/g, "\\|");
@@ -56,9 +57,10 @@ export function peersMarkdown(r: PeersResults, svgName: string): string {
   return out.join("\n");
 }
 
-export function writePeersResults(r: PeersResults, dir: string): string {
+/** `rewriteAs`: the run's own files again, under that name (report --from); else a new run, the current one archived first. */
+export function writePeersResults(r: PeersResults, dir: string, o: { rewriteAs?: string } = {}): string {
   mkdirSync(dir, { recursive: true });
-  const stem = `${r.date}-${r.name}`;
+  const stem = o.rewriteAs ?? basename(currentResultsStem(dir, r.name));
   writeFileSync(join(dir, `${stem}.json`), JSON.stringify(r, null, 1));
   writeFileSync(join(dir, `${stem}.md`), peersMarkdown(r, `${stem}.svg`));
   writeFileSync(join(dir, `${stem}.svg`), peersChartSvg(r));
@@ -69,6 +71,6 @@ export function writePeersResults(r: PeersResults, dir: string): string {
 export function rewritePeersResults(file: string, out?: string): number | undefined {
   const saved = JSON.parse(readFileSync(file, "utf8")) as PeersResults | { summary: unknown };
   if (!("datasets" in saved)) return undefined;
-  console.error(`wrote ${writePeersResults(saved, out ?? dirname(file))}.{json,md,svg}`);
+  console.error(`wrote ${writePeersResults(saved, out ?? dirname(file), { rewriteAs: basename(file, ".json") })}.{json,md,svg}`);
   return saved.datasets.some((d) => d.errors.length) ? 1 : 0;
 }
