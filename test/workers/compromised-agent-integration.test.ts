@@ -131,6 +131,13 @@ describe("an image's manifest is not taken on the source sandbox's word elsewher
     expect(second.steps.verify.verified.by).toBe("the image's SHA-256 on arrival, then a metadata walk");
     const deep = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst2, path: "/workspace/app", strategy: "presigned-squashfs-extract", replace: true, deepVerify: true });
     expect(deep.steps.verify.verified.by).toBe("every file hashed against the manifest (deepVerify)");
+    // Mounted where the content was checked once: the image's SHA-256 vouches for it, and the mount is not walked.
+    const dst3 = freshSandbox("image-dst3");
+    used.push(dst3);
+    const mounted = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst3, path: "/workspace/app", strategy: "presigned-squashfs-mount" });
+    expect(mounted.steps.verify.verified).toMatchObject({ metadata: "image", by: expect.stringMatching(/the mount is not walked/) });
+    expect((await agent(dst3, "POST", "/v1/manifest", { path: "/workspace/app" })).entries.map((e: { path: string }) => e.path)).toEqual(["a.txt"]);
+    await api("DELETE", `/api/sandboxes/${dst3}/mounts?path=/workspace/app`);
     // Into its own sandbox, a snapshot can only lie to itself: no hashing.
     const home = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: src, path: "/workspace/back", strategy: "presigned-squashfs-extract" });
     expect(home.steps.verify.verified.by).toBe("the image's SHA-256 on arrival, then a metadata walk");
