@@ -21,6 +21,7 @@
 //   GET    /api/snapshots                    good snapshots, filtered and paged   } snapshot-routes.ts: the
 //   GET    /api/snapshots/:id                one snapshot's record                } snapshot lifecycle
 //   POST   /api/doctor                       check this deployment end to end → {ok, checks: [{check, ok, detail, ifMissing}]}
+import { tenantOf } from "../snapshots/tenant.ts";
 import { z } from "zod";
 import { SANDBOX_ID, SandboxPath } from "../../container/contract/protocol.ts";
 import type { BackupParams } from "../backup/backup-params.ts";
@@ -152,6 +153,9 @@ const routes: [string, string, Handler][] = [
     if (strategy.delta && !body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
     if (!strategy.delta && body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
     let base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
+    // A delta builds on its base's chunks (a fork restores the base lazily) and reads its manifest: a base of another
+    // tenant is answered as one that does not exist, like a restore of another tenant's snapshot below.
+    if (base && tenantOf(base) !== body.tenant) base = null;
     if (body.baseSnapshotId && !base) throw apiError("not_found", `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
     if (strategy.delta === "overlay-upper" && base?.delta?.kind === "overlay-upper") {
       // A fork of a fork: restoring the named overlay delta extracted its upper into this overlay's upper, so the
@@ -178,7 +182,11 @@ const routes: [string, string, Handler][] = [
 
   ["POST", "/api/restores", async (req, env, d) => {
     const body = await parseBody(req, RestoreRequest);
-    const snapshot = await readSnapshot(d.store, d.kv, body.snapshotId);
+    const found = await readSnapshot(d.store, d.kv, body.snapshotId);
+    // Another tenant's snapshot is answered exactly as a missing one: the restore would read that tenant's chunks
+    // (lazy.ts signs them under the snapshot's own tenant), and a different answer (403, say) would confirm to the
+    // caller that the id exists. Snapshots from before tenants are the default tenant's.
+    const snapshot = found && tenantOf(found) === body.tenant ? found : null;
     if (!snapshot) throw apiError("not_found", `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
     const base = snapshot.delta?.kind === "overlay-upper" ? await readSnapshot(d.store, d.kv, snapshot.delta.base) : null;
     const fits = restoresForSnapshot(snapshot, base?.format);

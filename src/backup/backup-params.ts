@@ -7,6 +7,8 @@ export interface BackupParams {
   sandboxId: string;
   path: string;
   strategy: string;
+  /** whose chunks this backup dedups against and writes (chunk-keys.ts); absent: the default tenant (runs from before tenants) */
+  tenant?: string;
   /** delta strategies: the snapshot this one applies on top of */
   baseSnapshotId?: string;
   /** drop the page cache in the probe step (cold-cache runs) */

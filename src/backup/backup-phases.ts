@@ -15,6 +15,7 @@ import { since } from "../phases/phase-runner.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
+import { DEFAULT_TENANT } from "../snapshots/tenant.ts";
 import { archiveKey, chunkRecordOf, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
@@ -159,14 +160,14 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
   // The Worker hashed the bytes itself as it handed them to the store: reading them back would be a second pass
   // that only re-checks the store's own durability. The size says the store holds all of them.
   if (BACKUP_TRANSFERS[s.path].hashedByWorker) {
-    const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
+    const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, p, key, sent });
     return { ms: since(t), bytes: head.size, sha256: sent.sha256, checked: "hashed by the Worker in the stream; stored size", ...more };
   }
   // The sandbox moved the bytes, so it must not grade its own work. A store that checked part hashes at completion
   // keeps their composite: one HEAD reads it back at any size (a different one stops the run here).
   const byStore = sent.storeChecksum ? await storeKeeps(d, key, sent.storeChecksum) : false;
   const byWorker = head.size <= workerHashMaxBytes;
-  const more = () => BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
+  const more = () => BACKUP_TRANSFERS[s.path].verifyStored?.({ d, p, key, sent });
   // Above workerHashMaxBytes (a multi-gigabyte read stays out of the Worker's CPU time) that check is the
   // one made: the parts are what the sandbox reported, while the whole archive's SHA-256 stays its word, which a
   // restore then checks the bytes against (a liar only spoils its own snapshot).
@@ -206,6 +207,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     status: "good",
     createdAt: now.toISOString(),
     source: { sandboxId: p.sandboxId, path: p.path },
+    tenant: p.tenant ?? DEFAULT_TENANT,
     strategy: s.name,
     format: s.format,
     archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256, ...(sent.storeChecksum ? { storeChecksum: sent.storeChecksum } : {}) },

@@ -1,4 +1,6 @@
-// Which of an image's chunks the store lacks, or holds wrong: one HEAD per distinct chunk, in parallel (bounded).
+// Which of an image's chunks the store lacks, or holds wrong, under the backing-up tenant's prefix (chunk-keys.ts:
+// another tenant's chunks are never looked at, so the answer says nothing about what other tenants hold): one HEAD
+// per distinct chunk, in parallel (bounded).
 // Dedup reuses a chunk only if its object is the chunk its name says, because every later backup with that content
 // would otherwise be recorded good over it and only a restore elsewhere would find out (the source sandbox's warm
 // cache hides it). So a chunk is reused when
@@ -46,9 +48,9 @@ export interface ChunkLookup {
 
 type Seen = "absent" | "bad" | "verified" | "unchecked" | "rehashed";
 
-export async function missingChunks(store: ObjectStore, chunks: Chunk[], options: { rehashBytes?: number } = {}): Promise<ChunkLookup> {
+export async function missingChunks(store: ObjectStore, tenant: string, chunks: Chunk[], options: { rehashBytes?: number } = {}): Promise<ChunkLookup> {
   const seen = await mapBounded(chunks, HEADS_IN_FLIGHT, async (c): Promise<Seen> => {
-    const head = await store.head(chunkKey(c.sha256));
+    const head = await store.head(chunkKey(tenant, c.sha256));
     if (!head || head.size !== c.size) return "absent";
     if (head.sha256 === undefined) return "unchecked";
     return head.sha256 === c.sha256 ? "verified" : "bad";
@@ -66,7 +68,7 @@ export async function missingChunks(store: ObjectStore, chunks: Chunk[], options
   }
   await mapBounded(sample, GETS_IN_FLIGHT, async (i) => {
     const c = chunks[i]!;
-    const stored = await storedSha256(store, chunkKey(c.sha256));
+    const stored = await storedSha256(store, chunkKey(tenant, c.sha256));
     seen[i] = !stored || stored.bytes !== c.size ? "absent" : stored.sha256 === c.sha256 ? "rehashed" : "bad";
   });
 

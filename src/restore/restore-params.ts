@@ -7,6 +7,11 @@ export interface RestoreParams {
   sandboxId: string;
   path: string;
   strategy: string;
+  /**
+   * the tenant the API caller named, checked against the snapshot's when the run was accepted; the chunks are read
+   * from the snapshot record's tenant all the same (absent: the default tenant)
+   */
+  tenant?: string;
   /** allow restoring over a non-empty target (it is swapped out once the new tree is verified, and removed once recorded) */
   replace: boolean;
   /**

@@ -30,6 +30,8 @@ export interface SnapshotRecord {
   status: "good";
   createdAt: string;
   source: { sandboxId: string; path: string };
+  /** whose snapshot this is (the API caller's word, tenant.ts): its chunks live under this tenant's prefix; absent: the default tenant */
+  tenant?: string;
   strategy: string;
   format: ArchiveFormat;
   /**
@@ -45,7 +47,7 @@ export interface SnapshotRecord {
   manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number; sha256?: string; layerOf?: string };
   /**
    * a chunked snapshot: `archive` is its index (snapshots/<id>/archive.sqsh.index.json, its SHA-256 kept above), the
-   * chunks are shared under chunks/<sha256>; the image they make up, and what this backup uploaded of them
+   * chunks are shared by the tenant's snapshots under its prefix (chunks/chunk-keys.ts); the image they make up, and what this backup uploaded of them
    */
   chunks?: ChunkRecord;
   /**

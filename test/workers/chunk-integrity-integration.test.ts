@@ -41,7 +41,7 @@ const indexOf = async (snapshotId: string) => {
 
 /** The stored bytes of a chunk, hashed here (not the store's word). */
 async function storedDigest(digest: string): Promise<string> {
-  const o = await d.store.get(chunkKey(digest));
+  const o = await d.store.get(chunkKey("default", digest));
   return sha256Hex(new Uint8Array(await new Response(o!.body).arrayBuffer()));
 }
 
@@ -52,7 +52,7 @@ async function storedDigest(digest: string): Promise<string> {
  */
 async function spoil(victim: { sha256: string; size: number }, checksum: "of-the-bad-bytes" | "none"): Promise<void> {
   const bad = new Uint8Array(victim.size).fill(0x5a);
-  await d.store.put(chunkKey(victim.sha256), bad, checksum === "none" ? {} : { sha256: await sha256Hex(bad) });
+  await d.store.put(chunkKey("default", victim.sha256), bad, checksum === "none" ? {} : { sha256: await sha256Hex(bad) });
   expect(await storedDigest(victim.sha256)).not.toBe(victim.sha256);
 }
 

@@ -36,9 +36,11 @@ describe("store keys are built from validated parts, never from the sandbox's wo
   it("chunk-digest-empty-checksum: no key or PUT URL is made from a digest that is not 64 lowercase hex", async () => {
     const presigner = depsFrom(env).presigner;
     for (const digest of ["x", "", `zz/../${"a".repeat(64)}`, "A".repeat(64)]) {
-      expect(() => chunkKey(digest), digest).toThrow(/64 lowercase hex/);
+      expect(() => chunkKey("default", digest), digest).toThrow(/64 lowercase hex/);
       await expect(presigner.url(`chunks/${digest}`, "PUT", { sha256: digest }), digest).rejects.toMatchObject({ code: "unbound_write" });
     }
+    // Nor from a tenant that could reach into another's prefix (slash, dot segments) or is not one at all.
+    for (const tenant of ["", "a/b", "..", "A", "x".repeat(64)]) expect(() => chunkKey(tenant, "a".repeat(64)), tenant).toThrow(/a chunk key needs a tenant/);
     await expect(presigner.url("chunks/x", "PUT")).rejects.toMatchObject({ code: "unbound_write", message: expect.stringMatching(/without the SHA-256/) });
     // A part URL is bound at completion (the upload was opened with SHA-256 part checksums), so it is signed.
     expect(await presigner.url("k", "PUT", { query: { partNumber: "1", uploadId: "u" } })).toMatch(/partNumber=1/);

@@ -7,7 +7,8 @@
 import type { LazyStatus } from "../../../container/contract/protocol.ts";
 import { describeReferences, snapshotsReferencing } from "../../chunks/chunk-references.ts";
 import { errorMessage, SnapflowError } from "../../errors.ts";
-import type { StepResult } from "../../snapshots/records.ts";
+import { readSnapshot, type StepResult } from "../../snapshots/records.ts";
+import { DEFAULT_TENANT, tenantOf } from "../../snapshots/tenant.ts";
 import type { RestoreContext } from "../restore-context.ts";
 
 /** One wait request's bound; the verify step's own timeout bounds the whole wait. */
@@ -25,9 +26,13 @@ export function failedChunks(status: Pick<LazyStatus, "failed"> | null): string 
  * The restore's error for chunks the helper could not have (`status.failed`, the first five): `what`, the chunks
  * named, and the recorded snapshots whose indexes reference each (chunk-references.ts, bounded).
  */
-export async function unusableChunks(c: Pick<RestoreContext, "d">, what: string, status: Pick<LazyStatus, "failed">, cause?: unknown): Promise<SnapflowError> {
+export async function unusableChunks(c: Pick<RestoreContext, "d" | "p">, what: string, status: Pick<LazyStatus, "failed">, cause?: unknown): Promise<SnapflowError> {
   const digests = status.failed.slice(0, 5).map((f) => f.sha256);
-  const refs = await snapshotsReferencing(c.d.store, digests).then(describeReferences, (e) => `; the snapshots that reference them could not be listed: ${errorMessage(e)}`);
+  // Only the snapshot's own tenant's snapshots share its chunks, and only they may be named to this asker. A fork's
+  // base is of the same tenant (the API refuses a base of another).
+  const record = await readSnapshot(c.d.store, c.d.kv, c.p.snapshotId).catch(() => null);
+  const tenant = record ? tenantOf(record) : (c.p.tenant ?? DEFAULT_TENANT);
+  const refs = await snapshotsReferencing(c.d.store, tenant, digests).then(describeReferences, (e) => `; the snapshots that reference them could not be listed: ${errorMessage(e)}`);
   return new SnapflowError("snapshot_unusable", `${what}: ${failedChunks(status)}${refs}`, cause === undefined ? {} : { cause });
 }
 

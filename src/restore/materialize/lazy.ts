@@ -17,6 +17,7 @@ import { SnapflowError } from "../../errors.ts";
 import type { ChunkIndex, SquashfsFormat } from "../../../container/contract/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
+import { tenantOf } from "../../snapshots/tenant.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { readSnapshot, type SnapshotRecord } from "../../snapshots/records.ts";
@@ -45,8 +46,10 @@ async function snapshotRecord(c: RestoreContext, snapshotId: string): Promise<Sn
 
 const indexOf = (c: RestoreContext, record: SnapshotRecord): Promise<ChunkIndex> => readIndex(c.d.store, record.archive.key, record.archive.sha256, { recorded: true });
 
-function signed(c: RestoreContext, digests: readonly string[]): Record<string, string> {
-  const urls = c.d.presigner.gets(digests.map(chunkKey));
+/** GET URLs for `record`'s chunks: under the snapshot's own tenant, whoever asks (the API checked the asker is it). */
+function signed(c: RestoreContext, record: SnapshotRecord, digests: readonly string[]): Record<string, string> {
+  const tenant = tenantOf(record);
+  const urls = c.d.presigner.gets(digests.map((sha) => chunkKey(tenant, sha)));
   return Object.fromEntries(digests.map((sha, i) => [sha, urls[i]!]));
 }
 
@@ -62,10 +65,10 @@ const URL_BATCH = 4096;
 export async function urlsBeforeMount(c: RestoreContext, snapshotId: string): Promise<{ urls: Record<string, string>; moreUrls: boolean; first: number; chunks: number; imageBytes: number }> {
   const record = await snapshotRecord(c, snapshotId);
   const listed = record.chunks?.mountFirst;
-  if (listed && record.chunks) return { urls: signed(c, listed), moreUrls: record.chunks.distinct > listed.length, first: listed.length, chunks: record.chunks.distinct, imageBytes: record.chunks.imageBytes };
+  if (listed && record.chunks) return { urls: signed(c, record, listed), moreUrls: record.chunks.distinct > listed.length, first: listed.length, chunks: record.chunks.distinct, imageBytes: record.chunks.imageBytes };
   const index = await indexOf(c, record);
   const { first, rest } = splitForMount(index, beforeMount(c));
-  return { urls: signed(c, first), moreUrls: rest.length > 0, first: first.length, chunks: first.length + rest.length, imageBytes: index.size };
+  return { urls: signed(c, record, first), moreUrls: rest.length > 0, first: first.length, chunks: first.length + rest.length, imageBytes: index.size };
 }
 
 /**
@@ -124,7 +127,7 @@ async function deliverRemainingUrls(c: RestoreContext, work: string, snapshotId:
   const rest = distinctChunks(index).map((ch) => ch.sha256).filter((sha) => !sent.has(sha));
   for (let at = 0; at === 0 || at < rest.length; at += URL_BATCH) {
     const batch = rest.slice(at, at + URL_BATCH);
-    await c.agent.lazyUrls({ work, urls: signed(c, batch), last: at + URL_BATCH >= rest.length });
+    await c.agent.lazyUrls({ work, urls: signed(c, record, batch), last: at + URL_BATCH >= rest.length });
   }
   return { ms: since(t), urls: rest.length };
 }
