@@ -1,119 +1,53 @@
 #!/usr/bin/env node
-// snapflow: the command line over the HTTP API. `npx snapflow --help`.
-import { parseArgs } from "node:util";
-import { apiClient, ApiCallError } from "./lib/api-client.ts";
-import { apiErrorLine } from "./lib/api-error-line.ts";
-import { findRunningStack } from "./lib/stack.ts";
-import { reportFromFile, runBench, runReport } from "./lib/bench.ts";
-import { deleteCommand, gcCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./lib/lifecycle-commands.ts";
+// snapflow: the command line over the HTTP API. `npx snapflow --help`; the commands and their flags are data in
+// cli/cli-commands.ts, parsed by cli/cli-args.ts; what a run prints for a person is cli/run-lines.ts.
+import { join, relative } from "node:path";
+import { MATRIX_PRESETS } from "../src/matrix/presets.ts";
+import { STRATEGIES } from "../src/strategies/registry.ts";
+import { apiClient, ApiCallError, type RunStatus } from "./cli/api-client.ts";
+import { apiErrorLine } from "./cli/api-error-line.ts";
+import { parseCommandLine, usageLine } from "./cli/cli-args.ts";
+import { commandHelp, globalHelp } from "./cli/cli-commands.ts";
+import { didYouMean } from "./cli/did-you-mean.ts";
+import { findRunningStack, stackDir } from "./stack/stack.ts";
+import { reportFromFile, runBench, runReport } from "./bench/matrix-bench.ts";
+import { deleteCommand, gcCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./cli/lifecycle-commands.ts";
+import { backupResultLine, failureLine, restoreResultLine, stepLine, type SnapshotFacts } from "./cli/run-lines.ts";
 
-const HELP = `snapflow — snapshot and restore sandbox workspaces, and benchmark every way of doing it
-
-Usage: npx snapflow <command> [options]
-
-Commands:
-  strategies [--sandbox ID]                     list presets; with a sandbox, which can run there and why not
-  backup --sandbox ID [--path P] [--strategy S] [--base SNAPSHOT] [--name N] [--label K=V]... [--ttl 3d]
-         [--exclude GLOB]... [--gitignore] [--exclude-caches] [--no-wait]
-                                                back up a directory of a sandbox (default /workspace), named and
-                                                labelled; --ttl: deleted by the cron trigger after that long;
-                                                leaving out globs (*.log, node_modules/, /dist), what git ignores,
-                                                and directories tagged with a CACHEDIR.TAG
-  snapshots [--sandbox ID] [--path P] [--label K=V]... [--since T] [--until T] [--name N] [--limit N]
-            [--cursor C] [--json]               list snapshots as a table (oldest first); T is an ISO date or a
-                                                duration ago (90m, 3d); --label may repeat (all must match)
-  delete ID [--cascade]                         delete a snapshot (archive, manifest, record, index entry);
-                                                refused while deltas build on it unless --cascade (deletes them
-                                                first), and while a restore reads it
-  policy [--sandbox ID [--path P]] [--keep-last N] [--keep-daily N] [--keep-weekly N] [--delete] [--json]
-                                                set a retention policy (restic forget's rules) for a sandbox path,
-                                                delete it, or show policies; applied by the hourly cron trigger
-  retention [--json]                            what the last cron run removed and kept, and why
-  gc [--grace-seconds N] [--dry-run] [--json]   delete chunks no snapshot's index references, written more than
-                                                N seconds ago (default a day); the hourly cron trigger runs it too
-  restore --snapshot ID --sandbox ID [--path P] [--strategy S] [--replace] [--keep-ownership] [--deep-verify] [--no-wait]
-                                                restore a snapshot into a sandbox; --keep-ownership restores owners
-                                                and setuid/setgid bits as archived (off: the agent's user, bits cleared);
-                                                --deep-verify hashes every restored file against the manifest
-  status ID                                     a backup (bk-…), restore (rs-…) or matrix (mx-…, nightly-…)
-  report ID [--out DIR]                         rebuild a matrix's summary from its stored runs and write its
-                                                results files again
-  report --from FILE.json [--out DIR]           rewrite a results file's .md and .svg from its .json (offline;
-                                                a matrix's or a peers race's)
-  bench [--preset smoke|seeds | --spec FILE] [--name N] [--runs N] [--out DIR]
-                                                run a benchmark matrix, show progress, print the summary, and
-                                                write results/<date>-<name>.{json,md,svg} with the machine description
-  bench --preset peers [--dataset npm-workspace|node-modules|all] [--runs N] [--files N --bytes N]
-        [--name N] [--out DIR]
-                                                the standing race against the floors and restic: on one tree, N
-                                                runs (default 3) of tar|zstd to a file and | rclone rcat into the
-                                                store, rclone cat|zstd -d|tar x; restic first backup, after a 10 MB
-                                                change, restore; snapflow's default backup, 10 MB incremental,
-                                                default restore and fastest mount restore. Starts its own private
-                                                stack (no npm run dev needed; stop other load first). --files/--bytes
-                                                size the generated node-modules tree (default 34500 / 692000000).
-                                                Writes results/<date>-peers.{json,md,svg} with medians and ratios.
-  bench --preset forks [--dataset npm-workspace|added-data|all] [--runs N] [--bytes N]
-                                                Issue 10's race on a private stack: a lazy restore's usable moment,
-                                                first use (node -e "require('typescript')") and bytes fetched by then,
-                                                complete, beside download-then-mount; N forks (default 10) each
-                                                restored writable, changed 10 MB and backed up (bytes uploaded, time);
-                                                the chunk store against N + 1 full archives. --bytes: added-data's
-                                                added bytes (default 5 GB). Writes results/<date>-forks.{json,md}.
-  load [--out DIR]                              the stack under load, watched for leaks: 8 backups and 8 restores at
-                                                once, then a 100-run matrix of small cells; samples workerd's and the
-                                                agent's memory and descriptors and the mounts, and writes
-                                                results/<date>-load.{json,md}. Uses the running stack (npm run dev) or
-                                                starts a private one. Exit 1 when a criterion fails.
-
-Options:
-  --url URL      the API (default: the local stack in .snapflow/stack.json, or $SNAPFLOW_URL)
-  --token T      the API token (default: the local stack's, or $SNAPFLOW_TOKEN)
-  -h, --help     this help
-
-Exit codes: 0 success; 1 the run failed (or a matrix had failures); 2 bad usage or input refused; 3 no API reachable.`;
-
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    url: { type: "string" }, token: { type: "string" }, help: { type: "boolean", short: "h" },
-    sandbox: { type: "string" }, path: { type: "string" }, strategy: { type: "string" }, base: { type: "string" },
-    snapshot: { type: "string" }, replace: { type: "boolean" }, "keep-ownership": { type: "boolean" }, "deep-verify": { type: "boolean" }, "no-wait": { type: "boolean" },
-    label: { type: "string", multiple: true }, ttl: { type: "string" }, since: { type: "string" }, until: { type: "string" },
-    limit: { type: "string" }, cursor: { type: "string" }, json: { type: "boolean" }, cascade: { type: "boolean" }, delete: { type: "boolean" },
-    "keep-last": { type: "string" }, "grace-seconds": { type: "string" }, "dry-run": { type: "boolean" }, "keep-daily": { type: "string" }, "keep-weekly": { type: "string" },
-    exclude: { type: "string", multiple: true }, gitignore: { type: "boolean" }, "exclude-caches": { type: "boolean" },
-    preset: { type: "string" }, spec: { type: "string" }, dataset: { type: "string" }, files: { type: "string" }, bytes: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, out: { type: "string" },
-  },
-});
-
-const [command, ...rest] = positionals;
-if (values.help || !command) {
-  console.log(HELP);
-  process.exit(command || values.help ? 0 : 2);
+const parsed = parseCommandLine(process.argv.slice(2));
+if (parsed.kind === "help") {
+  console.log(parsed.command ? commandHelp(parsed.command) : globalHelp());
+  process.exit(0);
 }
-const usage = (message: string): never => {
-  console.error(`snapflow ${command}: ${message}\n(see npx snapflow --help)`);
+if (parsed.kind === "usage") {
+  console.error(parsed.message);
+  process.exit(2);
+}
+const { command, values, rest } = parsed;
+const usage = (message: string, hint?: string): never => {
+  console.error(usageLine(command, message, hint));
   process.exit(2);
 };
 
 // Usage errors first, so that they exit 2 whether or not an API is reachable.
-const required: Record<string, [keyof typeof values, string][]> = {
-  backup: [["sandbox", "--sandbox is required"]],
-  restore: [["snapshot", "--snapshot is required"], ["sandbox", "--sandbox is required"]],
-};
-if (!["strategies", "backup", "restore", "status", "bench", "report", "snapshots", "delete", "policy", "retention", "gc", "load"].includes(command)) usage(`unknown command '${command}'`);
-for (const [key, message] of required[command] ?? []) if (!values[key]) usage(message);
-if ((command === "status" || command === "delete" || (command === "report" && !values.from)) && !rest[0]) usage(`${command} needs an id`);
+if (values.strategy && (command === "backup" || command === "restore")) {
+  const s = STRATEGIES.find((x) => x.name === values.strategy);
+  const names = STRATEGIES.filter((x) => x.kind === command).map((x) => x.name);
+  const listed = "see: npx snapflow strategies";
+  if (s && s.kind !== command) usage(`--strategy: ${s.name} is a ${s.kind} strategy, not a ${command} one${didYouMean(values.strategy, names)}`, listed);
+  if (!s) usage(`--strategy: no ${command} strategy '${values.strategy}'${didYouMean(values.strategy, names)}`, listed);
+}
+const PRESETS = [...Object.keys(MATRIX_PRESETS), "peers", "forks"];
+if (command === "bench" && values.preset !== undefined && !PRESETS.includes(values.preset)) usage(`--preset: no preset '${values.preset}'${didYouMean(values.preset, PRESETS)}`, `one of ${PRESETS.join(", ")}`);
 if (command === "report" && values.from) {
   // A peers race's results (they have datasets, not a matrix summary) are rewritten by their own writer.
-  const { rewritePeersResults } = await import("./lib/peers/report.ts");
+  const { rewritePeersResults } = await import("./bench/peers/report.ts");
   process.exit(rewritePeersResults(values.from, values.out) ?? reportFromFile(values.from, values.out));
 }
 if (values.preset && values.spec) usage("give --preset or --spec, not both");
 if (command === "bench" && values.preset === "peers") {
   // The race starts its own private stack and reads sandboxes on this host: no API to find first.
-  const { runPeers, PEERS_DEFAULTS } = await import("./lib/peers/run-peers.ts");
+  const { runPeers, PEERS_DEFAULTS } = await import("./bench/peers/run-peers.ts");
   const count = (flag: "runs" | "files" | "bytes", fallback: number) => {
     const n = values[flag] === undefined ? fallback : Number(values[flag]);
     return Number.isInteger(n) && n > 0 ? n : usage(`--${flag} must be a positive integer`);
@@ -130,7 +64,7 @@ if (command === "bench" && values.preset === "peers") {
 
 if (command === "bench" && values.preset === "forks") {
   // Issue 10's figures: first use, lazy restores beside download-then-mount, and forks; a private stack, as peers.
-  const { runForks, FORKS_DEFAULTS } = await import("./lib/forks/run-forks.ts");
+  const { runForks, FORKS_DEFAULTS } = await import("./bench/forks/run-forks.ts");
   const dataset = values.dataset ?? "all";
   if (!["all", "npm-workspace", "added-data"].includes(dataset)) usage(`--dataset: one of npm-workspace, added-data, all (not '${dataset}')`);
   const forks = values.runs === undefined ? FORKS_DEFAULTS.forks : Number(values.runs);
@@ -146,7 +80,7 @@ if (command === "bench" && values.preset === "forks") {
 
 if (command === "load") {
   // It finds the running stack itself (it needs its process ids), or starts its own.
-  const { runLoad } = await import("./lib/load/run-load.ts");
+  const { runLoad } = await import("./bench/load/run-load.ts");
   process.exit(await runLoad({ out: values.out }));
 }
 
@@ -159,44 +93,105 @@ if (!url || !token) {
 }
 const api = apiClient(url, token);
 const print = (x: unknown) => console.log(JSON.stringify(x, null, 2));
-const printSteps = (kind: string) => (name: string, s: { ms: number; bytes: number }) =>
-  console.error(`  ${kind} ${name.padEnd(11)} ${String(s.ms).padStart(7)} ms${s.bytes ? ` ${(s.bytes / 1e6).toFixed(1)} MB` : ""}`);
+const say = (line: string) => console.error(line);
+/** Where a sandbox path is on this host, when the API is the local stack (its sandboxes are directories here). */
+const hostPath = (sandbox: string, path: string) => (local && url === local.apiUrl ? relative(process.cwd(), join(stackDir({}), "sandboxes", sandbox)) + path : undefined);
+
+// Ctrl-C while a run is watched stops the watching, not the run: say how to find it again or stop it.
+let watching: { kind: "backup" | "restore"; id: string } | undefined;
+process.on("SIGINT", () => {
+  if (watching) {
+    say(`\nsnapflow ${command}: stopped watching; ${watching.kind} ${watching.id} goes on.`);
+    say(`  follow it:  npx snapflow status ${watching.id}`);
+    say(`  cancel it:  npx snapflow cancel ${watching.id}`);
+  }
+  process.exit(130);
+});
+
+/** Follows a started run to its end: a line per step (stderr), then the result or failure line, or --json's status. */
+async function follow(kind: "backup" | "restore", id: string, where: { sandbox: string; path: string }): Promise<number> {
+  watching = { kind, id };
+  const s = await api.waitFor(kind, id, (name, step) => say(stepLine(kind, name, step)));
+  watching = undefined;
+  if (values.json) return print(s), s.status === "complete" ? 0 : 1;
+  if (s.status !== "complete") {
+    say(failureLine(kind, s, where));
+    return 1;
+  }
+  if (kind === "backup") console.log(backupResultLine(s, await api.call<SnapshotFacts>("GET", `/api/snapshots/${id}`), where));
+  else console.log(restoreResultLine(s, { ...where, hostPath: hostPath(where.sandbox, where.path) }));
+  return 0;
+}
+
+interface StrategyView { name: string; kind: string; description: string; default?: boolean; defaultFor?: string[]; available?: boolean; reason?: string }
 
 async function main(): Promise<number> {
   switch (command) {
     case "strategies": {
-      const r = await api.call<{ strategies: { name: string; kind: string; available?: boolean; reason?: string; description: string }[] }>(
-        "GET", `/api/strategies${values.sandbox ? `?sandboxId=${encodeURIComponent(values.sandbox)}` : ""}`);
-      for (const s of r.strategies) {
-        const state = s.available === undefined ? "" : s.available ? "  available" : `  UNAVAILABLE: ${s.reason}`;
-        console.log(`${s.kind.padEnd(8)} ${s.name.padEnd(34)}${state}\n         ${s.description}`);
+      const r = await api.call<{ strategies: StrategyView[] }>("GET", `/api/strategies${values.sandbox ? `?sandboxId=${encodeURIComponent(values.sandbox)}` : ""}`);
+      if (values.json) return print(r), 0;
+      const width = Math.max(...r.strategies.map((s) => s.name.length));
+      for (const kind of ["backup", "restore"]) {
+        console.log(kind === "backup" ? "backup strategies (* the default, when --strategy is left out):" : "\nrestore strategies (* the default for the snapshots named, when --strategy is left out):");
+        for (const s of r.strategies.filter((x) => x.kind === kind)) {
+          const state = s.available === undefined ? "" : s.available ? "" : `  UNAVAILABLE here: ${s.reason}`;
+          const mark = s.default || s.defaultFor ? "*" : " ";
+          console.log(`${mark} ${s.name.padEnd(width)}  ${s.description}${s.defaultFor ? ` [default for ${s.defaultFor.join(", ")}]` : ""}${state}`);
+        }
       }
       return 0;
     }
     case "backup": {
-      const b = await api.startBackup({ sandboxId: values.sandbox!, path: values.path ?? "/workspace", ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.base ? { baseSnapshotId: values.base } : {}),
+      const where = { sandbox: values.sandbox!, path: values.path ?? "/workspace" };
+      const b = await api.startBackup({ sandboxId: where.sandbox, path: where.path, ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.base ? { baseSnapshotId: values.base } : {}),
         ...(values.name ? { name: values.name } : {}), ...(values.label ? { labels: labelsFromFlags(values.label, usage) } : {}),
         ...(values.ttl ? { ttl: /^\d+$/.test(values.ttl) ? Number(values.ttl) : values.ttl } : {}),
         ...(values.exclude ? { excludes: values.exclude } : {}), ...(values.gitignore ? { gitignore: true } : {}), ...(values["exclude-caches"] ? { excludeCaches: true } : {}) });
-      console.error(`backup ${b.id} (${b.strategy}) started`);
-      if (values["no-wait"]) return print(b), 0;
-      const s = await api.waitFor("backup", b.id, printSteps("backup"));
-      print(s);
-      return s.status === "complete" ? 0 : 1;
+      if (values["no-wait"]) return values.json ? print(b) : console.log(`backup ${b.id} started (${b.strategy}): npx snapflow status ${b.id} to follow it, npx snapflow cancel ${b.id} to stop it`), 0;
+      say(`backup ${b.id} of ${where.sandbox}:${where.path} with ${b.strategy}`);
+      return follow("backup", b.id, where);
     }
     case "restore": {
-      const r = await api.startRestore({ snapshotId: values.snapshot!, sandboxId: values.sandbox!, path: values.path ?? "/workspace", ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.replace ? { replace: true } : {}), ...(values["keep-ownership"] ? { keepOwnership: true } : {}), ...(values["deep-verify"] ? { deepVerify: true } : {}) });
-      console.error(`restore ${r.id} (${r.strategy}) started`);
-      if (values["no-wait"]) return print(r), 0;
-      const s = await api.waitFor("restore", r.id, printSteps("restore"));
-      print(s);
-      return s.status === "complete" ? 0 : 1;
+      const where = { sandbox: values.sandbox!, path: values.path ?? "/workspace" };
+      const r = await api.startRestore({ snapshotId: values.snapshot!, sandboxId: where.sandbox, path: where.path, ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.replace ? { replace: true } : {}), ...(values["keep-ownership"] ? { keepOwnership: true } : {}), ...(values["deep-verify"] ? { deepVerify: true } : {}) });
+      if (values["no-wait"]) return values.json ? print(r) : console.log(`restore ${r.id} started (${r.strategy}): npx snapflow status ${r.id} to follow it, npx snapflow cancel ${r.id} to stop it`), 0;
+      say(`restore ${r.id} of ${values.snapshot} into ${where.sandbox}:${where.path} with ${r.strategy}`);
+      return follow("restore", r.id, where);
     }
     case "status": {
       const id = rest[0]!;
-      const path = id.startsWith("bk-") ? `/api/backups/${id}` : id.startsWith("rs-") ? `/api/restores/${id}` : `/api/matrices/${id}`;
-      print(await api.call("GET", path));
+      const kind = id.startsWith("bk-") ? "backup" : id.startsWith("rs-") ? "restore" : undefined;
+      const s = await api.call<RunStatus>("GET", kind ? `/api/${kind}s/${id}` : `/api/matrices/${id}`);
+      if (values.json || !kind) return print(s), 0;
+      console.log(`${kind} ${id}${s.strategy ? ` (${s.strategy})` : ""}: ${s.status}`);
+      for (const [name, step] of Object.entries(s.steps)) console.log(stepLine(kind, name, step));
+      for (const note of s.interrupted ?? []) console.log(`  ${note}`);
+      if (s.status === "complete" && kind === "backup") {
+        const snap = await api.call<SnapshotFacts & { source: { path: string } }>("GET", `/api/snapshots/${id}`).catch(() => null);
+        if (snap) console.log(backupResultLine(s, snap, snap.source));
+      } else if (s.status !== "complete" && ["errored", "terminated", "cancelled"].includes(s.status)) {
+        console.log(failureLine(kind, s));
+      } else if (s.status !== "complete") {
+        console.log(`still going: npx snapflow status ${id} again to follow it, npx snapflow cancel ${id} to stop it`);
+      }
       return 0;
+    }
+    case "cancel": {
+      const r = await api.call<{ id: string; kind: string; stoppedAt: string; cleanup: string }>("POST", `/api/runs/${encodeURIComponent(rest[0]!)}/cancel`);
+      if (values.json) return print(r), 0;
+      console.log(`${r.kind} ${r.id} cancelled at ${r.stoppedAt}: ${r.cleanup}`);
+      return 0;
+    }
+    case "doctor": {
+      // ✓ passed, ✗ failed (exit 1), ! an advisory check failed (snapflow guards it itself), – not run here.
+      const r = await api.call<{ ok: boolean; ms: number; checks: { check: string; ok: boolean; detail: string; ifMissing: string; ms: number; skipped?: string; advisory?: boolean }[] }>("POST", "/api/doctor");
+      if (values.json) return print(r), r.ok ? 0 : 1;
+      for (const c of r.checks) {
+        const mark = c.skipped ? "–" : c.ok ? "✓" : c.advisory ? "!" : "✗";
+        console.log(`${mark} ${c.check}  (${c.ms} ms)\n    ${c.skipped ? `not run: ${c.skipped}` : c.detail}${c.ok && !c.skipped ? "" : `\n    if missing: ${c.ifMissing}`}`);
+      }
+      console.log(`\n${r.ok ? "all checks passed" : `${r.checks.filter((c) => !c.ok && !c.advisory).length} check(s) failed`} in ${(r.ms / 1000).toFixed(1)} s`);
+      return r.ok ? 0 : 1;
     }
     case "snapshots":
       return snapshotsCommand(api, values);
@@ -212,8 +207,8 @@ async function main(): Promise<number> {
       return runReport(api, rest[0]!, { url: url!, out: values.out });
     case "bench":
       return runBench(api, { preset: values.preset, spec: values.spec, name: values.name, runs: values.runs, out: values.out, url: url! }, usage);
-    default:
-      return usage(`unknown command '${command}'`);
+    case "help": case "load":
+      return 0; // handled before an API is needed
   }
 }
 

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
-import { PROJECT, toolEnv } from "./lib/stack.ts";
+import { PROJECT, toolEnv } from "./stack/stack.ts";
 
 const DEFAULT_MAX_GZIP_KIB = 1024;
 const DEFAULT_MAX_RAW_KIB = 6 * 1024;

@@ -5,8 +5,8 @@
 // themselves, so the watchdog for interrupted runs is fired here every five minutes (as the deployed cron does);
 // the stack fires it once itself when it comes up.
 import { WATCHDOG_CRON } from "../src/snapshots/lifecycle-schedule.ts";
-import { agentRuntimeFrom } from "./lib/agent-runtime.ts";
-import { findRunningStack, startStack } from "./lib/stack.ts";
+import { agentRuntimeFrom } from "./stack/agent-runtime.ts";
+import { findRunningStack, startStack, wranglerPort } from "./stack/stack.ts";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log(`Usage: npm run dev [-- --port 8787]
@@ -44,7 +44,8 @@ console.log(`snapflow local stack is up:
   API        ${stack.apiUrl}   (token in .snapflow/stack.json)
   agent      ${stack.agentUrl}
   S3 store   ${stack.s3Endpoint}
-Inspect runs:  npx wrangler workflows instances list snapflow-backup --local
+Follow a run:  npx snapflow status ID        (npx snapflow --help for the rest)
+Inspect runs:  npx wrangler workflows instances list snapflow-backup --local${wranglerPort(stack.apiUrl)}
 Ctrl-C stops everything.`);
 
 let stopping = false;

@@ -2,10 +2,10 @@
 // sandbox through the RestoreWorkflow, on the local stack (started here if none is running), prints a per-step
 // timing table, and exits 0 only if the restored tree's manifest equals the source's.
 import { parseArgs } from "node:util";
-import { apiClient, ApiCallError, type RunStatus } from "./lib/api-client.ts";
-import { findRunningStack, freePort, portIsFree, startStack, type Stack } from "./lib/stack.ts";
-import { processTree, sampleRss, type RssSample } from "./lib/rss.ts";
-import { timingTable, type Row } from "./lib/timing-table.ts";
+import { apiClient, ApiCallError, type RunStatus } from "./cli/api-client.ts";
+import { findRunningStack, freePort, portIsFree, startStack, wranglerPort, type Stack } from "./stack/stack.ts";
+import { processTree, sampleRss, type RssSample } from "./stack/rss.ts";
+import { timingTable, type Row } from "./cli/timing-table.ts";
 
 const HELP = `Usage: npm start [-- options]
 
@@ -135,7 +135,8 @@ try {
   if (usableMs !== undefined) console.log(`lazy restore: usable ${usableMs} ms after the request (the tree answers at the target), complete ${completeMs ?? "?"} ms (every chunk local and verified)`);
   const v = restore.steps.verify!;
   console.log(`\nrestored manifest equals source: ${v.files} files, ${v.dirs} dirs, ${v.symlinks} symlinks, ${v.bytes} bytes (snapshot ${b.snapshotId})`);
-  console.log(`inspect: npx wrangler workflows instances describe snapflow-backup ${b.id} --local  (while the stack runs)`);
+  // Only for a stack that outlives this job (npm run dev's): the one started here is stopped below.
+  if (running) console.log(`inspect: npx wrangler workflows instances describe snapflow-backup ${b.id} --local${wranglerPort(info.apiUrl)}`);
   exitCode = 0;
 } catch (e) {
   const msg = e instanceof ApiCallError ? `${e.message}${e.field ? ` (field ${e.field})` : ""}` : (e as Error).message;

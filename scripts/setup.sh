@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # checks the Dockerfile against it)
 declare -A PKG=([tar]=tar [zstd]=zstd [gzip]=gzip [pigz]=pigz [lz4]=lz4 [mksquashfs]=squashfs-tools [unsquashfs]=squashfs-tools [tar2sqfs]=squashfs-tools-ng
   [squashfuse]=squashfuse [squashfuse_ll]=squashfuse [fusermount3]=fuse3 [fuse-overlayfs]=fuse-overlayfs [mkfs.erofs]=erofs-utils [fsck.erofs]=erofs-utils [curl]=curl [aria2c]=aria2)
-# the peers race's tools (scripts/lib/peers): kept apart from PKG, which must match the image's tool list
+# the peers race's tools (scripts/bench/peers): kept apart from PKG, which must match the image's tool list
 declare -A PEERS=([restic]=restic [rclone]=rclone)
 missing=()
 for tool in "${!PKG[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing+=("${PKG[$tool]}"); done

@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   snapshot_unusable: { status: 422, permanent: true }, // a snapshot's parts are missing, of the wrong kind, or do not match
   target_not_empty: { status: 409, permanent: true }, // a restore target holds files and `replace` was not asked for
   snapshot_in_use: { status: 409, permanent: true },
+  run_ended: { status: 409, permanent: true }, // a cancel asked of a run that has already ended (how it ended is named)
   target_busy: { status: 409, permanent: true }, // another backup or restore of the same sandbox path is running (named) // deltas build on the snapshot, or a restore is reading it (named)
   manifest_too_large: { status: 413, permanent: true }, // a backup's manifest passes MAX_MANIFEST_BYTES or MAX_MANIFEST_ENTRIES (figures named)
   insufficient_space: { status: 507, permanent: true }, // the sandbox's disk cannot hold what the run must write (path and shortfall named)

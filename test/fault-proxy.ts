@@ -10,6 +10,9 @@
 //   refuse  close the connection at once, answering nothing (nothing listening, a crashed peer)
 //   lie     forward, then answer the upstream's JSON with the fields in `set` replaced ("a.0.b" → value): a
 //           compromised agent that did the work and reports whatever it likes (issue 21)
+//   strip   forward without the query parameters named in `query` (a store or proxy that drops them, so what they
+//           bound is not checked: SigV4 then fails the signature, as a real store would), and answer without the
+//           response headers named in `responseHeaders` (a store that keeps no checksum to report)
 //
 // A fault matches requests whose method (optional) and path + query (substrings) match, and whose headers hold the
 // values in `headers` (optional; the agent's x-snapflow-sandbox names the sandbox), `times` times, so a test aims at
@@ -27,7 +30,10 @@ export interface Fault {
   method?: string;
   /** header name → a substring its value must hold */
   headers?: Record<string, string>;
-  action: "status" | "cut" | "stall" | "refuse" | "lie";
+  action: "status" | "cut" | "stall" | "refuse" | "lie" | "strip";
+  /** strip: query parameters dropped before forwarding, and response headers dropped from the answer */
+  query?: string[];
+  responseHeaders?: string[];
   /** lie: dotted paths into the JSON answer ("index.chunks.0.sha256") and the values put there */
   set?: Record<string, unknown>;
   /** status */
@@ -67,6 +73,15 @@ function lieIn(body: string, set: Record<string, unknown>): string {
     at[parts.at(-1)!] = value;
   }
   return JSON.stringify(answer);
+}
+
+/** The path and query without the named parameters (compared case-insensitively, as S3 reads x-amz-* names). */
+function withoutParams(url: string, names: string[]): string {
+  const [path, query] = url.split("?", 2) as [string, string | undefined];
+  if (query === undefined) return url;
+  const drop = new Set(names.map((n) => n.toLowerCase()));
+  const kept = query.split("&").filter((pair) => !drop.has(decodeURIComponent(pair.split("=")[0]!).toLowerCase()));
+  return kept.length ? `${path}?${kept.join("&")}` : path;
 }
 
 /** Passes bytes on; after `afterBytes`, either destroys (cut) or pauses (stall). */
@@ -123,6 +138,12 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
     }
     if (req.method === "GET" && req.url === "/__faults") return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ fired, armed }));
     if (req.method === "GET" && req.url === "/__requests") return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ seen }));
+    if (req.method === "DELETE" && req.url?.startsWith("/__faults?match=")) {
+      // Only the faults aimed at one test's requests (a test sharing the proxy with others must not disarm theirs).
+      const match = decodeURIComponent(req.url.slice("/__faults?match=".length));
+      for (let i = armed.length - 1; i >= 0; i--) if ([armed[i]!.match].flat().includes(match)) armed.splice(i, 1);
+      return res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    }
     if (req.method === "DELETE" && req.url === "/__faults") {
       armed.length = 0;
       return res.writeHead(200, { "content-type": "application/json" }).end("{}");
@@ -151,14 +172,15 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
       req.on("end", () => res.writeHead(fault.status ?? 500, { "content-type": "application/xml" }).end(`<Error><Code>InternalError</Code><Message>injected by the test fault proxy</Message></Error>`));
       return;
     }
-    const up = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers });
+    const path = fault?.action === "strip" && fault.query?.length ? withoutParams(req.url ?? "", fault.query) : req.url;
+    const up = request({ host: target.hostname, port: target.port, method: req.method, path, headers: req.headers });
     const cut = () => {
       ended("cut by the proxy");
       up.destroy();
       req.destroy();
       res.destroy();
     };
-    const onRequestBody = fault && fault.action !== "lie" && (fault.body ? fault.body === "request" : req.method === "PUT" || req.method === "POST");
+    const onRequestBody = fault && fault.action !== "lie" && fault.action !== "strip" && (fault.body ? fault.body === "request" : req.method === "PUT" || req.method === "POST");
     // How a faulted exchange ended, first cause only: a test tells "the client's deadline gave up" from "the upstream hung up".
     const record = fault ? fired.at(-1) : undefined;
     const ended = (how: string) => {
@@ -181,8 +203,9 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
         });
         return;
       }
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      (fault && !onRequestBody ? r.pipe(breaker(fault, cut)) : r).pipe(res);
+      const dropped = new Set(fault?.action === "strip" ? (fault.responseHeaders ?? []).map((h) => h.toLowerCase()) : []);
+      res.writeHead(r.statusCode ?? 502, Object.fromEntries(Object.entries(r.headers).filter(([name]) => !dropped.has(name))));
+      (fault && fault.action !== "strip" && !onRequestBody ? r.pipe(breaker(fault, cut)) : r).pipe(res);
     });
     up.on("error", (e) => {
       ended(`upstream failed: ${e.message}`);

@@ -6,9 +6,9 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { startObjectStore } from "../scripts/lib/object-store-server.ts";
-import { agentCommand, agentRuntimeFrom, type AgentRuntime } from "../scripts/lib/agent-runtime.ts";
-import { PROJECT, startAgent, STATE } from "../scripts/lib/stack.ts";
+import { startObjectStore } from "../scripts/stack/object-store-server.ts";
+import { agentCommand, agentRuntimeFrom, type AgentRuntime } from "../scripts/stack/agent-runtime.ts";
+import { PROJECT, startAgent, STATE } from "../scripts/stack/stack.ts";
 import { b64, compress, deltaThroughBaseSymlink, hostileDeletions, imageCases, imageToolMissing, OWNED_TREE, tarCases, tarOf, type CorpusOptions, type ImageKind } from "./fixtures/hostile-corpus.ts";
 import { startFaultProxy } from "./fault-proxy.ts";
 

@@ -22,6 +22,7 @@ import { archiveKey, manifestKey, snapshotRecordKey } from "../src/snapshots/rec
 import { leaseKey } from "../src/snapshots/restore-leases.ts";
 import { findBackup, findRestore } from "../src/strategies/registry.ts";
 import { errorMessage, STEP_CONFIG, stepRunner, totalMs } from "./step-config.ts";
+import { SnapflowError } from "../src/errors.ts";
 
 const since = (t: number) => Math.round(performance.now() - t);
 
@@ -31,7 +32,7 @@ export class BenchmarkCellWorkflow extends WorkflowEntrypoint<Env, CellParams> {
     const d = depsFrom(this.env);
     const matrix = await step.do("matrix", STEP_CONFIG.record, async () => {
       const m = await readMatrix(d.store, matrixId);
-      if (!m) throw new Error(`matrix ${matrixId} has no record`);
+      if (!m) throw new SnapflowError("not_found", `matrix ${matrixId} has no record`);
       return { spec: m.spec };
     });
     const spec = matrix.spec;

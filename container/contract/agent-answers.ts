@@ -105,6 +105,7 @@ export const SwapJournalAnswer = z.looseObject({
 }) satisfies z.ZodType<P.SwapJournal>;
 
 export const ProbeAnswer = z.looseObject({
+  agent: z.looseObject({ release: z.string() }).optional(),
   kernel: z.string(),
   filesystems: z.array(z.string()),
   fuse: z.boolean(),

@@ -62,7 +62,7 @@ export const SANDBOX_ID = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "a sandb
 /**
  * Checks a sandbox path's syntax and returns it normalised: absolute, no '..' segment, inside an allowed root.
  * Pure, so the Worker can refuse a bad path with a 400 before anything starts. (Symlink escapes can only be
- * seen inside the sandbox: sandbox-paths.ts checks those.)
+ * seen inside the sandbox: system/path-confinement.ts checks those.)
  */
 export function normalizeSandboxPath(path: string): { ok: true; path: string } | { ok: false; reason: string; outside: boolean } {
   if (path.length === 0) return { ok: false, reason: "is empty", outside: false };
@@ -747,7 +747,16 @@ export const TOOLS = {
 } as const satisfies Record<string, { pkg: string | null; version: string[] }>;
 export type ToolName = keyof typeof TOOLS;
 
+/**
+ * snapflow's release (package.json "version"; test/node/probe-versions-unit.test.ts keeps them equal). The agent
+ * reports the one it was built with and the Worker compares it with its own (`snapflow doctor`): an image built from
+ * another release answers another protocol.
+ */
+export const SNAPFLOW_RELEASE = "0.1.0";
+
 export interface ProbeResult {
+  /** the agent's build: absent from agents older than the field */
+  agent?: { release: string };
   kernel: string;
   filesystems: string[];
   fuse: boolean;

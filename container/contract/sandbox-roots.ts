@@ -5,7 +5,7 @@
 //
 // A configured root is refused when it is not an absolute, normal path, when it is `/` (everything) or inside
 // (or above) /proc, /sys or /dev (the kernel's, not a workspace), or when it is or holds /snapflow. Paths below a
-// root are then checked by protocol.ts (syntax, '..') and sandbox-paths.ts (symlinks that lead out of every root).
+// root are then checked by protocol.ts (syntax, '..') and system/path-confinement.ts (symlinks that lead out of every root).
 import { AGENT_AREA, DEFAULT_USER_ROOTS } from "./sandbox-layout.ts";
 
 /** Never a root, nor below or above one of these (except "/" itself, which is above everything). */

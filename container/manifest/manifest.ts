@@ -107,7 +107,13 @@ export async function takeManifest(root: string, options: { hash?: boolean; hole
         }
         firstNameOfInode.set(inode, path);
       }
-      if (type === "file" && hash) pending.push(hashLimited(entry, hostPath));
+      if (type === "file" && hash) {
+        // Awaited after the walk: marked handled now, or a read that fails meanwhile (EIO through a mount whose
+        // chunk is bad) is an unhandled rejection, which ends the agent's process.
+        const hashing = hashLimited(entry, hostPath);
+        hashing.catch(() => {});
+        pending.push(hashing);
+      }
       if (type === "dir") await walk(hostPath, path);
     }
   };

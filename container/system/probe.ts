@@ -6,7 +6,7 @@ import { access, readFile, stat, statfs } from "node:fs/promises";
 import { constants } from "node:fs";
 import { availableParallelism, freemem, release, totalmem } from "node:os";
 import { findOnPath } from "./find-on-path.ts";
-import { TOOLS, type ProbeResult, type ToolName } from "../contract/protocol.ts";
+import { SNAPFLOW_RELEASE, TOOLS, type ProbeResult, type ToolName } from "../contract/protocol.ts";
 
 type ToolInfo = { path: string; version: string };
 
@@ -66,6 +66,7 @@ export async function probe(diskPath: string): Promise<ProbeResult> {
   const names = Object.keys(TOOLS) as ToolName[];
   const infos = await Promise.all(names.map(toolInfo));
   return {
+    agent: { release: SNAPFLOW_RELEASE },
     kernel: release(),
     filesystems: filesystems.split("\n").map((l) => l.split("\t").pop()!.trim()).filter(Boolean),
     fuse,

@@ -14,7 +14,7 @@ import { runQuiet } from "../../container/images/images.ts";
 import { createAgentServer } from "../../container/http/server.ts";
 import { AwsClient } from "aws4fetch";
 import { readFileSync } from "node:fs";
-import { startObjectStore } from "../lib/object-store-server.ts";
+import { startObjectStore } from "../stack/object-store-server.ts";
 
 const [files = "20000", runs = "8"] = process.argv.slice(2);
 const SECRET = randomBytes(32).toString("hex");

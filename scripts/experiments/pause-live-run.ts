@@ -6,8 +6,8 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { apiClient } from "../lib/api-client.ts";
-import { freePort, PROJECT, startStack, toolEnv } from "../lib/stack.ts";
+import { apiClient } from "../cli/api-client.ts";
+import { freePort, PROJECT, startStack, toolEnv } from "../stack/stack.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "snapflow-pause-exp-"));
 const port = await freePort();

@@ -2,7 +2,7 @@
 // below wrangler dev) per default backup (tar-zst-pipe: the agent streams tar | zstd, the Worker cuts it into parts
 // and uploads them), for one or more checkouts of the project, alternated run by run so that they share the
 // machine's moods. Each checkout gets its own private stack (its own wrangler dev, agent and store) holding a real
-// copy of the peers race's npm workspace (scripts/lib/peers/npm-workspace.ts) in sandbox "relay"'s /workspace.
+// copy of the peers race's npm workspace (scripts/bench/peers/npm-workspace.ts) in sandbox "relay"'s /workspace.
 // Prints one line per run and, at the end, medians per checkout as JSON. Emulator figures (local workerd,
 // SeaweedFS on loopback), not production ones.
 // Usage: [STRATEGY=tar-zst-pipe] node scripts/experiments/relay-cpu.ts RUNS DIR [DIR...]   (DIR: a checkout with node_modules)
@@ -10,7 +10,7 @@ import { execSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureNpmWorkspace } from "../lib/peers/npm-workspace.ts";
+import { ensureNpmWorkspace } from "../bench/peers/npm-workspace.ts";
 
 const [runsArg = "3", ...dirs] = process.argv.slice(2);
 if (!dirs.length) throw new Error("usage: relay-cpu.ts RUNS DIR [DIR...]");
@@ -57,8 +57,8 @@ type Lab = { dir: string; stack: { stop(): Promise<void>; wranglerPid: number; a
 const labs: Lab[] = [];
 try {
   for (const dir of dirs) {
-    const { startStack, freePort } = await import(join(dir, "scripts/lib/stack.ts"));
-    const { apiClient } = await import(join(dir, "scripts/lib/api-client.ts"));
+    const { startStack, freePort } = await import(join(dir, "scripts/stack/stack.ts"));
+    const { apiClient } = await import(join(dir, "scripts/cli/api-client.ts"));
     const state = mkdtempSync(join(tmpdir(), "snapflow-relay-cpu-"));
     const stack = await startStack({ port: await freePort(), privateDir: state, log: (l: string) => log(`${dir}: ${l}`), startupTriggers: false });
     const api = apiClient(stack.apiUrl, stack.apiToken);

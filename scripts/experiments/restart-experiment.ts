@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { apiClient, type RunStatus } from "../lib/api-client.ts";
-import { freePort, startStack } from "../lib/stack.ts";
+import { apiClient, type RunStatus } from "../cli/api-client.ts";
+import { freePort, startStack } from "../stack/stack.ts";
 
 const watchS = Number(process.argv[2] ?? 90);
 const dir = mkdtempSync(join(tmpdir(), "snapflow-restart-exp-"));

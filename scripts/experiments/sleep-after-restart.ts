@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { apiClient } from "../lib/api-client.ts";
-import { freePort, startStack } from "../lib/stack.ts";
+import { apiClient } from "../cli/api-client.ts";
+import { freePort, startStack } from "../stack/stack.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "snapflow-sleep-exp-"));
 const port = await freePort();

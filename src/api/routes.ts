@@ -1,7 +1,7 @@
 // The HTTP API. Every /api route needs the bearer token; bodies are validated with zod (schemas.ts).
 //
 //   GET    /healthz                          liveness (no token)
-//   GET    /api/strategies                   the registry
+//   GET    /api/strategies                   the registry, the defaults marked (default-restore.ts)
 //   POST   /api/sandboxes/:id/datasets       generate a deterministic dataset in a sandbox
 //   DELETE /api/sandboxes/:id                end a sandbox
 //   GET    /api/sandboxes/:id/mounts         mounts made by restores (images, overlays)
@@ -10,6 +10,8 @@
 //   GET    /api/backups/:id                  its status and per-step timings (and `interrupted`: what the watchdog did)
 //   POST   /api/restores                     start a RestoreWorkflow → {id} (409 first when the target holds files, no replace)
 //   GET    /api/restores/:id
+//   POST   /api/runs/:id/cancel              stop a backup or restore and run its cleanup (runs/cancel-run.ts); 404
+//                                            for an unknown id, 409 run_ended for one that has ended
 //   POST   /api/matrices                     start a benchmark matrix → {id}
 //   GET    /api/matrices                     history
 //   GET    /api/matrices/:id                 spec, cells, progress, summary
@@ -18,6 +20,8 @@
 //   GET    /matrices/:id?exp=&sig=           the results page (table + chart, refreshes while running)
 //   GET    /api/snapshots                    good snapshots, filtered and paged   } snapshot-routes.ts: the
 //   GET    /api/snapshots/:id                one snapshot's record                } snapshot lifecycle
+//   POST   /api/doctor                       check this deployment end to end → {ok, checks: [{check, ok, detail, ifMissing}]}
+import { tenantOf } from "../snapshots/tenant.ts";
 import { z } from "zod";
 import { SANDBOX_ID, SandboxPath } from "../../container/contract/protocol.ts";
 import type { BackupParams } from "../backup/backup-params.ts";
@@ -34,10 +38,13 @@ import { startMatrix } from "../matrix/schedule.ts";
 import type { RestoreParams } from "../restore/restore-params.ts";
 import { refuseNonEmptyTarget } from "../restore/target-check.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
+import { cancelRun } from "../runs/cancel-run.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
+import { runDoctor } from "../doctor/doctor.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
+import { defaultMarks, defaultRestore } from "./default-restore.ts";
 import { checkBearer, json, parseBody } from "./http.ts";
 import { checkResultsLink, RESULTS_LINK_TTL_SECONDS, resultsPageHeaders, signResultsLink } from "./results-link.ts";
 import { resultsPage } from "./results-page.ts";
@@ -81,7 +88,8 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
   const status = await instance.status();
   return json({
     id,
-    status: status.status,
+    // The engine says "terminated"; a run stopped by a cancel, its cleanup done, says what happened to it.
+    status: progress?.status === "cancelled" ? "cancelled" : status.status,
     kind: progress?.kind,
     strategy: progress?.strategy,
     snapshotId: progress?.snapshotId,
@@ -96,15 +104,20 @@ async function runStatus(workflow: Workflow, kv: KVNamespace, id: string): Promi
 }
 
 const routes: [string, string, Handler][] = [
+  // 200 whatever the verdict: the report is the answer (ok says whether every check passed).
+  ["POST", "/api/doctor", async (_req, env, d) => json(await runDoctor(env, d))],
+
   ["GET", "/api/strategies", async (req, _env, d) => {
     // With ?sandboxId=…, probe that sandbox and say which strategies can run there, and why not.
     const sandboxParam = new URL(req.url).searchParams.get("sandboxId");
     const probe = sandboxParam === null ? undefined : await new AgentClient(d.transport, idParam(sandboxParam, SANDBOX_ID, "sandboxId")).probe();
+    // What runs when a request names no strategy: the default backup, and each format's default restore.
+    const marks = defaultMarks();
     return json({
       ...(probe ? { sandboxId: sandboxParam, probe: { kernel: probe.kernel, fuse: probe.fuse, capSysAdmin: probe.capSysAdmin, cpus: probe.cpus } } : {}),
       strategies: STRATEGIES.map((s) => {
-        const reason = probe ? unavailableReason(s, probe) : undefined;
-        return { ...s, ...(probe ? { available: !reason, ...(reason ? { reason } : {}) } : {}) };
+        const reason = probe ? unavailableReason(s, probe, d.transport.kind) : undefined;
+        return { ...s, ...marks.get(s.name), ...(probe ? { available: !reason, ...(reason ? { reason } : {}) } : {}) };
       }),
     });
   }],
@@ -140,6 +153,9 @@ const routes: [string, string, Handler][] = [
     if (strategy.delta && !body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
     if (!strategy.delta && body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
     let base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
+    // A delta builds on its base's chunks (a fork restores the base lazily) and reads its manifest: a base of another
+    // tenant is answered as one that does not exist, like a restore of another tenant's snapshot below.
+    if (base && tenantOf(base) !== body.tenant) base = null;
     if (body.baseSnapshotId && !base) throw apiError("not_found", `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
     if (strategy.delta === "overlay-upper" && base?.delta?.kind === "overlay-upper") {
       // A fork of a fork: restoring the named overlay delta extracted its upper into this overlay's upper, so the
@@ -166,12 +182,16 @@ const routes: [string, string, Handler][] = [
 
   ["POST", "/api/restores", async (req, env, d) => {
     const body = await parseBody(req, RestoreRequest);
-    const snapshot = await readSnapshot(d.store, d.kv, body.snapshotId);
+    const found = await readSnapshot(d.store, d.kv, body.snapshotId);
+    // Another tenant's snapshot is answered exactly as a missing one: the restore would read that tenant's chunks
+    // (lazy.ts signs them under the snapshot's own tenant), and a different answer (403, say) would confirm to the
+    // caller that the id exists. Snapshots from before tenants are the default tenant's.
+    const snapshot = found && tenantOf(found) === body.tenant ? found : null;
     if (!snapshot) throw apiError("not_found", `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
     const base = snapshot.delta?.kind === "overlay-upper" ? await readSnapshot(d.store, d.kv, snapshot.delta.base) : null;
     const fits = restoresForSnapshot(snapshot, base?.format);
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
-    const strategy = body.strategy ?? (fits.find((s) => s.path === "presigned-pipe") ?? fits.find((s) => s.path === "push-pipe") ?? fits[0])?.name;
+    const strategy = body.strategy ?? defaultRestore(fits)?.name;
     const kindOf = snapshot.delta ? `${snapshot.delta.kind} delta` : `${formatName(snapshot.format)} snapshot`;
     if (!strategy || !fits.some((s) => s.name === strategy)) {
       throw apiError("bad_request", `strategy: ${body.strategy} cannot restore a ${kindOf}; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
@@ -184,6 +204,14 @@ const routes: [string, string, Handler][] = [
   }],
 
   ["GET", "/api/restores/:id", async (_req, env, d, { id }) => runStatus(env.RESTORE_WORKFLOW, d.kv, idParam(id, RUN_ID, "id"))],
+
+  ["POST", "/api/runs/:id/cancel", async (req, env, d, { id }) => {
+    const runId = idParam(id, RUN_ID, "id");
+    // No options yet: an empty body (or none) only, so that a later option is not silently ignored by an old Worker.
+    const text = await req.text();
+    if (text.trim() && text.trim() !== "{}") await parseBody(new Request(req.url, { method: "POST", body: text }), z.object({}).strict());
+    return json(await cancelRun(env, d, runId));
+  }],
 
   ["POST", "/api/matrices", async (req, env, d) => {
     const spec = await parseBody(req, MatrixSpec);

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { DatasetBody, SANDBOX_ID, SandboxPath, SelectionSpec } from "../../container/contract/protocol.ts";
 import { AGENT_AREA } from "../../container/contract/sandbox-layout.ts";
 import { Duration, Labels, SnapshotName } from "../snapshots/snapshot-meta.ts";
+import { DEFAULT_TENANT, Tenant } from "../snapshots/tenant.ts";
 import { DEFAULT_BACKUP, findBackup, STRATEGIES } from "../strategies/registry.ts";
 
 /**
@@ -27,7 +28,14 @@ export const Tuning = z.object({
 
 export const RUN_ID = z.string().regex(/^[a-z]{2}-\d{14}-[0-9a-f]{8}$/, "not a snapflow run id");
 
+/**
+ * The tenant a run is for: set by the API caller (the platform, which knows whose sandbox it is), never by the sandbox.
+ * Its chunks are deduplicated only against its own (chunks/chunk-keys.ts); "default" is every deployment's first one.
+ */
+const TenantField = Tenant.default(DEFAULT_TENANT);
+
 export const BackupRequest = z.object({
+  tenant: TenantField,
   sandboxId: SANDBOX_ID,
   path: UserPath.default("/workspace"),
   strategy: strategyOf("backup").default(DEFAULT_BACKUP),
@@ -54,6 +62,8 @@ export const BackupRequest = z.object({
 
 export const RestoreRequest = z.object({
   snapshotId: RUN_ID,
+  /** must be the snapshot's own tenant (a restore for another is answered as for a snapshot that does not exist) */
+  tenant: TenantField,
   sandboxId: SANDBOX_ID,
   path: UserPath.default("/workspace"),
   /** default: the presigned pipe restore for the snapshot's format (else the pushed pipe) */

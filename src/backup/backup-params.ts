@@ -7,6 +7,8 @@ export interface BackupParams {
   sandboxId: string;
   path: string;
   strategy: string;
+  /** whose chunks this backup dedups against and writes (chunk-keys.ts); absent: the default tenant (runs from before tenants) */
+  tenant?: string;
   /** delta strategies: the snapshot this one applies on top of */
   baseSnapshotId?: string;
   /** drop the page cache in the probe step (cold-cache runs) */
@@ -76,4 +78,10 @@ export interface ChunkedTransfer extends ChunkRecord {
   findMs: number;
   uploadMs: number;
   uploadRetries: number;
+  /** the chunks found bad in the store (the first 20), uploaded again */
+  badChunks?: string[];
+  /** how each reused chunk was checked: the store's checksum, the Worker's own hash, or its size only (missing-chunks.ts) */
+  reusedVerified: number;
+  rehashed: number;
+  unverified: number;
 }

@@ -15,6 +15,7 @@ import { since } from "../phases/phase-runner.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
+import { DEFAULT_TENANT } from "../snapshots/tenant.ts";
 import { archiveKey, chunkRecordOf, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
 import { isImage, type BackupStrategy } from "../strategies/registry.ts";
@@ -22,9 +23,12 @@ import type { ImageFormat, TarFormat } from "../../container/contract/protocol.t
 import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
 import { checkManifestBounds, readManifestBounded } from "./manifest-bounds.ts";
 import { storeOverlayLayer } from "./overlay-layer.ts";
-import { baseManifestSource, isSinglePass, storeSinglePassManifest } from "./single-pass.ts";
+import { baseManifestSource, storeSinglePassManifest } from "./single-pass.ts";
 import { backupAgent, checkSelection, selectionOf } from "./selection.ts";
 import { BACKUP_TRANSFERS } from "./transfer/index.ts";
+
+/** Tar archives of a tree are made in one pass; images and overlay uppers still take the manifest apart. */
+export const isSinglePass = (s: BackupStrategy) => s.format.kind === "tar" && s.delta !== "overlay-upper" && BACKUP_TRANSFERS[s.path].singlePass;
 
 const stagedArchive = (p: BackupParams, s: BackupStrategy) => sandboxPaths.staged(p.snapshotId, s.format);
 
@@ -32,7 +36,7 @@ export async function probePhase(d: Deps, p: BackupParams, s: BackupStrategy): P
   const t = performance.now();
   const agent = new AgentClient(d.transport, p.sandboxId);
   const probe = await agent.probe();
-  checkStrategyRuns(s, probe, p.sandboxId);
+  checkStrategyRuns(s, probe, p.sandboxId, d.transport.kind);
   const selection = await checkSelection(agent, p);
   const ms = since(t);
   // Dropping caches (sync first) is preparation, not probing: its time is reported apart from the step's.
@@ -44,7 +48,8 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   const t = performance.now();
   const agent = backupAgent(d, p);
   if (isSinglePass(s)) return singlePassArchivePhase(d, p, s, agent, t);
-  if (isImage(s.format) && !s.delta) return imageArchivePhase(d, p, s, agent, t);
+  // An image the transfer makes elsewhere (the SDK's backup) takes only the manifest here, as a streaming path does.
+  if (isImage(s.format) && !s.delta && !BACKUP_TRANSFERS[s.path].streamsArchive) return imageArchivePhase(d, p, s, agent, t);
   if (s.delta === "overlay-upper") {
     // The merged view is what a restore must reproduce; the upper directory is what changed, so only it is read.
     const { manifest, archiveRoot, layer } = await storeOverlayLayer(d, p, agent);
@@ -155,14 +160,14 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
   // The Worker hashed the bytes itself as it handed them to the store: reading them back would be a second pass
   // that only re-checks the store's own durability. The size says the store holds all of them.
   if (BACKUP_TRANSFERS[s.path].hashedByWorker) {
-    const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
+    const more = await BACKUP_TRANSFERS[s.path].verifyStored?.({ d, p, key, sent });
     return { ms: since(t), bytes: head.size, sha256: sent.sha256, checked: "hashed by the Worker in the stream; stored size", ...more };
   }
   // The sandbox moved the bytes, so it must not grade its own work. A store that checked part hashes at completion
   // keeps their composite: one HEAD reads it back at any size (a different one stops the run here).
   const byStore = sent.storeChecksum ? await storeKeeps(d, key, sent.storeChecksum) : false;
   const byWorker = head.size <= workerHashMaxBytes;
-  const more = () => BACKUP_TRANSFERS[s.path].verifyStored?.({ d, key, sent });
+  const more = () => BACKUP_TRANSFERS[s.path].verifyStored?.({ d, p, key, sent });
   // Above workerHashMaxBytes (a multi-gigabyte read stays out of the Worker's CPU time) that check is the
   // one made: the parts are what the sandbox reported, while the whole archive's SHA-256 stays its word, which a
   // restore then checks the bytes against (a liar only spoils its own snapshot).
@@ -202,6 +207,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     status: "good",
     createdAt: now.toISOString(),
     source: { sandboxId: p.sandboxId, path: p.path },
+    tenant: p.tenant ?? DEFAULT_TENANT,
     strategy: s.name,
     format: s.format,
     archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256, ...(sent.storeChecksum ? { storeChecksum: sent.storeChecksum } : {}) },

@@ -11,11 +11,8 @@ import { deletedKey, manifestKey } from "../snapshots/records.ts";
 import type { BackupStrategy } from "../strategies/registry.ts";
 import type { ArchiveResult, BackupParams } from "./backup-params.ts";
 import { checkManifestBounds } from "./manifest-bounds.ts";
-import { BACKUP_TRANSFERS } from "./transfer/index.ts";
 
 
-/** Tar archives of a tree are made in one pass; images and overlay uppers still take the manifest apart. */
-export const isSinglePass = (s: BackupStrategy) => s.format.kind === "tar" && s.delta !== "overlay-upper" && BACKUP_TRANSFERS[s.path].singlePass;
 
 /** Where the agent reads a delta's base manifest from: the store, over a presigned GET. */
 export async function baseManifestSource(d: Deps, p: BackupParams): Promise<{ url: string } | undefined> {

@@ -3,7 +3,11 @@
 //
 //   mark   every index in the store: a recorded snapshot's, and a running backup's (a chunked backup writes its
 //          index before it looks for the chunks it can reuse: chunked.ts). An index without a record older than
-//          the grace period is a backup that died without its cleanup: it marks nothing.
+//          the grace period is a backup that died without its cleanup: it marks nothing. Chunks live per tenant
+//          (chunk-keys.ts), so a recorded index marks its digests under its record's tenant only: the same content
+//          under another tenant's key is another chunk, kept or freed by that tenant's snapshots. A running
+//          backup's tenant is on no record yet: its index marks its digests under every tenant (it keeps, at worst,
+//          another tenant's garbage one round longer; it never frees what a backup relies on).
 //   sweep  every chunk that no index marked and that was written longer ago than the grace period. A chunk a
 //          running backup just uploaded (its index may not name it yet: the upload and the index are not one
 //          write) is younger than that, and so is safe; the grace period must exceed the longest backup.
@@ -21,14 +25,19 @@ import type { Deps } from "../deps.ts";
 import { listAll } from "../store/list-all.ts";
 import type { ListedObject, ObjectStore } from "../store/object-store.ts";
 import { mapBounded } from "./bounded.ts";
-import { CHUNK_PREFIX, digestOfKey } from "./chunk-keys.ts";
+import { CHUNK_PREFIX, chunkOfKey } from "./chunk-keys.ts";
+import { SnapflowError } from "../errors.ts";
+import { getJson } from "../snapshots/records.ts";
+import { snapshotRecordKey } from "../snapshots/snapshot-keys.ts";
+import { tenantOf } from "../snapshots/tenant.ts";
 
 /** A day: far longer than any backup (its steps time out in at most an hour each) and short enough to reclaim space daily. */
 export const DEFAULT_GRACE_SECONDS = 24 * 3600;
 
-const INDEX = /^snapshots\/([^/]+)\/archive\.[a-z.]*index\.json$/;
-const RECORD = /^snapshots\/([^/]+)\/snapshot\.json$/;
-const READS_IN_FLIGHT = 8;
+/** A chunked snapshot's index key, and a snapshot's record key: the snapshot id is the first group. */
+export const INDEX = /^snapshots\/([^/]+)\/archive\.[a-z.]*index\.json$/;
+export const RECORD = /^snapshots\/([^/]+)\/snapshot\.json$/;
+export const READS_IN_FLIGHT = 8;
 /** Keys per delete call (the S3 store sends one DELETE per key, in parallel): a bounded burst. */
 const DELETE_BATCH = 100;
 
@@ -52,19 +61,19 @@ export interface ChunkGcReport {
   ms: number;
 }
 
-async function listEvery(store: ObjectStore, prefix: string): Promise<ListedObject[]> {
+export async function listEvery(store: ObjectStore, prefix: string): Promise<ListedObject[]> {
   const out: ListedObject[] = [];
   for await (const o of listAll(store, prefix)) out.push(o);
   return out;
 }
 
 /** The digests an index names; an index that vanished meanwhile (its snapshot deleted) names none. */
-async function digestsOf(store: ObjectStore, key: string): Promise<string[]> {
+export async function digestsOf(store: ObjectStore, key: string): Promise<string[]> {
   const o = await store.get(key);
   if (!o) return [];
   const parsed = ChunkIndex.safeParse(await new Response(o.body).json().catch(() => null));
   // An index that does not parse cannot say what it needs: refuse to sweep rather than guess.
-  if (!parsed.success) throw new Error(`chunk index ${key} does not parse; the collector will not sweep while it cannot read every index`);
+  if (!parsed.success) throw new SnapflowError("snapshot_unusable", `chunk index ${key} does not parse; the collector will not sweep while it cannot read every index`);
   return parsed.data.chunks.map((c) => c.sha256);
 }
 
@@ -74,7 +83,40 @@ async function liveIndexes(store: ObjectStore, cutoff: number) {
   const recorded = new Set(objects.flatMap((o) => RECORD.exec(o.key)?.[1] ?? []));
   const indexes = objects.filter((o) => INDEX.test(o.key));
   const live = indexes.filter((o) => recorded.has(INDEX.exec(o.key)![1]!) || o.uploaded > cutoff);
-  return { all: new Set(indexes.map((o) => o.key)), live, recorded: live.filter((o) => recorded.has(INDEX.exec(o.key)![1]!)).length, abandoned: indexes.length - live.length };
+  return { all: new Set(indexes.map((o) => o.key)), live, recordedIds: recorded, recorded: live.filter((o) => recorded.has(INDEX.exec(o.key)![1]!)).length, abandoned: indexes.length - live.length };
+}
+
+/**
+ * The tenant whose chunks an index names: its snapshot record's, or null (every tenant) for a backup still running
+ * or a record deleted since the listing (marking broadly is the safe side).
+ */
+export async function indexTenant(store: ObjectStore, indexKey: string, recorded: ReadonlySet<string>): Promise<string | null> {
+  const id = INDEX.exec(indexKey)![1]!;
+  if (!recorded.has(id)) return null;
+  const record = await getJson<{ tenant?: string }>(store, snapshotRecordKey(id));
+  return record ? tenantOf(record) : null;
+}
+
+/** Marked digests per tenant, and those marked under every tenant (running backups'). */
+class Marks {
+  private readonly byTenant = new Map<string, Set<string>>();
+  private readonly everyTenant = new Set<string>();
+  add(tenant: string | null, digests: readonly string[]): void {
+    let set = tenant === null ? this.everyTenant : this.byTenant.get(tenant);
+    if (!set) this.byTenant.set(tenant!, (set = new Set()));
+    for (const x of digests) set.add(x);
+  }
+  has(tenant: string, digest: string): boolean {
+    return this.everyTenant.has(digest) || (this.byTenant.get(tenant)?.has(digest) ?? false);
+  }
+  get size(): number {
+    return this.everyTenant.size + [...this.byTenant.values()].reduce((n, s) => n + s.size, 0);
+  }
+}
+
+async function mark(store: ObjectStore, indexes: ListedObject[], recorded: ReadonlySet<string>, marks: Marks): Promise<void> {
+  const read = await mapBounded(indexes, READS_IN_FLIGHT, async (o) => ({ tenant: await indexTenant(store, o.key, recorded), digests: await digestsOf(store, o.key) }));
+  for (const { tenant, digests } of read) marks.add(tenant, digests);
 }
 
 export async function collectChunks(d: Deps, options: ChunkGcOptions = {}): Promise<ChunkGcReport> {
@@ -85,28 +127,34 @@ export async function collectChunks(d: Deps, options: ChunkGcOptions = {}): Prom
 
   // Mark.
   const first = await liveIndexes(d.store, cutoff);
-  const marked = new Set((await mapBounded(first.live, READS_IN_FLIGHT, (o) => digestsOf(d.store, o.key))).flat());
+  const marked = new Marks();
+  await mark(d.store, first.live, first.recordedIds, marked);
 
-  // Sweep candidates: unmarked and older than the grace period.
-  const chunks = (await listEvery(d.store, CHUNK_PREFIX)).filter((o) => digestOfKey(o.key));
+  // Sweep candidates: chunk keys of either form (anything else under chunks/ is not ours to judge), unmarked under
+  // their own tenant, and older than the grace period.
+  const chunks = (await listEvery(d.store, CHUNK_PREFIX)).flatMap((o) => {
+    const chunk = chunkOfKey(o.key);
+    return chunk ? [{ o, ...chunk }] : [];
+  });
   let young = 0;
-  const candidates = new Map<string, ListedObject>();
-  for (const o of chunks) {
-    const digest = digestOfKey(o.key)!;
-    if (marked.has(digest)) continue;
-    if (o.uploaded > cutoff) young++;
-    else candidates.set(digest, o);
+  const candidates = new Map<string, { o: ListedObject; tenant: string; digest: string }>();
+  for (const c of chunks) {
+    if (marked.has(c.tenant, c.digest)) continue;
+    if (c.o.uploaded > cutoff) young++;
+    else candidates.set(c.o.key, c);
   }
 
   // Recheck: indexes written since the mark listed them (backups that started meanwhile) spare what they name.
   const again = await liveIndexes(d.store, cutoff);
   const late = again.live.filter((o) => !first.all.has(o.key));
+  const lateMarks = new Marks();
+  await mark(d.store, late, again.recordedIds, lateMarks);
   let spared = 0;
-  for (const digest of (await mapBounded(late, READS_IN_FLIGHT, (o) => digestsOf(d.store, o.key))).flat()) {
-    if (candidates.delete(digest)) spared++;
+  for (const [key, c] of candidates) {
+    if (lateMarks.has(c.tenant, c.digest) && candidates.delete(key)) spared++;
   }
 
-  const doomed = [...candidates.values()];
+  const doomed = [...candidates.values()].map((c) => c.o);
   if (!options.dryRun) {
     for (let i = 0; i < doomed.length; i += DELETE_BATCH) await d.store.delete(doomed.slice(i, i + DELETE_BATCH).map((o) => o.key));
   }

@@ -12,10 +12,11 @@ import { ResultMessage } from "./messages.ts";
 import { refreshProgressCache } from "./progress-cache.ts";
 import { sendDueRuns } from "./schedule.ts";
 import { buildSummary, summaryMarkdown } from "./summary.ts";
+import { SnapflowError } from "../errors.ts";
 
 export async function aggregateMatrix(d: Deps, queue: Queue, matrixId: string): Promise<void> {
   const record = await readMatrix(d.store, matrixId);
-  if (!record) throw new Error(`matrix ${matrixId} has no record`);
+  if (!record) throw new SnapflowError("not_found", `matrix ${matrixId} has no record`);
   const runs = await readRuns(d.store, matrixId);
   const summary = buildSummary(matrixId, record.spec.name, record.cells, record.spec.runs, runs);
   await putJson(d.store, matrixKeys(matrixId).summaryJson, summary);

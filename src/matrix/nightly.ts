@@ -6,11 +6,12 @@ import { writeAfterKvWindow } from "../kv-write-retry.ts";
 import { MatrixSpec } from "./matrix-spec.ts";
 import { MATRIX_PRESETS } from "./presets.ts";
 import { startMatrix } from "./schedule.ts";
+import { SnapflowError } from "../errors.ts";
 
 export async function startNightly(env: Env, when: Date): Promise<string> {
   const name = env.NIGHTLY_MATRIX;
   const preset = MATRIX_PRESETS[name];
-  if (!preset) throw new Error(`NIGHTLY_MATRIX names no preset: '${name}' (one of ${Object.keys(MATRIX_PRESETS).join(", ")})`);
+  if (!preset) throw new SnapflowError("config_error", `NIGHTLY_MATRIX names no preset: '${name}' (one of ${Object.keys(MATRIX_PRESETS).join(", ")})`);
   const spec = MatrixSpec.parse(preset);
   const id = `nightly-${name}-${when.toISOString().slice(0, 10).replaceAll("-", "")}`;
   const d = depsFrom(env);

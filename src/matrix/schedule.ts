@@ -8,6 +8,7 @@ import { cellsOf, runsOf, type MatrixSpec } from "./matrix-spec.ts";
 import type { CellMessage } from "./messages.ts";
 import { refreshProgressCache } from "./progress-cache.ts";
 import { advanceSentCount, readSentCount } from "./sent-count.ts";
+import { SnapflowError } from "../errors.ts";
 
 const SEND_BATCH = 100; // Queues' sendBatch limit
 const CAS_ATTEMPTS = 20;
@@ -36,5 +37,5 @@ export async function sendDueRuns(d: Deps, queue: Queue, record: MatrixRecord, d
     for (let i = 0; i < messages.length; i += SEND_BATCH) await queue.sendBatch(messages.slice(i, i + SEND_BATCH));
     if (await advanceSentCount(d.store, record.id, read, to)) return;
   }
-  throw new Error(`matrix ${record.id}: the sent count kept changing under ${CAS_ATTEMPTS} attempts to move it to ${to}`);
+  throw new SnapflowError("store_error", `matrix ${record.id}: the sent count kept changing under ${CAS_ATTEMPTS} attempts to move it to ${to}`);
 }

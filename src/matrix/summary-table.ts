@@ -1,6 +1,6 @@
 // The summary's table as plain cells, once: summary.md (Markdown) and the results page (HTML) render the same
 // columns from it.
-import type { Summary } from "./summary.ts";
+import type { Summary } from "./summary-types.ts";
 
 const secs = (ms: number | undefined) => (ms === undefined ? "—" : `${(ms / 1000).toFixed(2)} s`);
 

@@ -6,44 +6,8 @@ import type { Cell } from "./matrix-spec.ts";
 import { median, stats } from "./median.ts";
 import { BREAKDOWN_HEAD, breakdownCells, SUMMARY_HEAD, summaryCells } from "./summary-table.ts";
 
-/** A phase's own measurement, as the Workflows' steps return it. */
-type StepResult = { ms: number; bytes: number; [detail: string]: unknown };
-
-export interface RunResult {
-  matrixId: string;
-  runKey: string;
-  cell: Cell;
-  run: number;
-  ok: boolean;
-  error?: string;
-  /** time until the fresh sandbox answered its first request */
-  sandboxStartMs?: number;
-  backup?: { steps: Record<string, StepResult>; totalMs: number; archiveBytes: number };
-  restore?: { steps: Record<string, StepResult>; totalMs: number };
-  finishedAt: string;
-}
-
-export interface SummaryRow {
-  cell: Cell;
-  n: number;
-  failures: { run: number; error: string }[];
-  archiveBytes?: number;
-  /** "backup.total", "backup.transfer", "restore.total", "sandbox.start", … → stats of milliseconds */
-  phases: Record<string, ReturnType<typeof stats>>;
-  /** archive MB per second of the median backup and restore transfer */
-  backupMBps?: number;
-  restoreMBps?: number;
-}
-
-export interface Summary {
-  matrixId: string;
-  name: string;
-  total: number;
-  done: number;
-  failed: number;
-  rows: SummaryRow[];
-  updatedAt: string;
-}
+export type { RunResult, Summary, SummaryRow } from "./summary-types.ts";
+import type { RunResult, Summary, SummaryRow } from "./summary-types.ts";
 
 /**
  * The part of a backup the seeds timed: making the archive and moving it (archive step less its source manifest,

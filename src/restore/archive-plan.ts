@@ -155,12 +155,15 @@ async function swapInArchive(c: RestoreContext, probed: RestoreProbeResult): Ret
     // Nothing was mounted beside the target: an empty directory goes in, and the agent makes the tree at the target,
     // once, in the same call.
     const mount = m.atTarget.mount(c, format);
-    const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mount }).catch(goneIs404);
+    const explained = async (e: unknown): Promise<never> => {
+      throw m.atTarget?.failed ? await m.atTarget.failed(c, e) : e;
+    };
+    const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mount }).catch(goneIs404).catch(explained);
     if (swapped) return { ...swapped, remounted: "over what still ran" as const };
     // What backed it is gone (an agent restart; the swap itself is done): started again (materialize clears what
     // is left of it first), then mounted at the target.
     await materializeAt(probed.swap.staged);
-    const again = await c.agent.swapIn(c.p.path, c.p.restoreId, { mount }).catch(goneIs404);
+    const again = await c.agent.swapIn(c.p.path, c.p.restoreId, { mount }).catch(goneIs404).catch(explained);
     if (!again) throw new SnapflowError("agent_error", `restore ${c.p.restoreId}: the tree could not be mounted at ${c.p.path} even after its mount was made again`);
     return { ...again, remounted: "from scratch" as const };
   }

@@ -7,6 +7,11 @@ export interface RestoreParams {
   sandboxId: string;
   path: string;
   strategy: string;
+  /**
+   * the tenant the API caller named, checked against the snapshot's when the run was accepted; the chunks are read
+   * from the snapshot record's tenant all the same (absent: the default tenant)
+   */
+  tenant?: string;
   /** allow restoring over a non-empty target (it is swapped out once the new tree is verified, and removed once recorded) */
   replace: boolean;
   /**
@@ -41,4 +46,6 @@ export interface RestoreProbeResult extends StepResult {
   swap: { staged: string; old: string };
   /** why verify hashes every file where no stream check did (content-check.ts), or absent when the image's SHA-256 suffices */
   contentCheck?: string;
+  /** the target held something when probed (absent in runs probed before this field: verify falls back on the swap's hadTarget) */
+  replacing?: boolean;
 }

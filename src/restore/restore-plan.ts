@@ -1,11 +1,8 @@
 // A restore plan: how the probe, transfer, materialize and cleanup phases go for one kind of restore. Two plans
 // exist — an archive (tar or image, deltas included) brought by a transfer path and materialized, or the overlay
-// (a squashfuse base under a writable overlayfs) — and the strategy chooses one, once, here.
+// (a squashfuse base under a writable overlayfs) — and the strategy chooses one, once (plans.ts planOf).
 import type { StepResult } from "../snapshots/records.ts";
 import type { SnapshotRecord } from "../snapshots/records.ts";
-import type { RestoreStrategy } from "../strategies/registry.ts";
-import { archivePlan } from "./archive-plan.ts";
-import { overlayPlan } from "./overlay-plan.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreProbeResult } from "./restore-params.ts";
 
@@ -33,5 +30,3 @@ export interface RestorePlan {
   /** Waits for work the materialization left running once the tree is at the target (materialization.ts afterSwap). */
   afterSwap?(c: RestoreContext, probed: RestoreProbeResult, check: (path: string) => Promise<StepResult>): Promise<Record<string, unknown>>;
 }
-
-export const planOf = (s: RestoreStrategy): RestorePlan => (s.materialize === "overlay" ? overlayPlan : archivePlan);

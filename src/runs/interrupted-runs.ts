@@ -35,6 +35,7 @@ import { noteInterruption, readInterruptions, type Interruption } from "./interr
 import { resumeInterruptedCells } from "./interrupted-cells.ts";
 import { instanceOf } from "./run-liveness.ts";
 import { pauseThenResume, StillPausing, terminateQuietly } from "./workflow-controls.ts";
+import { SnapflowError } from "../errors.ts";
 
 /** Longer than any step may take with all its retries (the transfer: 4 attempts of 60 min, plus delays). */
 export const RUN_STALL_MS = 5 * 3600_000;
@@ -178,13 +179,13 @@ async function failRun(d: Deps, lease: TargetLease, progress: RunProgress | null
     return;
   }
   await noteInterruption(d.kv, lease.runId, { ...note, detail: reason });
-  if (base.status !== "errored") await reportProgress(d.kv, { ...base, status: "errored", error: `${lease.kind} ${lease.runId} failed: ${reason}; its cleanup was done` });
+  if (base.status !== "errored" && base.status !== "cancelled") await reportProgress(d.kv, { ...base, status: "errored", error: `${lease.kind} ${lease.runId} failed: ${reason}; its cleanup was done` });
   report.failed.push({ runId: lease.runId, kind: lease.kind, reason });
   console.log(`watchdog: ${lease.kind} ${lease.runId} failed: ${reason}`);
 }
 
-/** Runs the kind's cleanup with the params the lease carries; answers whether the run had been recorded. */
-async function cleanupFor(d: Deps, lease: TargetLease, progress: RunProgress | null): Promise<boolean> {
+/** Runs the kind's cleanup with the params the lease carries; answers whether the run had been recorded (cancel-run.ts too). */
+export async function cleanupFor(d: Deps, lease: TargetLease, progress: RunProgress | null): Promise<boolean> {
   const p = lease.params as Record<string, unknown> | undefined;
   if (!p || typeof p.strategy !== "string") {
     console.warn(`watchdog: the lease of ${lease.runId} carries no params; its cleanup is left to the sweepers`);
@@ -192,11 +193,11 @@ async function cleanupFor(d: Deps, lease: TargetLease, progress: RunProgress | n
   }
   if (lease.kind === "backup") {
     const s = findBackup(p.strategy);
-    if (!s) throw new Error(`backup ${lease.runId}: unknown strategy ${p.strategy}`);
+    if (!s) throw new SnapflowError("bad_request", `backup ${lease.runId}: unknown strategy ${p.strategy}`, { field: "strategy" });
     return (await cleanupBackup(d, p as unknown as BackupParams, s)).recorded;
   }
   const s = findRestore(p.strategy);
-  if (!s) throw new Error(`restore ${lease.runId}: unknown strategy ${p.strategy}`);
+  if (!s) throw new SnapflowError("bad_request", `restore ${lease.runId}: unknown strategy ${p.strategy}`, { field: "strategy" });
   // Before its probe a restore has touched nothing: there is nothing to put back.
   const probed = progress?.steps.probe as RestoreProbeResult | undefined;
   if (!probed) return false;

@@ -6,6 +6,7 @@
 // the caller sees it: the agent runs in a sandbox whose code nobody reviewed.
 import { z } from "zod";
 import * as A from "../../container/contract/agent-answers.ts";
+import { AGENT_ERROR_STATUS, type AgentErrorCode } from "../../container/contract/agent-error-codes.ts";
 import type { Manifest } from "../../container/contract/protocol.ts";
 import type * as P from "../../container/contract/protocol.ts";
 import { SELECTION_HEADER, UploadMultipartResult } from "../../container/contract/protocol.ts";
@@ -13,11 +14,21 @@ import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKin
 import { fetchWithDeadline } from "./deadline-fetch.ts";
 import type { SandboxTransport } from "./transport.ts";
 
+/**
+ * What a call to the agent failed with: one of the agent's own codes (container/contract/agent-error-codes.ts), or
+ * one the Worker's side of the call gives: `agent_timeout` (a deadline hit, 504), `agent_unreachable` (the
+ * connection failed, 502), `bad_answer` (an answer that did not parse against its schema, permanent), `http_error`
+ * (something other than the agent answered, e.g. the container platform).
+ */
+export type AgentCallCode = AgentErrorCode | "agent_timeout" | "agent_unreachable" | "bad_answer" | "http_error";
+
+const AGENT_CODES = new Set<string>(Object.keys(AGENT_ERROR_STATUS));
+
 export class AgentCallError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: AgentCallCode;
   readonly field: string | undefined;
-  constructor(what: string, status: number, code: string, message: string, field?: string) {
+  constructor(what: string, status: number, code: AgentCallCode, message: string, field?: string) {
     super(`${what}: ${message}`);
     this.status = status;
     this.code = code;
@@ -54,7 +65,10 @@ interface RecordedFailure {
 }
 function recordedFailure(what: string, answer: RecordedFailure): AgentCallError | undefined {
   const e = answer.error;
-  return e?.code && e.message ? new AgentCallError(what, answer.status ?? 500, e.code, e.message, e.field) : undefined;
+  if (!e?.code || !e.message) return undefined;
+  // A code outside the agent's registry is not ours to branch on.
+  const code = AGENT_CODES.has(e.code) ? (e.code as AgentErrorCode) : "http_error";
+  return new AgentCallError(what, answer.status ?? 500, code, e.message, e.field);
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -119,7 +133,8 @@ export class AgentClient {
     } catch {
       // not our agent's JSON (a proxy or the container platform answered)
     }
-    throw new AgentCallError(what, r.status, body.error?.code ?? "http_error", body.error?.message ?? (text.slice(0, 500) || `HTTP ${r.status}`), body.error?.field);
+    const code = body.error?.code !== undefined && AGENT_CODES.has(body.error.code) ? (body.error.code as AgentErrorCode) : "http_error";
+    throw new AgentCallError(what, r.status, code, body.error?.message ?? (text.slice(0, 500) || `HTTP ${r.status}`), body.error?.field);
   }
 
   /**

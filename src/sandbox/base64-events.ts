@@ -1,5 +1,6 @@
 // Decodes the SDK file API's streamed encoding — server-sent events carrying base64 chunks — back into bytes.
 // Used by the local transport for the sdk-base64 baseline; the cost it measures is the point.
+import { SnapflowError } from "../errors.ts";
 export function decodeBase64Events(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
   let pending = "";
   const decoder = new TextDecoder();
@@ -13,7 +14,7 @@ export function decodeBase64Events(body: ReadableStream<Uint8Array>): ReadableSt
       if (!data) continue;
       const m = JSON.parse(data) as { type: string; data?: string; error?: string };
       if (m.type === "chunk" && m.data) c.enqueue(base64ToBytes(m.data));
-      else if (m.type === "error") throw new Error(`file stream failed: ${m.error}`);
+      else if (m.type === "error") throw new SnapflowError("agent_error", `file stream failed: ${m.error}`);
     }
   };
   return body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({

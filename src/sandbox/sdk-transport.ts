@@ -18,6 +18,7 @@ import { SANDBOX_HEADER } from "../../container/contract/protocol.ts";
 import { configuredRoots } from "../../container/contract/sandbox-roots.ts";
 import type { AgentDeadlines } from "./agent-deadlines.ts";
 import type { SandboxTransport } from "./transport.ts";
+import { SnapflowError } from "../errors.ts";
 
 const AGENT_PROCESS = "snapflow-agent";
 
@@ -45,7 +46,7 @@ async function waitHealthy(sandbox: ReturnType<typeof getSandbox>, port: number,
     const r = await sandbox.containerFetch(new Request("http://agent/v1/health", { headers: { authorization: `Bearer ${token}`, [SANDBOX_HEADER]: sandboxId } }), port).catch(() => null);
     await r?.body?.cancel();
     if (r?.status === 200) return;
-    if (Date.now() > deadline) throw new Error(`the agent in sandbox ${sandboxId} did not become healthy on port ${port} (last answer: ${r?.status ?? "none"})`);
+    if (Date.now() > deadline) throw new SnapflowError("agent_error", `the agent in sandbox ${sandboxId} did not become healthy on port ${port} (last answer: ${r?.status ?? "none"})`);
     await new Promise((ok) => setTimeout(ok, 250));
   }
 }
@@ -134,6 +135,11 @@ export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, secret: string
     async destroy(sandboxId) {
       started.delete(sandboxId);
       await getSandbox(ns, sandboxId).destroy();
+    },
+    // Not verified here (no SDK container): typed against @cloudflare/sandbox's own declarations only.
+    async sdkBackup(sandboxId, options) {
+      const handle = await getSandbox(ns, sandboxId).createBackup(options);
+      return { id: handle.id, dir: handle.dir };
     },
   } satisfies SandboxTransport;
 }

@@ -21,4 +21,10 @@ export interface SandboxTransport {
   /** the file's bytes, decoded from the SDK's base64 event stream */
   readFileStreamBase64(sandboxId: string, path: string): Promise<ReadableStream<Uint8Array>>;
   destroy(sandboxId: string): Promise<void>;
+  /**
+   * The Sandbox SDK's own backup of `dir` (its createBackup: squashfs made in the container, uploaded by it to the
+   * BACKUP_BUCKET binding's bucket at backups/<id>/data.sqsh, with meta.json beside it). SDK containers only: the
+   * local transport has none, and the sdk-backup preset is unavailable there.
+   */
+  sdkBackup?(sandboxId: string, options: { dir: string; name?: string; excludes?: string[]; gitignore?: boolean }): Promise<{ id: string; dir: string }>;
 }

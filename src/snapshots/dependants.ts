@@ -6,7 +6,7 @@
 // a dependant for MARK_GRACE_MS after it was written, then only if its record exists.
 import type { ObjectStore } from "../store/object-store.ts";
 import { listAll } from "../store/list-all.ts";
-import { snapshotRecordKey } from "./records.ts";
+import { snapshotRecordKey } from "./snapshot-keys.ts";
 
 const MARK_GRACE_MS = 60 * 60_000;
 

@@ -11,7 +11,7 @@
 // record is written by the record step after verify passed; a failed run deletes what it wrote, so nothing
 // half-made is ever listed. KV's entry is a cache for listing (its metadata carries the summary that filters
 // read); delete-snapshot.ts and retention keep the two in agreement.
-import { extensionOf, type ArchiveFormat, type SelectionSpec } from "../../container/contract/protocol.ts";
+import type { ArchiveFormat, SelectionSpec } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { KV_KEYS } from "../kv-keys.ts";
 import { writeAfterKvWindow } from "../kv-write-retry.ts";
@@ -19,12 +19,8 @@ import type { ObjectStore } from "../store/object-store.ts";
 import { addDependant } from "./dependants.ts";
 import type { Labels } from "./snapshot-meta.ts";
 
-export const archiveKey = (id: string, format: ArchiveFormat) => `snapshots/${id}/archive.${extensionOf(format)}`;
-export const manifestKey = (id: string) => `snapshots/${id}/manifest.json`;
-export const snapshotRecordKey = (id: string) => `snapshots/${id}/snapshot.json`;
-/** a delta's deleted paths (relative to the tree), removed before its archive is extracted */
-export const deletedKey = (id: string) => `snapshots/${id}/deleted.json`;
-export const restoreRecordKey = (id: string) => `restores/${id}.json`;
+import { snapshotRecordKey } from "./snapshot-keys.ts";
+export { archiveKey, deletedKey, manifestKey, restoreRecordKey, snapshotRecordKey } from "./snapshot-keys.ts";
 
 import type { StepResult } from "../phases/step-result.ts";
 export type { StepResult };
@@ -34,6 +30,8 @@ export interface SnapshotRecord {
   status: "good";
   createdAt: string;
   source: { sandboxId: string; path: string };
+  /** whose snapshot this is (the API caller's word, tenant.ts): its chunks live under this tenant's prefix; absent: the default tenant */
+  tenant?: string;
   strategy: string;
   format: ArchiveFormat;
   /**
@@ -49,7 +47,7 @@ export interface SnapshotRecord {
   manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number; sha256?: string; layerOf?: string };
   /**
    * a chunked snapshot: `archive` is its index (snapshots/<id>/archive.sqsh.index.json, its SHA-256 kept above), the
-   * chunks are shared under chunks/<sha256>; the image they make up, and what this backup uploaded of them
+   * chunks are shared by the tenant's snapshots under its prefix (chunks/chunk-keys.ts); the image they make up, and what this backup uploaded of them
    */
   chunks?: ChunkRecord;
   /**
@@ -81,14 +79,16 @@ export interface ChunkRecord {
   /** the chunks the store lacked, which this backup uploaded */
   uploadedChunks: number;
   uploadedBytes: number;
+  /** among the uploaded: chunks the store held with other bytes than their name, replaced (missing-chunks.ts) */
+  replacedBad?: number;
   /** the distinct chunks a lazy mount reads before its tree answers (the head and the squashfs tables: mount-set.ts) */
   mountFirst?: string[];
 }
 
 /** What a snapshot record keeps of a chunked transfer's result (its timings stay in the steps). */
 export function chunkRecordOf(c: ChunkRecord): ChunkRecord {
-  const { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes, mountFirst } = c;
-  return { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes, ...(mountFirst ? { mountFirst } : {}) };
+  const { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes, replacedBad, mountFirst } = c;
+  return { imageBytes, imageSha256, avg, count, distinct, uploadedChunks, uploadedBytes, ...(replacedBad ? { replacedBad } : {}), ...(mountFirst ? { mountFirst } : {}) };
 }
 
 export type SnapshotSummary = Pick<SnapshotRecord, "id" | "createdAt" | "strategy" | "source" | "name" | "labels" | "expiresAt"> & {
@@ -122,7 +122,8 @@ export type RunKind = "backup" | "restore";
 export interface RunProgress {
   id: string;
   kind: RunKind;
-  status: "running" | "complete" | "errored";
+  /** cancelled: stopped by POST /api/runs/:id/cancel, its cleanup done (runs/cancel-run.ts) */
+  status: "running" | "complete" | "errored" | "cancelled";
   strategy: string;
   startedAt: string;
   steps: Record<string, StepResult>;

@@ -19,6 +19,8 @@ export async function hashStream(body: ReadableStream<Uint8Array>): Promise<{ by
     }
     await writer.close();
   } catch (e) {
+    // The aborted DigestStream rejects its digest promise too: marked handled, or it is an unhandled rejection.
+    digest.digest.catch(() => {});
     await reader.cancel(e).catch(() => {});
     await writer.abort(e).catch(() => {});
     throw e;

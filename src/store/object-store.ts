@@ -29,6 +29,13 @@ export interface ObjectInfo {
   size: number;
   etag: string;
   metadata: Record<string, string>;
+  /**
+   * The whole object's SHA-256 (hex) as the store keeps it, where it keeps one: the hash a put carried (and the
+   * store checked the body against), read back by head() and put(). Absent when the write carried none (an
+   * overwrite without one drops it), for multipart objects (S3's checksum there is a composite of the parts, not
+   * the object's hash), and from get(). Dedup reads it before it reuses a chunk (chunks/missing-chunks.ts).
+   */
+  sha256?: string;
 }
 
 export interface StoredObject extends ObjectInfo {

@@ -11,8 +11,15 @@ async function guarded<T>(key: string, what: string, fn: () => Promise<T>): Prom
   }
 }
 
+/** R2 keeps a SHA-256 only when the put carried one (checksums.sha256, an ArrayBuffer); multipart objects have none. */
+function sha256Of(o: R2Object): string | undefined {
+  const sum = o.checksums?.sha256;
+  return sum ? [...new Uint8Array(sum)].map((b) => b.toString(16).padStart(2, "0")).join("") : undefined;
+}
+
 function info(o: R2Object): ObjectInfo {
-  return { key: o.key, size: o.size, etag: o.etag, metadata: o.customMetadata ?? {} };
+  const sha256 = sha256Of(o);
+  return { key: o.key, size: o.size, etag: o.etag, metadata: o.customMetadata ?? {}, ...(sha256 ? { sha256 } : {}) };
 }
 
 function multipart(upload: R2MultipartUpload): MultipartUpload {
@@ -64,7 +71,9 @@ export function r2Store(bucket: R2Bucket): ObjectStore {
     async get(key, range) {
       const o = await guarded(key, "get", () => bucket.get(key, range ? { range: { offset: range.offset, length: range.length } } : undefined));
       if (!o) return null;
-      return { ...info(o), body: o.body };
+      // The contract keeps the stored checksum to head() and put() (the S3 store's GET does not ask for it).
+      const { sha256: _sha256, ...described } = info(o);
+      return { ...described, body: o.body };
     },
     async head(key) {
       const o = await guarded(key, "head", () => bucket.head(key));

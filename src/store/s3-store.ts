@@ -26,12 +26,21 @@ export function s3Client(s: S3Settings): AwsClient {
   return client;
 }
 
-/** The URL of a key. Each segment is percent-encoded; '/' stays a separator. */
 /** S3 checksum headers carry base64; snapflow keeps hex. */
 export function hexToBase64(hex: string): string {
   return btoa(String.fromCharCode(...(hex.match(/../g) ?? []).map((b) => parseInt(b, 16))));
 }
 
+/**
+ * A whole-object SHA-256 from x-amz-checksum-sha256 (base64) as hex; undefined for none, for a composite
+ * ("base64-N": a multipart upload's hash of its parts' hashes), or for anything that is not 32 bytes of base64.
+ */
+export function wholeSha256(header: string | null): string | undefined {
+  if (!header || !/^[A-Za-z0-9+/]{43}=$/.test(header)) return undefined;
+  return [...atob(header)].map((c) => c.charCodeAt(0).toString(16).padStart(2, "0")).join("");
+}
+
+/** The URL of a key. Each segment is percent-encoded; '/' stays a separator. */
 export function objectUrl(s: S3Settings, key: string): URL {
   const path = key.split("/").map(encodeURIComponent).join("/");
   return new URL(`${s.endpoint.replace(/\/+$/, "")}/${s.bucket}/${path}`);
@@ -49,7 +58,8 @@ function infoFrom(key: string, r: Response): ObjectInfo {
     if (k.startsWith("x-amz-meta-")) metadata[k.slice("x-amz-meta-".length)] = v;
   });
   const range = r.headers.get("content-range")?.match(/\/(\d+)$/)?.[1];
-  return { key, size: Number(range ?? r.headers.get("content-length") ?? 0), etag: (r.headers.get("etag") ?? "").replaceAll('"', ""), metadata };
+  const sha256 = wholeSha256(r.headers.get("x-amz-checksum-sha256"));
+  return { key, size: Number(range ?? r.headers.get("content-length") ?? 0), etag: (r.headers.get("etag") ?? "").replaceAll('"', ""), metadata, ...(sha256 ? { sha256 } : {}) };
 }
 
 /** One <Part> of a CompleteMultipartUpload body; with its SHA-256, which the store checks against the part it holds. */
@@ -147,7 +157,9 @@ export function s3Store(s: S3Settings): ObjectStore {
       return { ...infoFrom(key, r), body: r.body! };
     },
     async head(key) {
-      const r = await aws.fetch(objectUrl(s, key), { method: "HEAD" });
+      // Checksum mode: the store reports the SHA-256 it keeps (SeaweedFS 4.48 does for a PUT that carried one, and
+      // only when asked); a store that keeps none, or ignores the header, answers without it.
+      const r = await aws.fetch(objectUrl(s, key), { method: "HEAD", headers: { "x-amz-checksum-mode": "ENABLED" } });
       if (r.status === 404) return null;
       if (!r.ok) throw await failure(key, "head", r);
       return infoFrom(key, r);

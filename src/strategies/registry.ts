@@ -12,7 +12,8 @@ export type BackupPath =
   | "presigned-multipart" // the agent cuts the live tar stream into equal parts and PUTs them in parallel to presigned part URLs
   | "sdk-base64-chunked" // the seeds' baseline: split the staged archive, readFile each chunk as base64, decode, multipart
   | "sdk-base64-stream" // readFileStream: base64 in server-sent events, decoded in the Worker, multipart
-  | "chunked"; // the staged image cut into content-addressed chunks; the agent PUTs only the chunks the store lacks
+  | "chunked" // the staged image cut into content-addressed chunks; the agent PUTs only the chunks the store lacks
+  | "sdk-backup"; // the Sandbox SDK's own createBackup (squashfs made and uploaded by the SDK's container), then copied to the snapshot's key
 
 /** How archive bytes travel from the store into the sandbox, and what becomes of them there. */
 export type RestorePath =
@@ -89,6 +90,7 @@ const BACKUP_HOW: Record<BackupPath, string> = {
   "sdk-base64-chunked": "archive to a file, split into 10 MiB chunks, each read through the SDK file API as base64, decoded, multipart",
   "sdk-base64-stream": "archive to a file, read through the SDK's streaming file API (base64 events), decoded, multipart",
   chunked: "cut into content-defined chunks (FastCDC) stored by SHA-256; the agent PUTs only the chunks the store lacks over checksum-bound presigned URLs, and the snapshot is their index",
+  "sdk-backup": "made and uploaded by the Sandbox SDK's own createBackup (its container's mksquashfs, then its presigned, parallel multipart upload to the BACKUP_BUCKET binding's bucket), then copied by the Worker to the snapshot's key, hashed on the way; production only",
 };
 const RESTORE_HOW: Record<RestorePath, string> = {
   "push-file": "store → Worker → agent PUT to a file, then extract",
@@ -118,6 +120,8 @@ interface BackupPreset {
 }
 
 function backup({ name, format, path, what, seed, delta }: BackupPreset): BackupStrategy {
+  // The SDK's backup runs its own tools in its own container: what it needs is that container.
+  if (path === "sdk-backup") return { name, kind: "backup", format, path, requires: [], needs: ["sdk"], description: `${what}, ${BACKUP_HOW[path]}`, fidelity: { ...EVERY_STRATEGY, ...formatFidelity(format) } };
   return { name, kind: "backup", format, path, requires: toolsFor(format), ...(seed ? { seed } : {}), ...(delta ? { delta } : {}), description: `${what}, ${BACKUP_HOW[path]}`, fidelity: { ...EVERY_STRATEGY, ...formatFidelity(format) } };
 }
 
@@ -214,6 +218,8 @@ export const STRATEGIES: readonly Strategy[] = [
   backup({ name: "squashfs-chunked", format: chunkedSquashfs, path: "chunked", what: "mksquashfs -comp zstd level 3" }),
   backup({ name: "overlay-delta", format: zstd3, path: "multipart", what: "the upper directory of the workspace's overlay (what changed over its base image), tar | zstd -3 -T0", seed: SEED_R2, delta: "overlay-upper" }),
   backup({ name: "tar-zst-delta", format: zstd3, path: "multipart", what: "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0", delta: "changed-files" }),
+  // The SDK's own backup (its default: squashfs, lz4), measured like every preset; restored by the squashfs presets.
+  backup({ name: "sdk-backup", format: squashfs("lz4"), path: "sdk-backup", what: "the Sandbox SDK's createBackup (squashfs, lz4, its defaults)" }),
 
   // restores: one staged and one piped per archive family
   restore({ name: "restore-tar", format: plain, path: "push-file", what: "plain tar", seed: SEED_R2 }),
@@ -313,15 +319,44 @@ export function restoresForSnapshot(snapshot: { format: ArchiveFormat; delta?: {
   return snapshot.delta ? fits.filter((s) => s.path.endsWith("-pipe")) : fits;
 }
 
-/** What a strategy needs of the sandbox beyond tools. */
-export type Capability = "fuse" | "cap_sys_admin" | "fs:squashfs" | "fs:erofs" | "fs:overlay";
+/** What a strategy needs of the sandbox beyond tools; "sdk": a Sandbox SDK container (SANDBOX_TRANSPORT=sandbox). */
+export type Capability = "fuse" | "cap_sys_admin" | "fs:squashfs" | "fs:erofs" | "fs:overlay" | "sdk";
 
-/** Why a strategy cannot run in a sandbox as probed, or undefined when it can. */
-export function unavailableReason(s: Strategy, probe: Pick<ProbeResult, "tools" | "fuse" | "capSysAdmin" | "filesystems">): string | undefined {
+/**
+ * The oldest version of a tool whose flags snapflow passes (container/images/image-argv.ts): erofs-utils 1.5 brought
+ * fsck.erofs --extract and mkfs.erofs --preserve-mtime (its changelog). Ubuntu 22.04, the SDK's base image, ships
+ * 1.4: there the erofs presets are unavailable, named as such, rather than failing mid-run on an unknown option.
+ */
+export const TOOL_MINIMUMS: Partial<Record<ToolName, { version: string; why: string }>> = {
+  "mkfs.erofs": { version: "1.5", why: "--preserve-mtime" },
+  "fsck.erofs": { version: "1.5", why: "--extract" },
+};
+
+/** Dotted versions compared numerically ("1.10" > "1.5"); a version that does not parse is taken as too old. */
+export function versionAtLeast(version: string, minimum: string): boolean {
+  if (!/^\d+(\.\d+)*$/.test(version)) return false;
+  const [a, b] = [version, minimum].map((v) => v.split(".").map(Number));
+  for (let i = 0; i < Math.max(a!.length, b!.length); i++) {
+    const d = (a![i] ?? 0) - (b![i] ?? 0);
+    if (d) return d > 0;
+  }
+  return true;
+}
+
+/**
+ * Why a strategy cannot run in a sandbox as probed, or undefined when it can. `transport`: how this Worker reaches
+ * its sandboxes (the SDK's own backup needs an SDK container); absent, "sdk" needs are not judged.
+ */
+export function unavailableReason(s: Strategy, probe: Pick<ProbeResult, "tools" | "fuse" | "capSysAdmin" | "filesystems">, transport?: "sandbox" | "local"): string | undefined {
   const reasons: string[] = [];
   const missing = s.requires.filter((t) => !probe.tools[t]);
   if (missing.length) reasons.push(`missing tool${missing.length > 1 ? "s" : ""}: ${missing.join(", ")}`);
+  for (const t of s.requires) {
+    const min = TOOL_MINIMUMS[t], have = probe.tools[t]?.version;
+    if (min && have && !versionAtLeast(have, min.version)) reasons.push(`${t} ${have} is older than ${min.version} (the preset passes ${min.why})`);
+  }
   for (const need of s.needs ?? []) {
+    if (need === "sdk" && transport === "local") reasons.push("it runs in a Sandbox SDK container, and this Worker's sandboxes are the local transport's host agent (SANDBOX_TRANSPORT=local): production only");
     if (need === "fuse" && !probe.fuse) reasons.push("no /dev/fuse");
     if (need === "cap_sys_admin" && !probe.capSysAdmin) reasons.push("no CAP_SYS_ADMIN (kernel mounts need it)");
     if (need.startsWith("fs:") && !probe.filesystems.includes(need.slice(3))) reasons.push(`the kernel has no ${need.slice(3)} filesystem`);

@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { apiClient } from "../../scripts/lib/api-client.ts";
-import { freePort, startStack, type Stack } from "../../scripts/lib/stack.ts";
+import { apiClient } from "../../scripts/cli/api-client.ts";
+import { freePort, startStack, type Stack } from "../../scripts/stack/stack.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Compression } from "../../container/contract/protocol.ts";
 import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { createAgentServer } from "../../container/http/server.ts";
-import { startAgent } from "../../scripts/lib/stack.ts";
+import { startAgent } from "../../scripts/stack/stack.ts";
 
 const SECRET = randomBytes(32).toString("hex");
 /** No store runs here: the origin only has to be one the tests' URLs are not on. */

@@ -13,8 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentTokenFor } from "../../container/contract/agent-token.ts";
-import { agentCommand, findBun } from "../../scripts/lib/agent-runtime.ts";
-import { PROJECT, startAgent } from "../../scripts/lib/stack.ts";
+import { agentCommand, findBun } from "../../scripts/stack/agent-runtime.ts";
+import { PROJECT, startAgent } from "../../scripts/stack/stack.ts";
 
 const SECRET = randomBytes(32).toString("hex");
 const STORE_ORIGIN = "http://store.invalid:9000";

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { TOOLS } from "../../container/contract/protocol.ts";
-import { BUN_BUILD_FLAGS } from "../../scripts/lib/agent-runtime.ts";
+import { BUN_BUILD_FLAGS } from "../../scripts/stack/agent-runtime.ts";
 
 const repo = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const read = (path: string) => readFileSync(repo(path), "utf8");
@@ -94,7 +94,7 @@ describe("Dockerfile", () => {
     expect(copy!.args).toMatch(/--from=agent-build\b/);
   });
 
-  it("builds the agent exactly as npm run test:bun does (scripts/lib/agent-runtime.ts BUN_BUILD_FLAGS)", () => {
+  it("builds the agent exactly as npm run test:bun does (scripts/stack/agent-runtime.ts BUN_BUILD_FLAGS)", () => {
     const build = dockerfile.find((i) => i.op === "RUN" && i.args.includes("bun build"))!;
     const words = build.args.split(/\s+/);
     const flags = words.slice(words.indexOf("build") + 1).filter((w) => w.startsWith("--") && !w.startsWith("--outfile="));

@@ -15,7 +15,7 @@ import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import type { ChunkIndex, LazyStatus, MountEntry } from "../../container/contract/protocol.ts";
 import { readMountinfo } from "../../container/mounts/mounts.ts";
 import { createAgentServer } from "../../container/http/server.ts";
-import { startObjectStore, type ObjectStoreServer } from "../../scripts/lib/object-store-server.ts";
+import { startObjectStore, type ObjectStoreServer } from "../../scripts/stack/object-store-server.ts";
 import { s3Presigner, type Presigner } from "../../src/store/presigner.ts";
 import { s3Store } from "../../src/store/s3-store.ts";
 

@@ -1,8 +1,8 @@
-// The load run's criteria (scripts/lib/load/load-verdicts.ts) and its readings of /proc: a leak, a failed run, a
+// The load run's criteria (scripts/bench/load/load-verdicts.ts) and its readings of /proc: a leak, a failed run, a
 // descriptor or mount left behind must each fail the verdict; a flat run with everything back must pass.
 import { describe, expect, it } from "vitest";
-import { halves, judge, RSS_SLACK } from "../../scripts/lib/load/load-verdicts.ts";
-import { fdCount, mountsUnder, type ResourceSample } from "../../scripts/lib/load/resources.ts";
+import { halves, judge, RSS_SLACK } from "../../scripts/bench/load/load-verdicts.ts";
+import { fdCount, mountsUnder, type ResourceSample } from "../../scripts/bench/load/resources.ts";
 
 const MiB = 2 ** 20;
 const sample = (over: Partial<ResourceSample> = {}): ResourceSample => ({ t: 0, phase: "matrix", workerdRss: 300 * MiB, agentRss: 80 * MiB, workerdFds: 40, workerdWorkflowDbFds: 0, workflowInstancesOpen: 0, agentFds: 20, mounts: 0, ...over });

@@ -2,7 +2,7 @@
 // whether that install is still the committed one. npm adds other platforms' optional builds to the lockfile when
 // the registry has them: not drift. A changed version or integrity, a package gone, a required one added: drift.
 import { describe, expect, it } from "vitest";
-import { lockDrift } from "../../scripts/lib/peers/npm-workspace.ts";
+import { lockDrift } from "../../scripts/bench/peers/npm-workspace.ts";
 
 const lock = (packages: Record<string, object>) => Buffer.from(JSON.stringify({ lockfileVersion: 3, packages }));
 const committed = lock({

@@ -1,5 +1,5 @@
 // The parallel presigned transfers (POST /v1/upload-multipart, POST /v1/download-ranged) of the real agent
-// (container/http/server.ts, in-process, host mode) against a real S3 server (SeaweedFS, scripts/lib/object-store-server.ts),
+// (container/http/server.ts, in-process, host mode) against a real S3 server (SeaweedFS, scripts/stack/object-store-server.ts),
 // with the Worker's side played by src/store/s3-store.ts: create the multipart upload, presign one UploadPart URL
 // per part, complete (or abort) with what the agent answered.
 import { spawnSync } from "node:child_process";
@@ -12,8 +12,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { createAgentServer } from "../../container/http/server.ts";
-import { startObjectStore, type ObjectStoreServer } from "../../scripts/lib/object-store-server.ts";
-import { freePort } from "../../scripts/lib/stack.ts";
+import { startObjectStore, type ObjectStoreServer } from "../../scripts/stack/object-store-server.ts";
+import { freePort } from "../../scripts/stack/stack.ts";
 import type { ObjectStore } from "../../src/store/object-store.ts";
 import { presign, s3Client, s3Store, type S3Settings } from "../../src/store/s3-store.ts";
 

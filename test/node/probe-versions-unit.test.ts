@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { versionIn } from "../../container/system/probe.ts";
+import { SNAPFLOW_RELEASE } from "../../container/contract/protocol.ts";
 
 describe("versionIn", () => {
   it.each([
@@ -31,4 +32,9 @@ it("snapflow-lazy's release is snapflow's (package.json version)", () => {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version;
   const go = readFileSync(new URL("../../native/lazy/cmd/snapflow-lazy/version.go", import.meta.url), "utf8").match(/const release = "([^"]+)"/)?.[1];
   expect(go).toBe(pkg);
+});
+
+it("the agent's release is snapflow's (package.json version): the doctor compares it with the Worker's", () => {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version;
+  expect(SNAPFLOW_RELEASE).toBe(pkg);
 });

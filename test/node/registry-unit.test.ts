@@ -51,7 +51,8 @@ describe("dispatch tables", () => {
       if (s.kind !== "backup") continue;
       const t = BACKUP_TRANSFERS[s.path];
       expect(t, s.name).toBeDefined();
-      if (s.format.kind !== "tar") expect(t.streamsArchive, s.name).toBe(false);
+      // mksquashfs and mkfs.erofs cannot write to a pipe; the SDK's backup makes its image in its own step
+      if (s.format.kind !== "tar" && s.path !== "sdk-backup") expect(t.streamsArchive, s.name).toBe(false);
     }
   });
 

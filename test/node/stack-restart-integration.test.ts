@@ -13,9 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsClient } from "aws4fetch";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { apiClient, type RunStatus } from "../../scripts/lib/api-client.ts";
-import { BUCKET, freePort, startStack, type Stack } from "../../scripts/lib/stack.ts";
-import { stackSecrets } from "../../scripts/lib/stack.ts";
+import { apiClient, type RunStatus } from "../../scripts/cli/api-client.ts";
+import { BUCKET, freePort, startStack, type Stack } from "../../scripts/stack/stack.ts";
+import { stackSecrets } from "../../scripts/stack/stack.ts";
 
 let dir: string;
 let port: number;

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { createAgentServer } from "../../container/http/server.ts";
-import { startObjectStore, type ObjectStoreServer } from "../../scripts/lib/object-store-server.ts";
+import { startObjectStore, type ObjectStoreServer } from "../../scripts/stack/object-store-server.ts";
 import { uploadExpirySeconds } from "../../src/backup/transfer/presigned-put.ts";
 import { s3Presigner, type Presigner } from "../../src/store/presigner.ts";
 import { s3Store } from "../../src/store/s3-store.ts";

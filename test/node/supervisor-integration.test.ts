@@ -1,12 +1,12 @@
-// The stack's supervisor (scripts/lib/supervisor.ts) with real processes: a part that dies is started again and
+// The stack's supervisor (scripts/stack/supervisor.ts) with real processes: a part that dies is started again and
 // logged; one that keeps dying is given up after the bound, with a message naming it and its last output, so that
 // `npm run dev` stops everything instead of looping.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { startManaged } from "../../scripts/lib/processes.ts";
-import { supervise } from "../../scripts/lib/supervisor.ts";
+import { startManaged } from "../../scripts/stack/processes.ts";
+import { supervise } from "../../scripts/stack/supervisor.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "snapflow-supervisor-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { apiErrorLine } from "../../scripts/lib/api-error-line.ts";
+import { apiErrorLine } from "../../scripts/cli/api-error-line.ts";
 import { api, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
 
 it.each([

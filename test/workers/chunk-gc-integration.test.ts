@@ -20,7 +20,7 @@ async function chunksOf(id: string): Promise<Set<string>> {
   const record = (await api("GET", `/api/snapshots/${id}`)).json as SnapshotRecord;
   return new Set((await readIndex(d.store, record.archive.key, record.archive.sha256)).chunks.map((c) => c.sha256));
 }
-const present = async (digest: string) => (await d.store.head(chunkKey(digest))) !== null;
+const present = async (digest: string) => (await d.store.head(chunkKey("default", digest))) !== null;
 const gc = (body: unknown) => api("POST", "/api/chunks/gc", body);
 
 it("keeps every chunk a kept snapshot needs and every young chunk; frees what only a deleted snapshot had", async () => {
@@ -38,7 +38,7 @@ it("keeps every chunk a kept snapshot needs and every young chunk; frees what on
   // A chunk nothing references, just written: what a backup uploads before its index names it looks like this.
   const stray = crypto.getRandomValues(new Uint8Array(4096));
   const strayDigest = await sha256Hex(stray);
-  await d.store.put(chunkKey(strayDigest), stray);
+  await d.store.put(chunkKey("default", strayDigest), stray);
 
   const graced = await gc({ graceSeconds: 3600 });
   expect(graced.status).toBe(200);
@@ -72,7 +72,7 @@ it("keeps every chunk a kept snapshot needs and every young chunk; frees what on
 it("a dry run deletes nothing, and bad input is refused naming the field", async () => {
   const stray = crypto.getRandomValues(new Uint8Array(1024));
   const digest = await sha256Hex(stray);
-  await d.store.put(chunkKey(digest), stray);
+  await d.store.put(chunkKey("default", digest), stray);
   const dry = await gc({ graceSeconds: 0, dryRun: true });
   expect(dry.json.dryRun).toBe(true);
   expect(dry.json.chunks.deleted).toBeGreaterThanOrEqual(1);

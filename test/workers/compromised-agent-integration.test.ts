@@ -36,9 +36,11 @@ describe("store keys are built from validated parts, never from the sandbox's wo
   it("chunk-digest-empty-checksum: no key or PUT URL is made from a digest that is not 64 lowercase hex", async () => {
     const presigner = depsFrom(env).presigner;
     for (const digest of ["x", "", `zz/../${"a".repeat(64)}`, "A".repeat(64)]) {
-      expect(() => chunkKey(digest), digest).toThrow(/64 lowercase hex/);
+      expect(() => chunkKey("default", digest), digest).toThrow(/64 lowercase hex/);
       await expect(presigner.url(`chunks/${digest}`, "PUT", { sha256: digest }), digest).rejects.toMatchObject({ code: "unbound_write" });
     }
+    // Nor from a tenant that could reach into another's prefix (slash, dot segments) or is not one at all.
+    for (const tenant of ["", "a/b", "..", "A", "x".repeat(64)]) expect(() => chunkKey(tenant, "a".repeat(64)), tenant).toThrow(/a chunk key needs a tenant/);
     await expect(presigner.url("chunks/x", "PUT")).rejects.toMatchObject({ code: "unbound_write", message: expect.stringMatching(/without the SHA-256/) });
     // A part URL is bound at completion (the upload was opened with SHA-256 part checksums), so it is signed.
     expect(await presigner.url("k", "PUT", { query: { partNumber: "1", uploadId: "u" } })).toMatch(/partNumber=1/);
@@ -131,6 +133,13 @@ describe("an image's manifest is not taken on the source sandbox's word elsewher
     expect(second.steps.verify.verified.by).toBe("the image's SHA-256 on arrival, then a metadata walk");
     const deep = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst2, path: "/workspace/app", strategy: "presigned-squashfs-extract", replace: true, deepVerify: true });
     expect(deep.steps.verify.verified.by).toBe("every file hashed against the manifest (deepVerify)");
+    // Mounted where the content was checked once: the image's SHA-256 vouches for it, and the mount is not walked.
+    const dst3 = freshSandbox("image-dst3");
+    used.push(dst3);
+    const mounted = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst3, path: "/workspace/app", strategy: "presigned-squashfs-mount" });
+    expect(mounted.steps.verify.verified).toMatchObject({ metadata: "image", by: expect.stringMatching(/the mount is not walked/) });
+    expect((await agent(dst3, "POST", "/v1/manifest", { path: "/workspace/app" })).entries.map((e: { path: string }) => e.path)).toEqual(["a.txt"]);
+    await api("DELETE", `/api/sandboxes/${dst3}/mounts?path=/workspace/app`);
     // Into its own sandbox, a snapshot can only lie to itself: no hashing.
     const home = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: src, path: "/workspace/back", strategy: "presigned-squashfs-extract" });
     expect(home.steps.verify.verified.by).toBe("the image's SHA-256 on arrival, then a metadata walk");

@@ -70,7 +70,7 @@ describe("squashfs-chunked → lazy restores", () => {
     expect(index.tables!.to).toBeLessThanOrEqual(index.size);
     const holding = index.chunks.filter((c, i) => i < d.config.LAZY_HEAD_CHUNKS || (c.offset + c.size > index.tables!.from && c.offset < index.tables!.to));
     expect(new Set(snap.chunks!.mountFirst)).toEqual(new Set(holding.map((c) => c.sha256)));
-    for (const c of index.chunks) expect((await d.store.head(chunkKey(c.sha256)))?.size).toBe(c.size);
+    for (const c of index.chunks) expect((await d.store.head(chunkKey("default", c.sha256)))?.size).toBe(c.size);
 
     for (const strategy of ["lazy-squashfs", "lazy-squashfs-overlay"]) {
       const dst = sandbox("dst");
@@ -174,13 +174,14 @@ describe("squashfs-chunked → lazy restores", () => {
     const index = await readIndex(d.store, snap.archive.key);
     const victim = index.chunks[Math.floor(index.chunks.length / 2)]!;
     // Same length, other bytes: only the SHA-256 check can tell.
-    await d.store.put(chunkKey(victim.sha256), new Uint8Array(victim.size).fill(0x5a));
+    await d.store.put(chunkKey("default", victim.sha256), new Uint8Array(victim.size).fill(0x5a));
     for (const strategy of ["lazy-squashfs", "lazy-squashfs-overlay"]) {
       const dst = sandbox("dst");
       const failed = await run("restore", { snapshotId: backup.snapshotId, sandboxId: dst, path: APP, strategy }, "errored");
       console.log(`damaged chunk, ${strategy}: ${failed.error}`);
       expect(failed.error).toContain(victim.sha256);
       expect(failed.error).toContain("invalid");
+      expect(failed.error).toContain(`referenced by snapshot ${backup.snapshotId}`);
       await nothingLeft(dst);
     }
   });
@@ -192,12 +193,14 @@ describe("squashfs-chunked → lazy restores", () => {
     const snap = await record(backup.snapshotId);
     const index = await readIndex(d.store, snap.archive.key);
     const victim = index.chunks[index.chunks.length - 1]!; // the image's tables: the mount itself needs it
-    await d.store.delete(chunkKey(victim.sha256));
+    await d.store.delete(chunkKey("default", victim.sha256));
     const dst = sandbox("dst");
     const failed = await run("restore", { snapshotId: backup.snapshotId, sandboxId: dst, path: APP, strategy: "lazy-squashfs" }, "errored");
     console.log(`missing chunk: ${failed.error}`);
     expect(failed.error).toContain(victim.sha256);
     expect(failed.error).toContain("missing");
+    // The mount at the target failed on it: the snapshots that reference it are named too (chunk-references.ts).
+    expect(failed.error).toContain(`referenced by snapshot ${backup.snapshotId}`);
     await nothingLeft(dst);
   });
 
@@ -317,12 +320,12 @@ describe("squashfs-chunked → lazy restores", () => {
     const { src, backup, victim } = await chunkedWithMiddleChunk(37);
     // Longer than the helper's per-attempt bound (the agent's store silence bound: 6 s in tests). Twice: the helper's
     // next attempt meets a stall too, and must give up on it and ask again.
-    await armStoreFault({ match: chunkKey(victim.sha256), method: "GET", action: "stall", ms: 15_000, times: 2 });
+    await armStoreFault({ match: chunkKey("default", victim.sha256), method: "GET", action: "stall", ms: 15_000, times: 2 });
     const dst = sandbox("dst");
     const t = Date.now();
     const restored = await run("restore", { snapshotId: backup.snapshotId, sandboxId: dst, path: APP, strategy: "lazy-squashfs" });
     const ms = Date.now() - t;
-    const stalls = (await firedStoreFaults(chunkKey(victim.sha256))).length;
+    const stalls = (await firedStoreFaults(chunkKey("default", victim.sha256))).length;
     expect(stalls).toBeGreaterThan(0);
     const stored = await getJson<any>(d.store, restoreRecordKey(restored.id));
     expect(stored.chunks.chunks.local).toBe(stored.chunks.chunks.total);
@@ -340,7 +343,7 @@ describe("squashfs-chunked → lazy restores", () => {
   it("the agent killed mid-prefetch (its helper with it): the restore completes or fails naming the cause, and no mount is left behind", async () => {
     const { src, backup, victim } = await chunkedWithMiddleChunk(38);
     // Hold the prefetch open long enough to kill the agent while it runs.
-    await armStoreFault({ match: chunkKey(victim.sha256), method: "GET", action: "stall", ms: 5_000, times: 1 });
+    await armStoreFault({ match: chunkKey("default", victim.sha256), method: "GET", action: "stall", ms: 5_000, times: 1 });
     const dst = sandbox("dst");
     // Real retry delays: the step's next attempt must meet the restarted agent, as it would in production.
     await using wf = await introspectWorkflow(env.RESTORE_WORKFLOW);

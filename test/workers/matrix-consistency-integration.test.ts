@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { depsFrom } from "../../src/deps.ts";
 import { aggregateMatrix } from "../../src/matrix/aggregate.ts";
-import { recordDeadLetter } from "../../src/matrix/dead-letters.ts";
+import { recordDeadLetter } from "../../src/matrix/record-dead-letter.ts";
 import { readMatrix } from "../../src/matrix/matrix-records.ts";
 import { sendDueRuns } from "../../src/matrix/schedule.ts";
 import { api, testStore } from "./helpers.ts";

@@ -176,6 +176,40 @@ function conformance(name: string, makeStore: () => ObjectStore) {
       expect(head).not.toHaveProperty("body");
     });
 
+    it("head reports the whole-object SHA-256 the store keeps: the one a put carried, none after a put without one", async () => {
+      // What dedup reads before it reuses a chunk (missing-chunks.ts). SeaweedFS answers HeadObject in checksum
+      // mode with x-amz-checksum-sha256; the R2 binding gives R2Object.checksums.sha256. Both keep it only when
+      // the write carried it, and an overwrite without one drops it (no stale checksum describes other bytes).
+      const key = `${prefix("head-sha256")}c.bin`;
+      const data = randomBytes(5000);
+      const sha = await sha256Hex(data);
+      const put = await store.put(key, data, { sha256: sha });
+      expect(put.sha256).toBe(sha);
+      expect((await store.head(key))?.sha256).toBe(sha);
+      const other = randomBytes(5000);
+      await store.put(key, other);
+      const head = await store.head(key);
+      expect(head?.size).toBe(5000);
+      expect(head?.sha256).toBeUndefined();
+      const otherSha = await sha256Hex(other);
+      await store.put(key, other, { sha256: otherSha });
+      expect((await store.head(key))?.sha256).toBe(otherSha);
+      if (store.kind === "s3") {
+        // A presigned PUT bound to the hash by the signed query parameter (how the agent uploads chunks) is kept too.
+        const url = await presign(s3Settings(), key, "PUT", 300, { "x-amz-checksum-sha256": btoa(String.fromCharCode(...(sha.match(/../g) ?? []).map((b) => parseInt(b, 16)))) });
+        const r = await fetch(url, { method: "PUT", body: data });
+        expect(r.status).toBe(200);
+        await r.body?.cancel();
+        expect((await store.head(key))?.sha256).toBe(sha);
+      }
+      // A multipart object has no whole-object SHA-256 (S3's is a composite of the parts, "base64-N"): none.
+      const mpu = `${prefix("head-sha256-mpu")}m.bin`;
+      const upload = await store.createMultipartUpload(mpu, store.kind === "s3" ? { partChecksums: "sha256" } : {});
+      const p1 = await upload.uploadPart(1, data);
+      await upload.complete([{ ...p1, ...(store.kind === "s3" ? { sha256: sha } : {}) }]);
+      expect((await store.head(mpu))?.sha256).toBeUndefined();
+    });
+
     it("a second put replaces the object and its metadata", async () => {
       const key = `${prefix("overwrite")}o.txt`;
       await store.put(key, "first version", { metadata: { v: "1" } });

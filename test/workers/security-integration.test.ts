@@ -17,7 +17,7 @@ import { archiveKey, putJson } from "../../src/snapshots/records.ts";
 import { findBackup } from "../../src/strategies/registry.ts";
 import { verifyPhase } from "../../src/backup/backup-phases.ts";
 import { agent, agentRequests, api, freshSandbox, leftovers, putFile, runWorkflow } from "./helpers.ts";
-import { apiErrorLine } from "../../scripts/lib/api-error-line.ts";
+import { apiErrorLine } from "../../scripts/cli/api-error-line.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
 

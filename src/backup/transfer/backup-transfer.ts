@@ -41,5 +41,5 @@ export interface BackupTransfer {
    * Checks beyond the stored object's own size and SHA-256, which verify always makes (a chunked snapshot: every
    * chunk its index names is in the store). Returns figures for the verify step.
    */
-  verifyStored?(c: { d: Deps; key: string; sent: TransferResult }): Promise<Record<string, unknown>>;
+  verifyStored?(c: { d: Deps; p: BackupParams; key: string; sent: TransferResult }): Promise<Record<string, unknown>>;
 }

@@ -7,6 +7,7 @@ import { presignedMultipartTransfer } from "./presigned-multipart.ts";
 import { presignedPutTransfer } from "./presigned-put.ts";
 import { sdkBase64ChunkedTransfer } from "./sdk-base64-chunked.ts";
 import { sdkBase64StreamTransfer } from "./sdk-base64-stream.ts";
+import { sdkBackupTransfer } from "./sdk-backup.ts";
 import { streamTransfer } from "./stream.ts";
 
 export const BACKUP_TRANSFERS: Record<BackupPath, BackupTransfer> = {
@@ -17,6 +18,7 @@ export const BACKUP_TRANSFERS: Record<BackupPath, BackupTransfer> = {
   "sdk-base64-chunked": sdkBase64ChunkedTransfer,
   "sdk-base64-stream": sdkBase64StreamTransfer,
   chunked: chunkedTransfer,
+  "sdk-backup": sdkBackupTransfer,
 };
 
 export type { BackupTransfer, BackupTransferContext } from "./backup-transfer.ts";

@@ -5,6 +5,7 @@ import type { Materialization } from "./materialization.ts";
 
 export const extractMaterialization: Materialization = {
   mounts: false,
+  keeps: "tree",
   async materialize({ agent, p }, staged, format, expected, dir) {
     const t = performance.now();
     // A tar archive is checked entry by entry on its way into tar, then by a metadata walk; an extracted image's

@@ -17,6 +17,7 @@ import { SnapflowError } from "../../errors.ts";
 import type { ChunkIndex, SquashfsFormat } from "../../../container/contract/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
+import { tenantOf } from "../../snapshots/tenant.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { readSnapshot, type SnapshotRecord } from "../../snapshots/records.ts";
@@ -24,7 +25,7 @@ import { splitForMount } from "../../chunks/mount-set.ts";
 import { formatName } from "../../strategies/registry.ts";
 import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
-import { walkThenComplete } from "./lazy-completion.ts";
+import { unusableChunks, walkThenComplete } from "./lazy-completion.ts";
 import type { Materialization } from "./materialization.ts";
 
 /**
@@ -45,8 +46,10 @@ async function snapshotRecord(c: RestoreContext, snapshotId: string): Promise<Sn
 
 const indexOf = (c: RestoreContext, record: SnapshotRecord): Promise<ChunkIndex> => readIndex(c.d.store, record.archive.key, record.archive.sha256, { recorded: true });
 
-function signed(c: RestoreContext, digests: readonly string[]): Record<string, string> {
-  const urls = c.d.presigner.gets(digests.map(chunkKey));
+/** GET URLs for `record`'s chunks: under the snapshot's own tenant, whoever asks (the API checked the asker is it). */
+function signed(c: RestoreContext, record: SnapshotRecord, digests: readonly string[]): Record<string, string> {
+  const tenant = tenantOf(record);
+  const urls = c.d.presigner.gets(digests.map((sha) => chunkKey(tenant, sha)));
   return Object.fromEntries(digests.map((sha, i) => [sha, urls[i]!]));
 }
 
@@ -62,10 +65,10 @@ const URL_BATCH = 4096;
 export async function urlsBeforeMount(c: RestoreContext, snapshotId: string): Promise<{ urls: Record<string, string>; moreUrls: boolean; first: number; chunks: number; imageBytes: number }> {
   const record = await snapshotRecord(c, snapshotId);
   const listed = record.chunks?.mountFirst;
-  if (listed && record.chunks) return { urls: signed(c, listed), moreUrls: record.chunks.distinct > listed.length, first: listed.length, chunks: record.chunks.distinct, imageBytes: record.chunks.imageBytes };
+  if (listed && record.chunks) return { urls: signed(c, record, listed), moreUrls: record.chunks.distinct > listed.length, first: listed.length, chunks: record.chunks.distinct, imageBytes: record.chunks.imageBytes };
   const index = await indexOf(c, record);
   const { first, rest } = splitForMount(index, beforeMount(c));
-  return { urls: signed(c, first), moreUrls: rest.length > 0, first: first.length, chunks: first.length + rest.length, imageBytes: index.size };
+  return { urls: signed(c, record, first), moreUrls: rest.length > 0, first: first.length, chunks: first.length + rest.length, imageBytes: index.size };
 }
 
 /**
@@ -78,8 +81,20 @@ export async function startLazyMount(c: RestoreContext, o: { snapshotId: string;
   const [signed] = await Promise.all([urlsBeforeMount(c, o.snapshotId).then((s) => ({ ...s, ms: since(t) })), o.clear]);
   const clearMs = since(t);
   const where = sandboxPaths.lazy(c.p.restoreId);
-  const mounted = await c.agent.lazyMount({ index: o.index, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(o.lower ? { path: o.lower } : {}), format: o.format, prefetch: PREFETCH });
+  const mounted = await c.agent.lazyMount({ index: o.index, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(o.lower ? { path: o.lower } : {}), format: o.format, prefetch: PREFETCH }).catch(async (e) => {
+    throw await mountFailure(c, e);
+  });
   return { signed, clearMs, mounted };
+}
+
+/**
+ * An image mount over the helper that failed (materialize's, or the swap's at the target): for a chunk it could not
+ * have (the superblock's, the tables'), the helper's status — which outlives it until undo — names the chunks, and
+ * the error then names the snapshots that share them too; any other failure as it was.
+ */
+export async function mountFailure(c: RestoreContext, e: unknown): Promise<unknown> {
+  const status = await c.agent.lazyWait({ work: sandboxPaths.lazy(c.p.restoreId).work, timeoutMs: 0 }).catch(() => null);
+  return status?.failed.length ? unusableChunks(c, "the image could not be mounted because its chunks could not be had", status, e) : e;
 }
 
 /**
@@ -112,13 +127,14 @@ async function deliverRemainingUrls(c: RestoreContext, work: string, snapshotId:
   const rest = distinctChunks(index).map((ch) => ch.sha256).filter((sha) => !sent.has(sha));
   for (let at = 0; at === 0 || at < rest.length; at += URL_BATCH) {
     const batch = rest.slice(at, at + URL_BATCH);
-    await c.agent.lazyUrls({ work, urls: signed(c, batch), last: at + URL_BATCH >= rest.length });
+    await c.agent.lazyUrls({ work, urls: signed(c, record, batch), last: at + URL_BATCH >= rest.length });
   }
   return { ms: since(t), urls: rest.length };
 }
 
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
   mounts: true,
+  keeps: "tree", // its chunk cache grows to the image's size; counted as the tree's footprint, as before
   // The tree is made once, at the target, by the swap: materialize starts the FUSE file (and, for lazy-overlay, mounts
   // the image at the lower) and leaves the staged place empty; the agent's swap mounts the image (or lays the overlay)
   // at the target over what runs, in the same call. Mounting beside the target first and again at it cost an image
@@ -129,6 +145,7 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
       if (format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image`);
       return overlay ? { kind: "overlay", lower: where.lower, upper: `${where.layer}/upper`, how: "kernel" } : { kind: "lazy-image", work: where.work, format };
     },
+    failed: mountFailure,
   },
   async materialize(c, staged, format, _expected, dir) {
     const t = performance.now();

@@ -18,6 +18,12 @@ export interface Materialization {
   /** true: the tree is a mount of the archive, which a rename cannot move: the swap makes it again at the target */
   readonly mounts: boolean;
   /**
+   * What it keeps on the sandbox's disk, for the restore's space check (space-check.ts): "tree", the restored files
+   * beside the target (and, on a staged path, the archive until it is extracted); "image", the archive itself, kept
+   * under the images area for as long as it is mounted (no tree is written).
+   */
+  readonly keeps: "tree" | "image";
+  /**
    * For a tree whose making is costly (a lazy mount signs URLs and starts its helper): materialize starts what backs
    * it and leaves `dir` empty, and the swap makes the tree once, at the target: the agent's swap mounts `mount` there
    * over what still runs, in the same call (a 404 when that is gone, after an agent restart: the swap then
@@ -26,6 +32,8 @@ export interface Materialization {
    */
   readonly atTarget?: {
     mount(c: RestoreContext, format: ArchiveFormat): z.input<typeof SwapMount>;
+    /** The error to fail with when the swap's mount failed with `e` (a lazy mount names the chunks it could not have). */
+    failed?(c: RestoreContext, e: unknown): Promise<unknown>;
   };
   /**
    * Wraps the verify step's tree check when materialize left work running in the background (a lazy mount's

@@ -7,6 +7,7 @@ import type { Materialization } from "./materialization.ts";
 
 export const mountMaterialization = (how: "mount-kernel" | "mount-fuse"): Materialization => ({
   mounts: true,
+  keeps: "image",
   async materialize({ agent }, staged, format, _expected, dir) {
     const t = performance.now();
     if (format.kind === "tar") throw new SnapflowError("snapshot_unusable", `a ${formatName(format)} archive cannot be mounted; restore it with an extracting strategy`);

@@ -1,0 +1,76 @@
+// The peers race's results files: results/<date>-<name>.{json,md,svg}. The JSON keeps every sample (wall ms,
+// snapflow's steps, run ids); the Markdown gives per dataset every row's median, min, max and n with where the
+// median run's time went, then the ratios the issue's targets name, met or missed. Markdown rendering is pure.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { peersChartSvg, segments } from "./chart.ts";
+import { medianSample, ratios, rowStats, type PeersResults, type PeerRow } from "./model.ts";
+import { currentResultsStem } from "../results-files.ts";
+
+/** A Markdown table cell: a pipe inside it would end the cell. */
+const cell = (text: string) => text.replace(/\|/g, "\\|");
+const s = (ms: number | undefined) => (ms === undefined ? "—" : (ms / 1000).toFixed(2));
+
+function breakdown(row: PeerRow): string {
+  const m = medianSample(row);
+  if (!m?.steps) return "";
+  const parts = segments(row).map(([name, ms]) => {
+    const nested = Object.entries(m.substeps ?? {}).filter(([k]) => k.startsWith(`${name}.`)).map(([k, v]) => `${k.slice(name.length + 1)} ${s(v)}`);
+    return `${name} ${s(ms)}${nested.length ? ` (${nested.join(", ")})` : ""}`;
+  });
+  return parts.join(" · ");
+}
+
+export function peersMarkdown(r: PeersResults, svgName: string): string {
+  const out: string[] = [
+    `# ${r.name} (${r.date}): snapflow against the floors and restic`,
+    "",
+    `${r.runs} run${r.runs === 1 ? "" : "s"} of each operation on one tree per dataset; seconds: median (min–max) and n. ` +
+      "snapflow: wall time from the POST to the first poll that saw the run complete (polled every 100 ms), through the HTTP API of a " +
+      "private local stack; the floors (through rclone) and restic (its s3 backend) use that stack's own SeaweedFS and read the same " +
+      "directory the sandbox's /workspace is. Restores go into a fresh directory; the floor's and restic's include `sync` " +
+      "(snapflow's default restore does not; the JSON keeps the `sync` that followed it, as syncAfterMs). MB: apparent size (du -sb), and the space used on disk.",
+    "",
+    `The 10 MB change: ${r.change.description}`,
+    "",
+  ];
+  for (const d of r.datasets) {
+    out.push(`## ${d.name}: ${(d.bytes / 1e6).toFixed(0)} MB${d.diskBytes ? ` (${(d.diskBytes / 1e6).toFixed(0)} MB on disk)` : ""}, ${d.entries} entries`, "", d.description, "");
+    out.push("| operation | n | median s | min s | max s | where the median run's time went (s) |", "| --- | --: | --: | --: | --: | --- |");
+    for (const row of d.rows) {
+      const st = rowStats(row);
+      out.push(`| ${cell(row.label)} | ${st.n} | ${s(st.median)} | ${s(st.min)} | ${s(st.max)} | ${breakdown(row)} |`);
+    }
+    out.push("", "The median run is the lower middle one when n is even; \"overhead\" is its wall time that no step accounts for " +
+      "(the API, scheduling between steps, polling). Ratios of medians, against the issue's targets:", "", "| ratio | value | target | |", "| --- | --: | --: | --- |");
+    for (const q of ratios(d)) {
+      const unit = q.over ? "×" : " s";
+      const value = q.value === undefined ? `— (${q.missing})` : `${q.value.toFixed(2)}${unit}`;
+      out.push(`| ${q.name} | ${value} | ${q.target === undefined ? "" : `≤ ${q.target}${unit}`} | ${q.met === undefined ? "" : q.met ? "met" : "**missed**"} |`);
+    }
+    if (d.errors.length) out.push("", "Failed operations (not in the figures):", "", ...d.errors.map((e) => `- ${e.split("\n")[0]}`));
+    out.push("");
+  }
+  const commands = new Map(r.datasets.flatMap((d) => d.rows.map((row) => [row.label, row.command] as const)));
+  out.push(`![where the time goes](${svgName})`, "", "## Commands", "", ...[...commands].map(([label, cmd]) => `- ${label}: \`${cmd}\``), "");
+  out.push(`Machine: ${r.machine}`, "");
+  return out.join("\n");
+}
+
+/** `rewriteAs`: the run's own files again, under that name (report --from); else a new run, the current one archived first. */
+export function writePeersResults(r: PeersResults, dir: string, o: { rewriteAs?: string } = {}): string {
+  mkdirSync(dir, { recursive: true });
+  const stem = o.rewriteAs ?? basename(currentResultsStem(dir, r.name));
+  writeFileSync(join(dir, `${stem}.json`), JSON.stringify(r, null, 1));
+  writeFileSync(join(dir, `${stem}.md`), peersMarkdown(r, `${stem}.svg`));
+  writeFileSync(join(dir, `${stem}.svg`), peersChartSvg(r));
+  return join(dir, stem);
+}
+
+/** `snapflow report --from FILE.json` for a peers race: rewrites its .md and .svg; undefined when FILE is not one. */
+export function rewritePeersResults(file: string, out?: string): number | undefined {
+  const saved = JSON.parse(readFileSync(file, "utf8")) as PeersResults | { summary: unknown };
+  if (!("datasets" in saved)) return undefined;
+  console.error(`wrote ${writePeersResults(saved, out ?? dirname(file), { rewriteAs: basename(file, ".json") })}.{json,md,svg}`);
+  return saved.datasets.some((d) => d.errors.length) ? 1 : 0;
+}

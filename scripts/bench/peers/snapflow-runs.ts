@@ -1,0 +1,68 @@
+// snapflow end to end through its HTTP API, as a user meets it: POST a backup or restore, poll until it ends.
+// Wall time runs from just before the POST to the first poll that sees it complete (polled every POLL_MS, so
+// a figure is at most that much late); each run's per-step milliseconds come from the API as they are.
+import type { apiClient, RunStatus } from "../../cli/api-client.ts";
+
+export const DEFAULT_BACKUP = "tar-zst-pipe";
+export const INCREMENTAL_BACKUP = "tar-zst-delta";
+export const DEFAULT_RESTORE = "presigned-tar-zst-pipe";
+/** the fastest mount restore in the seeds' matrix, and the image backup it restores */
+export const MOUNT_BACKUP = "squashfs-zstd-3";
+export const MOUNT_RESTORE = "presigned-squashfs-mount";
+/** chunked snapshots (issue 10): the backup that uploads only new chunks, and the restore usable before download */
+export const CHUNKED_BACKUP = "squashfs-chunked";
+export const LAZY_RESTORE = "lazy-squashfs";
+export const POLL_MS = 100;
+
+export interface SnapflowRun {
+  id: string;
+  snapshotId?: string;
+  wallMs: number;
+  /** the Workflow's own total, when it reports one */
+  totalMs?: number;
+  steps: Record<string, number>;
+  raw: RunStatus["steps"];
+}
+
+type Api = ReturnType<typeof apiClient>;
+
+async function follow(api: Api, kind: "backup" | "restore", id: string, t0: number, timeoutMs = 60 * 60_000): Promise<SnapflowRun> {
+  for (;;) {
+    const s = await api.call<RunStatus>("GET", `/api/${kind}s/${id}`);
+    if (s.status === "complete") {
+      const wallMs = Math.round(performance.now() - t0);
+      const steps = Object.fromEntries(Object.entries(s.steps).map(([k, v]) => [k, v.ms]));
+      return { id, snapshotId: s.snapshotId, wallMs, totalMs: s.totalMs, steps, raw: s.steps };
+    }
+    if (s.status === "errored" || s.status === "terminated") throw new Error(`snapflow ${kind} ${id} ${s.status}: ${s.error ?? "no error message"}`);
+    if (performance.now() - t0 > timeoutMs) throw new Error(`snapflow ${kind} ${id} still ${s.status} after ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+export function snapflowRuns(api: Api) {
+  return {
+    async backup(sandboxId: string, strategy: string, baseSnapshotId?: string): Promise<SnapflowRun> {
+      const t0 = performance.now();
+      const b = await api.startBackup({ sandboxId, path: "/workspace", strategy, ...(baseSnapshotId ? { baseSnapshotId } : {}) });
+      const run = await follow(api, "backup", b.id, t0);
+      return { ...run, snapshotId: run.snapshotId ?? b.snapshotId };
+    },
+    /** into /workspace of `sandboxId`, which must be empty */
+    async restore(snapshotId: string, sandboxId: string, strategy: string): Promise<SnapflowRun> {
+      const t0 = performance.now();
+      const r = await api.startRestore({ snapshotId, sandboxId, path: "/workspace", strategy });
+      return follow(api, "restore", r.id, t0);
+    },
+    /** deletes snapshots and collects the chunks only they had (grace 0: nothing else runs on the race's stack) */
+    async forgetChunked(snapshotIds: string[]): Promise<void> {
+      for (const id of snapshotIds) await api.call("DELETE", `/api/snapshots/${id}`);
+      await api.call("POST", "/api/chunks/gc", { graceSeconds: 0 });
+    },
+    /** unmounts what a mount restore left and ends the sandbox */
+    async dispose(sandboxId: string, mounted: boolean): Promise<void> {
+      if (mounted) await api.call("DELETE", `/api/sandboxes/${sandboxId}/mounts?path=${encodeURIComponent("/workspace")}`);
+      await api.destroySandbox(sandboxId);
+    },
+  };
+}
