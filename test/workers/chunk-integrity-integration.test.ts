@@ -5,27 +5,19 @@
 // none) and uploads it again, and a restore in another sandbox completes. A restore that meets a bad chunk names
 // it and the snapshots whose indexes reference it. Nothing of ours is mocked: SeaweedFS is the store.
 import { env } from "cloudflare:workers";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readIndex } from "../../src/chunks/chunk-index.ts";
 import { chunkKey } from "../../src/chunks/chunk-keys.ts";
 import { depsFrom } from "../../src/deps.ts";
 import type { SnapshotRecord } from "../../src/snapshots/records.ts";
-import { agent, api, freshSandbox, runWorkflow as run, sha256Hex } from "./helpers.ts";
+import { agent, api, runWorkflow as run, sha256Hex, sandboxesDeletedAfterAll } from "./helpers.ts";
 
 const d = depsFrom(env);
 const APP = "/workspace/app";
 const manifest = (sandbox: string) => agent(sandbox, "POST", "/v1/manifest", { path: APP });
 const record = async (id: string) => (await api("GET", `/api/snapshots/${id}`)).json as SnapshotRecord;
 
-const used: string[] = [];
-afterAll(async () => {
-  for (const sandbox of used) await agent(sandbox, "DELETE", "/v1/sandbox").catch(() => {});
-});
-function sandbox(label: string): string {
-  const id = freshSandbox(label);
-  used.push(id);
-  return id;
-}
+const sandbox = sandboxesDeletedAfterAll();
 
 /** The same several-chunk tree in a new sandbox each time for one seed (the generator is deterministic). */
 async function treeIn(label: string, seed: number): Promise<string> {

@@ -2,7 +2,7 @@
 // directly (to prepare trees and read manifests independently of the code under test).
 import { env, exports } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
-import { expect } from "vitest";
+import { afterAll, expect } from "vitest";
 import { agentTokenFor } from "../../container/contract/agent-token.ts";
 
 export async function api(method: string, path: string, body?: unknown, token: string = env.API_TOKEN): Promise<{ status: number; json: any }> {
@@ -193,4 +193,20 @@ export async function firedAgentFaults(sandboxId: string, match: string): Promis
 export async function agentRequests(sandboxId: string, match: string): Promise<string[]> {
   const r = await fetch(`${(env as unknown as { TEST_AGENT_FAULT_PROXY: string }).TEST_AGENT_FAULT_PROXY}/__requests`);
   return ((await r.json()) as { seen: { method: string; path: string; sandbox?: string }[] }).seen.filter((x) => x.sandbox === sandboxId && x.path.includes(match)).map((x) => `${x.method} ${x.path}`);
+}
+
+/**
+ * Fresh sandboxes for one test file, each deleted with everything in it (mounts included) after the file's tests:
+ * `const sandbox = sandboxesDeletedAfterAll();` then `sandbox("label")`.
+ */
+export function sandboxesDeletedAfterAll(): (label: string) => string {
+  const used: string[] = [];
+  afterAll(async () => {
+    for (const id of used) await agent(id, "DELETE", "/v1/sandbox").catch(() => {});
+  });
+  return (label) => {
+    const id = freshSandbox(label);
+    used.push(id);
+    return id;
+  };
 }

@@ -4,28 +4,20 @@
 // Faults are made in the store itself, as a damaged or lost object would be: a chunk's bytes overwritten, a chunk
 // deleted. Nothing of ours is mocked.
 import { env } from "cloudflare:workers";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { depsFrom } from "../../src/deps.ts";
 import { readIndex } from "../../src/chunks/chunk-index.ts";
 import { chunkKey } from "../../src/chunks/chunk-keys.ts";
 import { getJson, restoreRecordKey, snapshotRecordKey, type SnapshotRecord } from "../../src/snapshots/records.ts";
 import { introspectWorkflow } from "cloudflare:test";
-import { agent, api, armStoreFault, faultRow, firedStoreFaults, freshSandbox, kernelMounts, killAgent, putFile, runWorkflow as run } from "./helpers.ts";
+import { agent, api, armStoreFault, faultRow, firedStoreFaults, kernelMounts, killAgent, putFile, runWorkflow as run, sandboxesDeletedAfterAll } from "./helpers.ts";
 
 const d = depsFrom(env);
 const APP = "/workspace/app";
 const manifest = (sandbox: string) => agent(sandbox, "POST", "/v1/manifest", { path: APP });
 const record = async (id: string) => (await api("GET", `/api/snapshots/${id}`)).json as SnapshotRecord;
 
-const used: string[] = [];
-afterAll(async () => {
-  for (const sandbox of used) await agent(sandbox, "DELETE", "/v1/sandbox").catch(() => {});
-});
-function sandbox(label: string): string {
-  const id = freshSandbox(label);
-  used.push(id);
-  return id;
-}
+const sandbox = sandboxesDeletedAfterAll();
 
 /** A tree whose image has several chunks: a small node_modules-like base and 6 MB of incompressible data. */
 async function severalChunks(sb: string, seed: number): Promise<void> {

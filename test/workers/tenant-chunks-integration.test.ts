@@ -4,26 +4,18 @@
 // tenant keeps chunks/<sha256>): "present" says only that the asking tenant's own snapshots hold it. Through the real
 // Workflows, agent and store; the collector keeps each tenant's chunks for its own snapshots only.
 import { env } from "cloudflare:workers";
-import { afterAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { readIndex } from "../../src/chunks/chunk-index.ts";
 import { chunkKey } from "../../src/chunks/chunk-keys.ts";
 import { depsFrom } from "../../src/deps.ts";
 import type { SnapshotRecord } from "../../src/snapshots/records.ts";
-import { agent, api, freshSandbox, runWorkflow as run } from "./helpers.ts";
+import { agent, api, runWorkflow as run, sandboxesDeletedAfterAll } from "./helpers.ts";
 
 const d = depsFrom(env);
 const APP = "/workspace/app";
 const A = "acme-1";
 const B = "globex";
-const used: string[] = [];
-afterAll(async () => {
-  for (const sandbox of used) await agent(sandbox, "DELETE", "/v1/sandbox").catch(() => {});
-});
-function sandbox(label: string): string {
-  const id = freshSandbox(label);
-  used.push(id);
-  return id;
-}
+const sandbox = sandboxesDeletedAfterAll();
 const record = async (id: string) => (await api("GET", `/api/snapshots/${id}`)).json as SnapshotRecord;
 const manifest = (sandbox: string) => agent(sandbox, "POST", "/v1/manifest", { path: APP });
 async function digestsOf(id: string): Promise<string[]> {
