@@ -18,6 +18,7 @@ import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { agentCommand, type AgentRuntime } from "./agent-runtime.ts";
 import { SANDBOX_HEADER } from "../../container/contract/protocol.ts";
 import { startObjectStore, type ObjectStoreServer } from "./object-store-server.ts";
+import { detachMountsBelow } from "./detach-mounts.ts";
 import { startManaged, waitReady, type Managed } from "./processes.ts";
 import { loadSecrets, saveSecrets } from "./stack-secrets.ts";
 import { supervise } from "./supervisor.ts";
@@ -105,6 +106,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const started: { stop(): Promise<void>; kill(): Promise<void> }[] = [];
   const stopAll = async () => {
     for (const s of [...started].reverse()) await s.stop().catch(() => {});
+    // Its processes gone, what they mounted goes too (detach-mounts.ts): nothing dead stays mounted.
+    const detached = detachMountsBelow(join(dir, "sandboxes"));
+    if (detached.length) log(`stack: detached ${detached.length} mount(s) the sandboxes held`);
     if (publish) rmSync(STACK_FILE, { force: true });
   };
   const killAll = async () => {
