@@ -51,8 +51,11 @@ it("dedup-oracle-across-tenants: another tenant's backup of the same tree upload
   // B learns nothing from A's chunks: it is given a URL for every one of its own, and they are stored under B.
   expect(two.uploadedChunks).toBe(two.distinct);
   expect((await record(other.snapshotId)).tenant).toBe(B);
-  // A's dedup is kept: at most the chunk holding the superblock and tables (the making time, the symlinks' mtimes) goes up again.
-  expect(three.uploadedChunks).toBeLessThanOrEqual(1);
+  // A's dedup is kept: only the chunks holding the image's metadata go up again. The superblock holds the image's
+  // making time, and the inode table the symlinks' mtimes, which the dataset generator leaves to the clock: one or
+  // two chunks, as the second boundaries fall (seen: 1 and 2 of 10). Never the content's.
+  expect(three.uploadedChunks).toBeLessThanOrEqual(2);
+  expect(three.uploadedChunks).toBeLessThan(two.uploadedChunks / 2);
   const [ofA, ofB] = [await digestsOf(first.snapshotId), await digestsOf(other.snapshotId)];
   for (const x of ofB) expect(await present(B, x), x).toBe(true);
   for (const x of ofA) expect(await present(A, x), x).toBe(true);
