@@ -61,35 +61,16 @@ func opaqueCmd(args []string) error {
 	})
 }
 
-// namesBelowRoot runs a subcommand that takes --root and a NUL-separated list of relative names on stdin, with the
-// root held open as a descriptor, and prints what it answers.
+// namesBelowRoot runs a subcommand that takes --root and a NUL-separated list of relative names on stdin (a delta's
+// deletions can be many and hold any byte but NUL: never argv).
 func namesBelowRoot(name string, args []string, rootHelp string, run func(root int, names []string) (any, error)) error {
-	fs := newFlags(name)
-	root := fs.String("root", "", rootHelp)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := required(fs, "root"); err != nil {
-		return err
-	}
-	list, err := io.ReadAll(bufio.NewReader(os.Stdin))
-	if err != nil {
-		return err
-	}
-	names := []string{}
-	if len(list) > 0 {
-		names = strings.Split(strings.TrimSuffix(string(list), "\x00"), "\x00")
-	}
-	dir, err := beneath.OpenRoot(*root)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dir)
-	out, err := run(dir, names)
-	if err != nil {
-		return err
-	}
-	return printJSON(out)
+	return belowRoot(name, args, rootHelp, func(stdin io.Reader) ([]string, error) {
+		list, err := io.ReadAll(stdin)
+		if err != nil || len(list) == 0 {
+			return []string{}, err
+		}
+		return strings.Split(strings.TrimSuffix(string(list), "\x00"), "\x00"), nil
+	}, run)
 }
 
 // relinkCmd makes the JSON groups of names on stdin ([["first","other",…],…], relative to --root) one file again
@@ -134,19 +115,31 @@ func sanitizeCmd(args []string) error {
 	return printJSON(out)
 }
 
-// jsonBelowRoot runs a subcommand that takes --root and one JSON value on stdin, with the root held open.
+// jsonBelowRoot runs a subcommand that takes --root and one JSON value on stdin.
 func jsonBelowRoot[T any](name string, args []string, run func(root int, in T) (any, error)) error {
+	return belowRoot(name, args, "the tree the names are below", func(stdin io.Reader) (T, error) {
+		var in T
+		if err := json.NewDecoder(stdin).Decode(&in); err != nil {
+			return in, fmt.Errorf("stdin: %w", err)
+		}
+		return in, nil
+	}, run)
+}
+
+// belowRoot parses --root, reads the subcommand's input from stdin, holds the root open as a descriptor while run
+// acts beneath it, and prints what run answers.
+func belowRoot[T any](name string, args []string, rootHelp string, read func(io.Reader) (T, error), run func(root int, in T) (any, error)) error {
 	fs := newFlags(name)
-	root := fs.String("root", "", "the tree the names are below")
+	root := fs.String("root", "", rootHelp)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := required(fs, "root"); err != nil {
 		return err
 	}
-	var in T
-	if err := json.NewDecoder(bufio.NewReader(os.Stdin)).Decode(&in); err != nil {
-		return fmt.Errorf("stdin: %w", err)
+	in, err := read(bufio.NewReader(os.Stdin))
+	if err != nil {
+		return err
 	}
 	dir, err := beneath.OpenRoot(*root)
 	if err != nil {
