@@ -57,16 +57,18 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   }
   // Tar deltas on paths without single pass: the manifest is a walk of its own (a second read). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
   let text: string;
+  let bytes: number | undefined;
   let delta: ArchiveResult["delta"];
   if (s.delta) {
     const planned = await planDelta(d, p, agent);
     text = planned.manifestText;
     delta = planned.delta;
   } else {
-    text = await readManifestBounded(d.config, p, await agent.manifest(p.path));
+    ({ text, bytes } = await readManifestBounded(d.config, p, await agent.manifest(p.path)));
   }
   const walked = JSON.parse(text) as { totals: ManifestTotals; entries: unknown[] };
-  checkManifestBounds(d.config, p, { bytes: new TextEncoder().encode(text).byteLength, entries: walked.entries.length });
+  // The walk's bytes were counted as they came; a planned delta's manifest is the Worker's own serialisation.
+  checkManifestBounds(d.config, p, { bytes: bytes ?? new TextEncoder().encode(text).byteLength, entries: walked.entries.length });
   const totals = walked.totals;
   await d.store.put(manifestKey(p.snapshotId), text, { contentType: "application/json" });
   return archiveTail(d, p, s, agent, t, { ...totals, manifestBytes: text.length, ms: since(t) }, delta);

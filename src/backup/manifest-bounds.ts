@@ -21,7 +21,7 @@ export function checkManifestBounds(config: Pick<Config, "MAX_MANIFEST_BYTES" | 
 }
 
 /** A manifest the agent streams (a walk's), read as text but never past MAX_MANIFEST_BYTES: the Worker has 128 MB. */
-export async function readManifestBounded(config: Pick<Config, "MAX_MANIFEST_BYTES" | "MAX_MANIFEST_ENTRIES">, p: Pick<BackupParams, "sandboxId" | "path">, r: Response): Promise<string> {
+export async function readManifestBounded(config: Pick<Config, "MAX_MANIFEST_BYTES" | "MAX_MANIFEST_ENTRIES">, p: Pick<BackupParams, "sandboxId" | "path">, r: Response): Promise<{ text: string; bytes: number }> {
   const reader = r.body!.getReader();
   const parts: Uint8Array[] = [];
   let total = 0;
@@ -39,5 +39,5 @@ export async function readManifestBounded(config: Pick<Config, "MAX_MANIFEST_BYT
     bytes.set(part, at);
     at += part.byteLength;
   }
-  return new TextDecoder().decode(bytes);
+  return { text: new TextDecoder().decode(bytes), bytes: total };
 }

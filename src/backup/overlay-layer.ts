@@ -10,7 +10,6 @@ import { since } from "../phases/phase-runner.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { manifestKey, readSnapshot } from "../snapshots/records.ts";
-import { storedSha256 } from "../store/stored-sha256.ts";
 import { checkManifestBounds } from "./manifest-bounds.ts";
 import { uploadExpirySeconds } from "./transfer/presigned-put.ts";
 import type { ArchiveResult, BackupParams } from "./backup-params.ts";
@@ -36,7 +35,8 @@ export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentCl
   // through it. A retried step finds its own earlier upload: kept when it is these bytes, else removed (nothing
   // refers to this snapshot's key before its record) and made again.
   const key = manifestKey(p.snapshotId);
-  const earlier = await storedSha256(d.store, key);
+  // The store keeps the SHA-256 the upload was bound to (head's checksum): no need to read the object back.
+  const earlier = await d.store.head(key);
   if (earlier?.sha256 !== layer.manifest.sha256) {
     if (earlier) await d.store.delete(key);
     const url = await d.presigner.url(key, "PUT", { sha256: layer.manifest.sha256, createOnly: true, expiresSeconds: uploadExpirySeconds(layer.manifest.bytes) });
