@@ -19,7 +19,7 @@ import { AgentClient } from "../sandbox/agent-client.ts";
 import { reportProgress } from "../snapshots/progress.ts";
 import { releaseLease } from "../snapshots/restore-leases.ts";
 import { readProgress, type RunProgress } from "../snapshots/records.ts";
-import { releaseTargetLease, TARGETS_PREFIX, TargetLeaseSchema, type TargetLease } from "../snapshots/target-leases.ts";
+import { parsedLeaseAt, releaseTargetLease, TARGETS_PREFIX, type TargetLease } from "../snapshots/target-leases.ts";
 import { listAll } from "../store/list-all.ts";
 import { cleanupFor } from "./interrupted-runs.ts";
 import { instanceOf, type RunKind } from "./run-liveness.ts";
@@ -44,10 +44,8 @@ export const runKindOf = (id: string): RunKind | null => (id.startsWith("bk-") ?
 /** The lease a run holds, found by listing the leases (one per run in flight). */
 async function leaseOf(d: Deps, runId: string): Promise<TargetLease | null> {
   for await (const o of listAll(d.store, TARGETS_PREFIX)) {
-    const got = await d.store.get(o.key);
-    if (!got) continue;
-    const parsed = TargetLeaseSchema.safeParse(await new Response(got.body).json().catch(() => null));
-    if (parsed.success && parsed.data.runId === runId) return parsed.data;
+    const found = await parsedLeaseAt(d.store, o.key);
+    if (found && "lease" in found && found.lease.runId === runId) return found.lease;
   }
   return null;
 }

@@ -28,7 +28,7 @@ import { cleanupRestore } from "../restore/restore-phases.ts";
 import type { RestoreParams, RestoreProbeResult } from "../restore/restore-params.ts";
 import { reportProgress } from "../snapshots/progress.ts";
 import { readProgress, type RunProgress } from "../snapshots/records.ts";
-import { releaseTargetLease, TARGET_LEASE_GRACE_MS, TARGETS_PREFIX, TargetLeaseSchema, type TargetLease } from "../snapshots/target-leases.ts";
+import { parsedLeaseAt, releaseTargetLease, TARGET_LEASE_GRACE_MS, TARGETS_PREFIX, type TargetLease } from "../snapshots/target-leases.ts";
 import { listAll } from "../store/list-all.ts";
 import { findBackup, findRestore } from "../strategies/registry.ts";
 import { noteInterruption, readInterruptions, type Interruption } from "./interruptions.ts";
@@ -83,15 +83,14 @@ export async function watchRuns(env: Env, d: Deps, options: WatchdogOptions = {}
   const report: WatchdogReport = { checked: 0, left: [], resumed: [], failed: [], released: [], errors: [] };
   for await (const o of listAll(d.store, options.sandboxId ? `${TARGETS_PREFIX}${options.sandboxId}/` : TARGETS_PREFIX)) {
     try {
-      const got = await d.store.get(o.key);
-      if (!got) continue;
-      const parsed = TargetLeaseSchema.safeParse(await new Response(got.body).json().catch(() => null));
-      if (!parsed.success) {
-        report.errors.push({ key: o.key, error: `not a lease: ${parsed.error.issues[0]?.message}` });
+      const found = await parsedLeaseAt(d.store, o.key);
+      if (!found) continue;
+      if ("error" in found) {
+        report.errors.push({ key: o.key, error: found.error });
         continue;
       }
       report.checked++;
-      await checkRun(env, d, parsed.data, now, options, report);
+      await checkRun(env, d, found.lease, now, options, report);
     } catch (e) {
       report.errors.push({ key: o.key, error: errorMessage(e) });
     }

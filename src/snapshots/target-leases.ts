@@ -50,6 +50,14 @@ export async function readLease(store: ObjectStore, key: string): Promise<{ leas
   return got ? { lease: (await new Response(got.body).json()) as TargetLease, etag: got.etag } : null;
 }
 
+/** A stored lease, parsed (a walk over every lease cannot trust what it finds): null when the object is gone. */
+export async function parsedLeaseAt(store: ObjectStore, key: string): Promise<{ lease: TargetLease } | { error: string } | null> {
+  const got = await store.get(key);
+  if (!got) return null;
+  const parsed = TargetLeaseSchema.safeParse(await new Response(got.body).json().catch(() => null));
+  return parsed.success ? { lease: parsed.data } : { error: `not a lease: ${parsed.error.issues[0]?.message}` };
+}
+
 /**
  * Takes the lease of (sandbox, path) for `runId`, or answers the live lease that holds it. `isLive` says whether a
  * holder's run is still going (its Workflow's status); a dead or expired holder's lease is taken over.
