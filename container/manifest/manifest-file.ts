@@ -9,6 +9,7 @@ import { dirname } from "node:path";
 import type { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
 import { applyLayer } from "./manifest-layer.ts";
+import { readBodyBounded } from "../contract/bounded-body.ts";
 import { DEFAULT_MAX_MANIFEST_BYTES } from "../contract/manifest-limits.ts";
 import { checkUrl } from "../transfer/presigned.ts";
 import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest } from "../contract/protocol.ts";
@@ -57,24 +58,11 @@ export function agentManifestByteLimit(env: Record<string, string | undefined> =
  * a manifest is a sandbox's choice, and the agent's memory must not be (manifest-limits.ts).
  */
 async function readBounded(r: Response, limit: number, field: string): Promise<Buffer> {
-  const tooLarge = (n: string) => new AgentError("bad_request", `${field}: the stored manifest is ${n} bytes, more than this agent reads (${limit}: SNAPFLOW_MAX_MANIFEST_BYTES)`, field);
-  const stated = Number(r.headers.get("content-length"));
-  if (stated > limit) {
-    await r.body?.cancel();
-    throw tooLarge(String(stated));
+  const got = await readBodyBounded(r, limit);
+  if ("over" in got) {
+    throw new AgentError("bad_request", `${field}: the stored manifest is ${got.stated ? got.over : `over ${limit}`} bytes, more than this agent reads (${limit}: SNAPFLOW_MAX_MANIFEST_BYTES)`, field);
   }
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  const reader = r.body?.getReader();
-  for (let next = await reader?.read(); next && !next.done; next = await reader!.read()) {
-    total += next.value.byteLength;
-    if (total > limit) {
-      await reader!.cancel().catch(() => {});
-      throw tooLarge(`over ${limit}`);
-    }
-    parts.push(next.value);
-  }
-  return Buffer.concat(parts, total);
+  return Buffer.from(got.bytes.buffer, got.bytes.byteOffset, got.bytes.byteLength);
 }
 
 function parsed<T extends z.ZodType>(schema: T, json: unknown, field: string): z.infer<T> {

@@ -6,6 +6,7 @@
 import type { Config } from "../config.ts";
 import { SnapflowError } from "../errors.ts";
 import type { BackupParams } from "./backup-params.ts";
+import { readBodyBounded } from "../../container/contract/bounded-body.ts";
 
 export function checkManifestBounds(config: Pick<Config, "MAX_MANIFEST_BYTES" | "MAX_MANIFEST_ENTRIES">, p: Pick<BackupParams, "sandboxId" | "path">, m: { bytes: number; entries?: number }): void {
   const over = [
@@ -22,22 +23,8 @@ export function checkManifestBounds(config: Pick<Config, "MAX_MANIFEST_BYTES" | 
 
 /** A manifest the agent streams (a walk's), read as text but never past MAX_MANIFEST_BYTES: the Worker has 128 MB. */
 export async function readManifestBounded(config: Pick<Config, "MAX_MANIFEST_BYTES" | "MAX_MANIFEST_ENTRIES">, p: Pick<BackupParams, "sandboxId" | "path">, r: Response): Promise<{ text: string; bytes: number }> {
-  const reader = r.body!.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (let next = await reader.read(); !next.done; next = await reader.read()) {
-    total += next.value.byteLength;
-    if (total > config.MAX_MANIFEST_BYTES) {
-      await reader.cancel().catch(() => {});
-      checkManifestBounds(config, p, { bytes: total });
-    }
-    parts.push(next.value);
-  }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const part of parts) {
-    bytes.set(part, at);
-    at += part.byteLength;
-  }
-  return { text: new TextDecoder().decode(bytes), bytes: total };
+  const got = await readBodyBounded(r, config.MAX_MANIFEST_BYTES);
+  if ("over" in got) checkManifestBounds(config, p, { bytes: got.over });
+  const { bytes } = got as { bytes: Uint8Array };
+  return { text: new TextDecoder().decode(bytes), bytes: bytes.byteLength };
 }
