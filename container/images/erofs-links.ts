@@ -5,13 +5,13 @@
 // again. The names are the image's, so `relink` opens each one's parent beneath the staging root without following a
 // symlink and links between those descriptors (native/lazy/internal/beneath): a name that leads through a symlink the
 // extraction made is refused, never followed out. On an extractor that already links them there is nothing to do.
-import { erofsEntries, FT_REG_FILE, unreadable } from "./erofs-dirs.ts";
+import { FT_REG_FILE, unreadable, type ErofsDirent } from "./erofs-dirs.ts";
 import { runLazyTool } from "../system/lazy-tool.ts";
 
 /** Every regular file inode with more than one name, as the names (relative, '/'-separated, walk order). */
-export async function erofsHardLinkGroups(file: string): Promise<string[][]> {
+export function erofsHardLinkGroups(entries: Iterable<ErofsDirent>, file: string): string[][] {
   const namesOf = new Map<number, string[]>();
-  for await (const e of erofsEntries(file)) {
+  for (const e of entries) {
     if (e.raw.length === 0 || e.raw.includes(0x2f)) throw unreadable(file, `a directory entry named '${e.raw.toString("utf8")}'`);
     // A name that is not UTF-8 cannot be named through Node's string paths: it is left as it was extracted.
     if (e.type !== FT_REG_FILE || e.name === null || e.parent === null) continue;
@@ -22,8 +22,8 @@ export async function erofsHardLinkGroups(file: string): Promise<string[][]> {
 }
 
 /** Makes the extracted copies of each hard-linked inode one file again. Returns how many names were relinked. */
-export async function relinkErofsHardLinks(file: string, root: string): Promise<number> {
-  const groups = await erofsHardLinkGroups(file);
+export async function relinkErofsHardLinks(entries: Iterable<ErofsDirent>, file: string, root: string): Promise<number> {
+  const groups = erofsHardLinkGroups(entries, file);
   if (groups.length === 0) return 0;
   return (await runLazyTool<{ relinked: number }>(["relink", "--root", root], Buffer.from(JSON.stringify(groups)))).relinked;
 }

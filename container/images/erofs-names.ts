@@ -6,16 +6,16 @@
 // twice (a symlink and a directory under one name: what symlink-then-file needs in an image). A directory the
 // reader cannot read (a layout mkfs.erofs does not write) refuses the image too.
 import { AgentError } from "../http/agent-error.ts";
-import { erofsEntries } from "./erofs-dirs.ts";
+import type { ErofsDirent } from "./erofs-dirs.ts";
 
 /** Printable: a hostile name may hold control bytes; JSON escapes them. */
 const shown = (raw: Buffer) => JSON.stringify(raw.toString("utf8"));
 
 /** Throws path_outside_root (400, field `field`) naming the first entry that extraction could not keep inside. */
-export async function checkErofsNames(file: string, field: string): Promise<{ entries: number }> {
+export function checkErofsNames(tree: Iterable<ErofsDirent>, field: string): { entries: number } {
   const seen = new Set<string>();
   let entries = 0;
-  for await (const e of erofsEntries(file)) {
+  for (const e of tree) {
     entries++;
     const where = e.parent === null ? "a directory whose name is not UTF-8" : e.parent ? `/${e.parent}` : "the image's root";
     if (e.raw.length === 0 || e.raw.includes(0x2f)) {

@@ -9,7 +9,7 @@ import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { AgentError } from "../http/agent-error.ts";
-import { erofsSetidFiles } from "./erofs-dirs.ts";
+import { erofsSetidFiles, readErofsTree, type ErofsDirent } from "./erofs-dirs.ts";
 import { relinkErofsHardLinks } from "./erofs-links.ts";
 import { checkErofsNames } from "./erofs-names.ts";
 import { HashingStream } from "../archive/hashing-stream.ts";
@@ -95,11 +95,14 @@ export async function checkImage(file: string, format: ImageFormat): Promise<{ b
  */
 export async function extractImage(file: string, format: ImageFormat, dir: string, options: { keepOwnership?: boolean } = {}): Promise<{ ms: number; relinked?: number; setidRestored?: number }> {
   const started = performance.now();
-  if (format.kind === "erofs") await checkErofsNames(file, "archive");
+  // An erofs image's tree, read once (types from its inodes): checked before extraction, then relinked and, with
+  // keepOwnership, its set-id bits given back.
+  const tree = format.kind === "erofs" ? await readErofsTree(file) : undefined;
+  if (tree) checkErofsNames(tree, "archive");
   await mkdir(dir, { recursive: true });
   await runQuiet(extractImageArgv(file, dir, format.kind));
-  const relinked = format.kind === "erofs" ? await relinkErofsHardLinks(file, dir) : undefined;
-  const setidRestored = format.kind === "erofs" && options.keepOwnership ? await restoreErofsSetid(file, dir) : undefined;
+  const relinked = tree ? await relinkErofsHardLinks(tree, file, dir) : undefined;
+  const setidRestored = tree && options.keepOwnership ? await restoreErofsSetid(tree, dir) : undefined;
   return { ms: Math.round(performance.now() - started), ...(relinked !== undefined ? { relinked } : {}), ...(setidRestored !== undefined ? { setidRestored } : {}) };
 }
 
@@ -109,8 +112,8 @@ export async function extractImage(file: string, format: ImageFormat, dir: strin
  * following a symlink, so a name the image lists through a symlink the extraction made reaches nothing outside; a
  * name that is not a regular file there is left alone.
  */
-async function restoreErofsSetid(file: string, dir: string): Promise<number> {
-  const files = await erofsSetidFiles(file);
+async function restoreErofsSetid(tree: Iterable<ErofsDirent>, dir: string): Promise<number> {
+  const files = erofsSetidFiles(tree);
   if (!files.length) return 0;
   return (await runLazyTool<{ set: number }>(["setid", "--root", dir], Buffer.from(JSON.stringify(files)))).set;
 }
