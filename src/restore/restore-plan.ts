@@ -14,10 +14,8 @@ export interface RestorePlan {
   /**
    * Puts the verified tree, built at probed.swap.staged, at the target (the agent's swap keeps the old tree beside
    * it); a tree that is a mount is taken down at the staged place and made again at the target. Repeatable.
-   */
-  /**
-   * `remounted`: the tree made at the target over what still ran, or from scratch; `mountAtMs`: the mount at the
-   * target, when the swap made it (a lazy mount's image or overlay)
+   * Answers `remounted`: the tree made at the target over what still ran, or from scratch; `mountAtMs`: the mount at
+   * the target, when the swap made it (a lazy mount's image or overlay).
    */
   swapIn(c: RestoreContext, probed: RestoreProbeResult): Promise<{ ms: number; hadTarget: boolean; remounted?: "over what still ran" | "from scratch"; mountAtMs?: number }>;
   /**

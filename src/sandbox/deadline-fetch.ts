@@ -19,17 +19,17 @@
 import { blockReader } from "../store/block-reader.ts";
 import { SLOWEST_BYTES_PER_SECOND, type Deadline } from "./agent-deadlines.ts";
 
-/**
- * Each JS wrapper reads ahead up to 1 MiB, so that reading one side overlaps writing the other (a queue of 0 took
- * 2769 ms against 1569 ms for `npm start`'s 105 MB squashfs-zstd-3 image transfer). A full queue is the consumer's
- * backpressure: no pull runs then, so no silence is counted against the agent.
- */
 /** The answer's length when it says one (a file read), else undefined (a stream made as it goes). */
 function knownSize(r: Response): number | undefined {
   const n = Number(r.headers.get("content-length") ?? NaN);
   return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
+/**
+ * Each JS wrapper reads ahead up to 1 MiB, so that reading one side overlaps writing the other (a queue of 0 took
+ * 2769 ms against 1569 ms for `npm start`'s 105 MB squashfs-zstd-3 image transfer). A full queue is the consumer's
+ * backpressure: no pull runs then, so no silence is counted against the agent.
+ */
 const readAhead = () => new ByteLengthQueuingStrategy({ highWaterMark: 1 << 20 });
 
 export interface DeadlineFailures {
@@ -45,47 +45,129 @@ export async function fetchWithDeadline(
   deadline: Deadline,
   failures: DeadlineFailures,
 ): Promise<Response> {
-  const abort = new AbortController();
-  const onFail: (() => void)[] = [];
-  let failed: Error | undefined;
-  let finished = false;
-  let paused = 0;
-  let idleTimer: ReturnType<typeof setTimeout> | null = null;
+  const exchange = new Exchange(deadline, failures);
+  const body = init.body instanceof ReadableStream ? exchange.requestBody(init.body as ReadableStream<Uint8Array>) : init.body;
+  exchange.touch();
+  let r: Response;
+  try {
+    r = await send({ ...init, body, signal: exchange.abort.signal });
+  } catch (e) {
+    throw exchange.sendFailed(e);
+  }
+  return exchange.answer(r);
+}
 
-  const stopTimers = () => {
-    clearTimeout(idleTimer);
-    clearTimeout(totalTimer);
-  };
-  const fail = (e: Error) => {
-    if (failed || finished) return;
-    failed = e;
-    stopTimers();
-    abort.abort(e);
-    for (const f of onFail) f();
-  };
+/** The state of one exchange: its timers, whether it failed or finished, and what a failure must release. */
+class Exchange {
+  readonly abort = new AbortController();
+  private readonly onFail: (() => void)[] = [];
+  private failed: Error | undefined;
+  private finished = false;
+  /** how many waits on someone other than the agent are open: silence is not counted while any is */
+  private paused = 0;
+  private idleTimer: ReturnType<typeof setTimeout> | null = null;
+  private totalTimer: ReturnType<typeof setTimeout>;
+  private readonly deadline: Deadline;
+  private readonly failures: DeadlineFailures;
   /** Set when the request body is a stream: cancels its source unless it was read to the end. */
-  let releaseSource: (reason: unknown) => void = () => {};
-  const finish = () => {
-    finished = true;
-    stopTimers();
-    releaseSource(new Error("the agent's answer ended before the request body was sent whole"));
-  };
-  let totalTimer = setTimeout(() => fail(failures.timeout("total", deadline.totalMs)), deadline.totalMs);
+  private releaseSource: (reason: unknown) => void = () => {};
+
+  constructor(deadline: Deadline, failures: DeadlineFailures) {
+    this.deadline = deadline;
+    this.failures = failures;
+    this.totalTimer = setTimeout(() => this.fail(failures.timeout("total", deadline.totalMs)), deadline.totalMs);
+  }
+
+  private stopTimers(): void {
+    clearTimeout(this.idleTimer);
+    clearTimeout(this.totalTimer);
+  }
+
+  private fail(e: Error): void {
+    if (this.failed || this.finished) return;
+    this.failed = e;
+    this.stopTimers();
+    this.abort.abort(e);
+    for (const f of this.onFail) f();
+  }
+
+  private finish(): void {
+    this.finished = true;
+    this.stopTimers();
+    this.releaseSource(new Error("the agent's answer ended before the request body was sent whole"));
+  }
+
   /** Bytes moved (or we started waiting on the agent): the silence is counted from now. */
-  const touch = () => {
-    if (deadline.idleMs === undefined) return;
-    clearTimeout(idleTimer);
-    if (paused === 0 && !failed && !finished) idleTimer = setTimeout(() => fail(failures.timeout("silence", deadline.idleMs!)), deadline.idleMs);
-  };
+  touch(): void {
+    const idleMs = this.deadline.idleMs;
+    if (idleMs === undefined) return;
+    clearTimeout(this.idleTimer);
+    if (this.paused === 0 && !this.failed && !this.finished) this.idleTimer = setTimeout(() => this.fail(this.failures.timeout("silence", idleMs)), idleMs);
+  }
+
   /** Waiting on someone other than the agent: silence is not counted until resume. */
-  const pause = () => {
-    paused++;
-    clearTimeout(idleTimer);
-  };
-  const resume = () => {
-    paused--;
-    touch();
-  };
+  private pause(): void {
+    this.paused++;
+    clearTimeout(this.idleTimer);
+  }
+
+  private resume(): void {
+    this.paused--;
+    this.touch();
+  }
+
+  /** The request body as sent: read in blocks, its source released when the exchange fails or ends early. */
+  requestBody(stream: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+    const source = blockReader(stream);
+    let sourceEnded = false;
+    this.releaseSource = (reason) => {
+      if (sourceEnded) return;
+      sourceEnded = true;
+      void source.cancel(reason).catch(() => {});
+    };
+    this.onFail.push(() => this.releaseSource(this.failed));
+    return new ReadableStream<Uint8Array>({
+      pull: async (c) => {
+        this.pause();
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = await source.read();
+        } finally {
+          this.resume();
+        }
+        if (this.failed || sourceEnded) return;
+        if (next.done) {
+          sourceEnded = true;
+          c.close();
+        } else c.enqueue(next.value);
+      },
+      cancel: (reason) => this.releaseSource(reason),
+    }, readAhead());
+  }
+
+  /** The error the caller sees when the request itself failed: the deadline's, or the broken connection's. */
+  sendFailed(e: unknown): Error {
+    if (this.failed) return this.failed;
+    const broken = this.failures.broken("request", e);
+    this.releaseSource(broken);
+    this.finish();
+    return broken;
+  }
+
+  /** The agent's answer as the caller gets it: as given when it has no body or a known size, else wrapped. */
+  async answer(r: Response): Promise<Response> {
+    if (this.failed) {
+      await r.body?.cancel().catch(() => {});
+      throw this.failed;
+    }
+    if (!r.body) {
+      this.finish();
+      return r;
+    }
+    const size = knownSize(r);
+    if (this.deadline.idleMs !== undefined && size !== undefined) return this.sizedBody(r, size, this.deadline.idleMs);
+    return new Response(this.responseBody(r.body), { status: r.status, statusText: r.statusText, headers: r.headers });
+  }
 
   /**
    * An answer of known size on a streamed call (a staged archive or image read from the agent) is returned as the
@@ -95,105 +177,56 @@ export async function fetchWithDeadline(
    * The bound becomes one on the whole body: the silence bound plus its size at 1 MB/s; aborting the fetch then
    * errors the body. Unwrapped, its end is not seen, so that one timer runs out its bound (it holds nothing else).
    */
-  const sizedBody = (r: Response, size: number, idleMs: number) => {
+  private sizedBody(r: Response, size: number, idleMs: number): Response {
     const boundMs = idleMs + Math.ceil((size / SLOWEST_BYTES_PER_SECOND) * 1000);
-    clearTimeout(idleTimer);
-    clearTimeout(totalTimer);
-    totalTimer = setTimeout(() => fail(failures.timeout("sized", boundMs)), boundMs);
+    this.stopTimers();
+    this.totalTimer = setTimeout(() => this.fail(this.failures.timeout("sized", boundMs)), boundMs);
     return r;
-  };
+  }
 
-  let body = init.body;
-  if (body instanceof ReadableStream) {
-    const source = blockReader(body as ReadableStream<Uint8Array>);
-    let sourceEnded = false;
-    releaseSource = (reason) => {
-      if (sourceEnded) return;
-      sourceEnded = true;
-      void source.cancel(reason).catch(() => {});
-    };
-    onFail.push(() => releaseSource(failed));
-    body = new ReadableStream<Uint8Array>({
-      async pull(c) {
-        pause();
+  /** The response body read in blocks; silence counted only while the consumer waits on it. */
+  private responseBody(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+    const upstream = blockReader(body);
+    // The consumer has not asked for bytes yet: not the agent's silence.
+    this.pause();
+    let out!: ReadableStreamDefaultController<Uint8Array>;
+    this.onFail.push(() => {
+      void upstream.cancel(this.failed).catch(() => {});
+      try {
+        out.error(this.failed);
+      } catch {
+        // already closed or errored
+      }
+    });
+    return new ReadableStream<Uint8Array>({
+      start: (c) => {
+        out = c;
+      },
+      pull: async (c) => {
+        this.resume();
         let next: ReadableStreamReadResult<Uint8Array>;
         try {
-          next = await source.read();
+          next = await upstream.read();
+        } catch (e) {
+          if (this.failed) return;
+          this.finish();
+          throw this.failures.broken("response body", e);
         } finally {
-          resume();
+          this.pause();
         }
-        if (failed || sourceEnded) return;
+        if (this.failed) return;
         if (next.done) {
-          sourceEnded = true;
+          this.finish();
           c.close();
-        } else c.enqueue(next.value);
+        } else {
+          this.touch();
+          c.enqueue(next.value);
+        }
       },
-      cancel: (reason) => releaseSource(reason),
+      cancel: (reason) => {
+        this.finish();
+        return upstream.cancel(reason);
+      },
     }, readAhead());
   }
-
-  touch();
-  let r: Response;
-  try {
-    r = await send({ ...init, body, signal: abort.signal });
-  } catch (e) {
-    if (failed) throw failed;
-    const broken = failures.broken("request", e);
-    releaseSource(broken);
-    finish();
-    throw broken;
-  }
-  if (failed) {
-    await r.body?.cancel().catch(() => {});
-    throw failed;
-  }
-  if (!r.body) {
-    finish();
-    return r;
-  }
-  const size = knownSize(r);
-  if (deadline.idleMs !== undefined && size !== undefined) return sizedBody(r, size, deadline.idleMs);
-  const upstream = blockReader(r.body);
-  // The consumer has not asked for bytes yet: not the agent's silence.
-  pause();
-  let out!: ReadableStreamDefaultController<Uint8Array>;
-  onFail.push(() => {
-    void upstream.cancel(failed).catch(() => {});
-    try {
-      out.error(failed);
-    } catch {
-      // already closed or errored
-    }
-  });
-  const wrapped = new ReadableStream<Uint8Array>({
-    start(c) {
-      out = c;
-    },
-    async pull(c) {
-      resume();
-      let next: ReadableStreamReadResult<Uint8Array>;
-      try {
-        next = await upstream.read();
-      } catch (e) {
-        if (failed) return;
-        finish();
-        throw failures.broken("response body", e);
-      } finally {
-        pause();
-      }
-      if (failed) return;
-      if (next.done) {
-        finish();
-        c.close();
-      } else {
-        touch();
-        c.enqueue(next.value);
-      }
-    },
-    cancel(reason) {
-      finish();
-      return upstream.cancel(reason);
-    },
-  }, readAhead());
-  return new Response(wrapped, { status: r.status, statusText: r.statusText, headers: r.headers });
 }

@@ -16,8 +16,10 @@ export interface FirstUse {
   /** the first-use command's own time, and POST → it succeeded */
   commandMs: number;
   firstUseDoneMs: number;
-  /** the lazy mount's bytes when the command had succeeded */
-  /** `readBytes`: the chunks the mount had read from (first use, and the verify step's walk), whoever fetched them */
+  /**
+   * the lazy mount's bytes when the command had succeeded; `readBytes`: the chunks the mount had read from (first
+   * use, and the verify step's walk), whoever fetched them
+   */
   atFirstUse: { imageBytes: number; localBytes: number; onDemandBytes: number; aheadBytes: number; readBytes: number; onDemandChunks: number; readChunks: number; chunks: number };
   /** POST → complete (every chunk local and verified), and the Workflow's own moments */
   completeMs: number;
