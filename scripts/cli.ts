@@ -215,11 +215,12 @@ async function main(): Promise<number> {
     }
     case "doctor": {
       // ✓ passed, ✗ failed (exit 1), ! an advisory check failed (snapflow guards it itself), – not run here.
-      const r = await api.call<{ ok: boolean; ms: number; checks: { check: string; ok: boolean; detail: string; ifMissing: string; ms: number; skipped?: string; advisory?: boolean }[] }>("POST", "/api/doctor");
+      const r = await api.call<{ ok: boolean; ms: number; checks: { check: string; ok: boolean; detail: string; ifMissing: string; fix?: string; ms: number; skipped?: string; advisory?: boolean }[] }>("POST", "/api/doctor");
       if (values.json) return print(r), r.ok ? 0 : 1;
       for (const c of r.checks) {
         const mark = c.skipped ? "–" : c.ok ? "✓" : c.advisory ? "!" : "✗";
-        console.log(`${mark} ${c.check}  (${c.ms} ms)\n    ${c.skipped ? `not run: ${c.skipped}` : c.detail}${c.ok && !c.skipped ? "" : `\n    if missing: ${c.ifMissing}`}`);
+        const failed = !c.ok && !c.skipped;
+        console.log(`${mark} ${c.check}  (${c.ms} ms)\n    ${c.skipped ? `not run: ${c.skipped}` : c.detail}${c.ok && !c.skipped ? "" : `\n    if missing: ${c.ifMissing}`}${failed && c.fix ? `\n    fix: ${c.fix}` : ""}`);
       }
       console.log(`\n${r.ok ? "all checks passed" : `${r.checks.filter((c) => !c.ok && !c.advisory).length} check(s) failed`} in ${(r.ms / 1000).toFixed(1)} s`);
       return r.ok ? 0 : 1;
