@@ -98,18 +98,22 @@ const say = (line: string) => console.error(line);
 const hostPath = (sandbox: string, path: string) => (local && url === local.apiUrl ? relative(process.cwd(), join(stackDir({}), "sandboxes", sandbox)) + path : undefined);
 
 // Ctrl-C while a run is watched stops the watching, not the run: say how to find it again or stop it.
-let watching: { kind: "backup" | "restore"; id: string } | undefined;
+let watching: { kind: "backup" | "restore" | "matrix"; id: string } | undefined;
 process.on("SIGINT", () => {
   if (watching) {
-    say(`\nsnapflow ${command}: stopped watching; ${watching.kind} ${watching.id} goes on.`);
-    say(`  follow it:  npx snapflow status ${watching.id}`);
-    say(`  cancel it:  npx snapflow cancel ${watching.id}`);
+    say(`\nsnapflow ${command}: stopped following; ${watching.kind} ${watching.id} goes on.`);
+    say(`  follow it:  npx snapflow status ${watching.id} --follow`);
+    // (A matrix has no cancel: its queued runs are sent as earlier ones finish.)
+    if (watching.kind !== "matrix") say(`  cancel it:  npx snapflow cancel ${watching.id}`);
   }
   process.exit(130);
 });
 
-/** Follows a started run to its end: a line per step (stderr), then the result or failure line, or --json's status. */
-async function follow(kind: "backup" | "restore", id: string, where: { sandbox: string; path: string }): Promise<number> {
+/**
+ * Follows a run to its end: a line per step (stderr), then the result or failure line, or --json's status.
+ * `where` is known when this command started the run; `status --follow` knows the id alone.
+ */
+async function follow(kind: "backup" | "restore", id: string, where?: { sandbox: string; path: string }): Promise<number> {
   watching = { kind, id };
   const s = await api.waitFor(kind, id, (name, step) => say(stepLine(kind, name, step)));
   watching = undefined;
@@ -118,9 +122,32 @@ async function follow(kind: "backup" | "restore", id: string, where: { sandbox: 
     say(failureLine(kind, s, where));
     return 1;
   }
-  if (kind === "backup") console.log(backupResultLine(s, await api.call<SnapshotFacts>("GET", `/api/snapshots/${id}`), where));
-  else console.log(restoreResultLine(s, { ...where, hostPath: hostPath(where.sandbox, where.path) }));
+  if (kind === "backup") {
+    const snap = await api.call<SnapshotFacts & { source: { path: string } }>("GET", `/api/snapshots/${id}`);
+    console.log(backupResultLine(s, snap, where ?? snap.source));
+  } else console.log(restoreResultLine(s, where && { ...where, hostPath: hostPath(where.sandbox, where.path) }));
   return 0;
+}
+
+/** Follows a matrix to its end: a line each time its progress moves; exit 1 when a run failed or was dead-lettered. */
+async function followMatrix(id: string): Promise<number> {
+  watching = { kind: "matrix", id };
+  type View = { progress: { total: number; done: number; failed: number; status: string; deadLettered: unknown[] } | null };
+  let last = "";
+  for (;;) {
+    const v = await api.call<View>("GET", `/api/matrices/${id}`);
+    const p = v.progress;
+    const line = p ? `  ${p.done} of ${p.total} runs done, ${p.failed} failed${p.deadLettered.length ? `, ${p.deadLettered.length} dead-lettered` : ""}` : "  starting";
+    if (line !== last) say(line);
+    last = line;
+    if (p?.status === "complete") {
+      watching = undefined;
+      if (values.json) print(v);
+      else console.log(`matrix ${id}: complete, ${p.done} runs, ${p.failed} failed (npx snapflow report ${id} writes its results files)`);
+      return p.failed || p.deadLettered.length ? 1 : 0;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
 }
 
 interface StrategyView { name: string; kind: string; description: string; default?: boolean; defaultFor?: string[]; available?: boolean; reason?: string }
@@ -147,20 +174,24 @@ async function main(): Promise<number> {
         ...(values.name ? { name: values.name } : {}), ...(values.label ? { labels: labelsFromFlags(values.label, usage) } : {}),
         ...(values.ttl ? { ttl: /^\d+$/.test(values.ttl) ? Number(values.ttl) : values.ttl } : {}),
         ...(values.exclude ? { excludes: values.exclude } : {}), ...(values.gitignore ? { gitignore: true } : {}), ...(values["exclude-caches"] ? { excludeCaches: true } : {}) });
-      if (values["no-wait"]) return values.json ? print(b) : console.log(`backup ${b.id} started (${b.strategy}): npx snapflow status ${b.id} to follow it, npx snapflow cancel ${b.id} to stop it`), 0;
+      if (values["no-wait"]) return values.json ? print(b) : console.log(`backup ${b.id} started (${b.strategy}): npx snapflow status ${b.id} --follow to follow it, npx snapflow cancel ${b.id} to stop it`), 0;
       say(`backup ${b.id} of ${where.sandbox}:${where.path} with ${b.strategy}`);
       return follow("backup", b.id, where);
     }
     case "restore": {
       const where = { sandbox: values.sandbox!, path: values.path ?? "/workspace" };
       const r = await api.startRestore({ snapshotId: values.snapshot!, sandboxId: where.sandbox, path: where.path, ...(values.strategy ? { strategy: values.strategy } : {}), ...(values.replace ? { replace: true } : {}), ...(values["keep-ownership"] ? { keepOwnership: true } : {}), ...(values["deep-verify"] ? { deepVerify: true } : {}) });
-      if (values["no-wait"]) return values.json ? print(r) : console.log(`restore ${r.id} started (${r.strategy}): npx snapflow status ${r.id} to follow it, npx snapflow cancel ${r.id} to stop it`), 0;
+      if (values["no-wait"]) return values.json ? print(r) : console.log(`restore ${r.id} started (${r.strategy}): npx snapflow status ${r.id} --follow to follow it, npx snapflow cancel ${r.id} to stop it`), 0;
       say(`restore ${r.id} of ${values.snapshot} into ${where.sandbox}:${where.path} with ${r.strategy}`);
       return follow("restore", r.id, where);
     }
     case "status": {
       const id = rest[0]!;
       const kind = id.startsWith("bk-") ? "backup" : id.startsWith("rs-") ? "restore" : undefined;
+      if (values.follow) {
+        if (kind) say(`${kind} ${id}: following until it ends (Ctrl-C stops following, not the ${kind})`);
+        return kind ? follow(kind, id) : followMatrix(id);
+      }
       const s = await api.call<RunStatus>("GET", kind ? `/api/${kind}s/${id}` : `/api/matrices/${id}`);
       if (values.json || !kind) return print(s), 0;
       console.log(`${kind} ${id}${s.strategy ? ` (${s.strategy})` : ""}: ${s.status}`);
@@ -172,7 +203,7 @@ async function main(): Promise<number> {
       } else if (s.status !== "complete" && ["errored", "terminated", "cancelled"].includes(s.status)) {
         console.log(failureLine(kind, s));
       } else if (s.status !== "complete") {
-        console.log(`still going: npx snapflow status ${id} again to follow it, npx snapflow cancel ${id} to stop it`);
+        console.log(`still going: npx snapflow status ${id} --follow to follow it, npx snapflow cancel ${id} to stop it`);
       }
       return 0;
     }
@@ -184,11 +215,12 @@ async function main(): Promise<number> {
     }
     case "doctor": {
       // ✓ passed, ✗ failed (exit 1), ! an advisory check failed (snapflow guards it itself), – not run here.
-      const r = await api.call<{ ok: boolean; ms: number; checks: { check: string; ok: boolean; detail: string; ifMissing: string; ms: number; skipped?: string; advisory?: boolean }[] }>("POST", "/api/doctor");
+      const r = await api.call<{ ok: boolean; ms: number; checks: { check: string; ok: boolean; detail: string; ifMissing: string; fix?: string; ms: number; skipped?: string; advisory?: boolean }[] }>("POST", "/api/doctor");
       if (values.json) return print(r), r.ok ? 0 : 1;
       for (const c of r.checks) {
         const mark = c.skipped ? "–" : c.ok ? "✓" : c.advisory ? "!" : "✗";
-        console.log(`${mark} ${c.check}  (${c.ms} ms)\n    ${c.skipped ? `not run: ${c.skipped}` : c.detail}${c.ok && !c.skipped ? "" : `\n    if missing: ${c.ifMissing}`}`);
+        const failed = !c.ok && !c.skipped;
+        console.log(`${mark} ${c.check}  (${c.ms} ms)\n    ${c.skipped ? `not run: ${c.skipped}` : c.detail}${c.ok && !c.skipped ? "" : `\n    if missing: ${c.ifMissing}`}${failed && c.fix ? `\n    fix: ${c.fix}` : ""}`);
       }
       console.log(`\n${r.ok ? "all checks passed" : `${r.checks.filter((c) => !c.ok && !c.advisory).length} check(s) failed`} in ${(r.ms / 1000).toFixed(1)} s`);
       return r.ok ? 0 : 1;

@@ -44,7 +44,7 @@ console.log(`snapflow local stack is up:
   API        ${stack.apiUrl}   (token in .snapflow/stack.json)
   agent      ${stack.agentUrl}
   S3 store   ${stack.s3Endpoint}
-Follow a run:  npx snapflow status ID        (npx snapflow --help for the rest)
+Follow a run:  npx snapflow status ID --follow   (npx snapflow --help for the rest)
 Inspect runs:  npx wrangler workflows instances list snapflow-backup --local${wranglerPort(stack.apiUrl)}
 Ctrl-C stops everything.`);
 

@@ -1,16 +1,19 @@
 // npm start: the main job. Backs up a generated workspace through the BackupWorkflow and restores it into a fresh
 // sandbox through the RestoreWorkflow, on the local stack (started here if none is running), prints a per-step
-// timing table, and exits 0 only if the restored tree's manifest equals the source's.
+// timing table, and exits 0 only if the restored tree's manifest equals the source's. It removes what it made (the
+// snapshot, both sandboxes; a run Ctrl-C interrupted is cancelled first), or with --keep says what it kept.
 import { parseArgs } from "node:util";
 import { apiClient, ApiCallError, type RunStatus } from "./cli/api-client.ts";
-import { findRunningStack, freePort, portIsFree, startStack, wranglerPort, type Stack } from "./stack/stack.ts";
+import { findRunningStack, freePort, portIsFree, stackDir, startStack, wranglerPort, type Stack, type StackInfo } from "./stack/stack.ts";
 import { processTree, sampleRss, type RssSample } from "./stack/rss.ts";
 import { timingTable, type Row } from "./cli/timing-table.ts";
 
 const HELP = `Usage: npm start [-- options]
 
 Backs up a generated node_modules-like workspace and restores it into a fresh sandbox, verified file by file.
-Uses the local stack if one is running (npm run dev), otherwise starts one for the duration of the job.
+Uses the API in $SNAPFLOW_URL and $SNAPFLOW_TOKEN when both are set (as the CLI does), else the local stack if one
+is running (npm run dev), otherwise starts one for the duration of the job. At the end, and on Ctrl-C, it removes
+what it made: the snapshot and both sandboxes (a run still going is cancelled first).
 
 Options:
   --files N            files in the generated workspace          (default 20000)
@@ -21,7 +24,7 @@ Options:
   --added-bytes N      with --kind added-data                    (default 0)
   --backup NAME        backup strategy                           (default tar-zst-pipe)
   --restore NAME       restore strategy                          (default: the pipe restore for the format)
-  --keep               keep the sandboxes' files (default: they are removed at the end)
+  --keep               keep the snapshot and the sandboxes (default: removed at the end); says where they are
   -h, --help           this help
 
 Exit codes: 0 restored and verified; 1 a run failed or did not verify; 2 bad usage or the stack did not start.`;
@@ -61,19 +64,17 @@ if (opts.kind !== "node-modules" && opts.kind !== "added-data") {
 }
 
 let stack: Stack | undefined;
-const running = await findRunningStack();
+// An API named by the environment (a deployed Worker, or a test's private stack) is used as it is: no stack is
+// started, and its processes are not this host's to sample.
+const given = process.env.SNAPFLOW_URL && process.env.SNAPFLOW_TOKEN ? { apiUrl: process.env.SNAPFLOW_URL, apiToken: process.env.SNAPFLOW_TOKEN } : undefined;
+const running = given ? null : await findRunningStack();
 // Our own stack takes 8787 when it is free, and any free port when something else holds it.
-const port = (await portIsFree(8787)) ? 8787 : await freePort();
-const info = running ?? (stack = await startStack({ port }).catch((e: Error) => {
+const info: Pick<StackInfo, "apiUrl" | "apiToken"> & Partial<StackInfo> = given ?? running ?? (stack = await startStack({ port: (await portIsFree(8787)) ? 8787 : await freePort() }).catch((e: Error) => {
   console.error(`could not start the local stack: ${e.message}`);
   process.exit(2);
 }));
 const stopStack = async () => stack?.stop();
-process.on("SIGINT", async () => {
-  await stopStack();
-  process.exit(130);
-});
-console.error(running ? `using the running stack at ${info.apiUrl}` : `started a local stack at ${info.apiUrl}`);
+console.error(given ? `using the API at ${info.apiUrl} ($SNAPFLOW_URL)` : running ? `using the running stack at ${info.apiUrl}` : `started a local stack at ${info.apiUrl}`);
 
 const api = apiClient(info.apiUrl, info.apiToken);
 const stamp = Date.now().toString(36);
@@ -81,15 +82,52 @@ const source = `main-src-${stamp}`;
 const target = `main-dst-${stamp}`;
 const rows: Row[] = [];
 const memory: [string, { workerd: RssSample; agent: RssSample }][] = [];
-/** workerd (below wrangler dev) and the host agent, sampled while a run goes on. */
+const sampled = (run: string, m: { workerd: RssSample; agent: RssSample } | undefined) => m && memory.push([run, m]);
+/** workerd (below wrangler dev) and the host agent, sampled while a run goes on (a stack on this host only). */
 const watchRss = () => {
-  const workerd = sampleRss(() => processTree(info.wranglerPid, "workerd"));
-  const agent = sampleRss(() => [info.agentPid]);
+  const { wranglerPid, agentPid } = info;
+  if (wranglerPid === undefined || agentPid === undefined) return { stop: () => undefined };
+  const workerd = sampleRss(() => processTree(wranglerPid, "workerd"));
+  const agent = sampleRss(() => [agentPid]);
   return { stop: () => ({ workerd: workerd.stop(), agent: agent.stop() }) };
 };
 let exitCode = 1;
-
 const say = (line: string) => console.error(line);
+
+// What this job made, so that it can remove it (or, with --keep, say where it is): the run in flight, the snapshot.
+const made: { inFlight?: string; snapshot?: string; sandboxes: string[] } = { sandboxes: [] };
+let interrupted = false;
+/** The cancel Ctrl-C sent: its answer comes after the cleanup it runs, so the job waits for it before leaving. */
+let cancelling: { id: string; answer: Promise<unknown> } | undefined;
+const cancel = (id: string) => (cancelling = { id, answer: api.call<{ cleanup: string }>("POST", `/api/runs/${id}/cancel`).catch((e: Error) => e) }).answer;
+/** After each wait: a Ctrl-C that came meanwhile ends the job here (the finally removes what it made). */
+const checkpoint = () => {
+  if (interrupted) throw new Error("interrupted");
+};
+/** Removes what the job made: a run still going is cancelled (it then leaves nothing), the snapshot deleted, the sandboxes ended. */
+async function cleanUp(): Promise<void> {
+  if (opts.keep) {
+    const where = stack || running ? ` (on this host: ${stackDir({})}/sandboxes/)` : "";
+    say(`kept (--keep): ${made.snapshot ? `snapshot ${made.snapshot} (npx snapflow delete ${made.snapshot} removes it), ` : ""}sandbox(es) ${made.sandboxes.join(" and ")}${where}`);
+    return;
+  }
+  const removed: string[] = [];
+  if (made.inFlight && !cancelling) void cancel(made.inFlight);
+  if (cancelling && !((await cancelling.answer) instanceof Error)) removed.push(`run ${cancelling.id} (cancelled)`);
+  if (made.snapshot && (await api.call("DELETE", `/api/snapshots/${made.snapshot}`).then(() => true, (e: Error) => (say(`snapflow: could not delete snapshot ${made.snapshot}: ${e.message}`), false)))) removed.push(`snapshot ${made.snapshot}`);
+  for (const sandbox of made.sandboxes) if (await api.destroySandbox(sandbox).then(() => true, () => false)) removed.push(`sandbox ${sandbox}`);
+  say(`removed what this job made: ${removed.join(", ") || "nothing was left"}`);
+}
+
+// Ctrl-C: the run in flight is cancelled, which ends its wait below; the finally then removes the rest and stops a
+// stack started here. A second Ctrl-C leaves at once.
+process.on("SIGINT", () => {
+  if (interrupted) process.exit(130);
+  interrupted = true;
+  say(`\ninterrupted: ${made.inFlight ? `cancelling ${made.inFlight}, then ` : ""}removing what this job made (Ctrl-C again to leave now)...`);
+  if (made.inFlight) void cancel(made.inFlight);
+});
+
 const stepLogger = (run: string) => (name: string, s: RunStatus["steps"][string]) => {
   say(`  ${run} ${name.padEnd(11)} ${String(s.ms).padStart(7)} ms ${s.bytes ? `${(s.bytes / 1e6).toFixed(1)} MB` : ""}`);
   const note = s.overlapped ? (name === "archive" ? "one pass: archived, hashed and uploaded during transfer" : "done during transfer") : s.ttfbMs !== undefined ? `first byte at ${s.ttfbMs} ms, ${s.parts} parts` : s.checked ? String(s.checked) : s.files ? `${s.files} files verified${(s.verified as { by?: string } | undefined)?.by ? `: ${(s.verified as { by: string }).by}` : ""}` : undefined;
@@ -97,30 +135,42 @@ const stepLogger = (run: string) => (name: string, s: RunStatus["steps"][string]
 };
 
 try {
+  made.sandboxes.push(source);
   say(`generating a workspace in sandbox ${source}: ${files} files, ${(bytes / 1e6).toFixed(0)} MB (seed ${seed})...`);
   const ds = await api.generateDataset(source, { path: "/workspace/app", kind: opts.kind, seed, files, bytes, ...(opts.kind === "added-data" ? { addedBytes } : {}) });
   say(`  generated ${ds.files} files, ${(ds.bytes / 1e6).toFixed(1)} MB in ${ds.ms} ms`);
+  checkpoint();
 
   const b = await api.startBackup({ sandboxId: source, path: "/workspace/app", strategy: opts.backup });
+  made.inFlight = b.id;
+  if (interrupted) void cancel(b.id);
   say(`backup ${b.id} (${b.strategy}):`);
   let rss = watchRss();
   const backup = await api.waitFor("backup", b.id, stepLogger("backup"));
-  memory.push(["backup", rss.stop()]);
+  made.inFlight = undefined;
+  sampled("backup", rss.stop());
   if (backup.status !== "complete") throw new Error(`backup ${b.id} ${backup.status}: ${backup.error}`);
+  made.snapshot = b.snapshotId;
+  checkpoint();
 
+  made.sandboxes.push(target);
   const r = await api.startRestore({ snapshotId: b.snapshotId, sandboxId: target, path: "/workspace/app", ...(opts.restore ? { strategy: opts.restore } : {}) });
+  made.inFlight = r.id;
+  if (interrupted) void cancel(r.id);
   say(`restore ${r.id} (${r.strategy}) into fresh sandbox ${target}:`);
   rss = watchRss();
   const restore = await api.waitFor("restore", r.id, stepLogger("restore"));
-  memory.push(["restore", rss.stop()]);
+  made.inFlight = undefined;
+  sampled("restore", rss.stop());
   if (restore.status !== "complete") throw new Error(`restore ${r.id} ${restore.status}: ${restore.error}`);
+  checkpoint();
 
   rows.push({ run: "backup", step: "total", ms: backup.totalMs ?? 0, bytes: backup.steps.transfer?.bytes ?? 0 });
   rows.push({ run: "restore", step: "total", ms: restore.totalMs ?? 0, bytes: restore.steps.transfer?.bytes ?? 0 });
-  console.log(`\nsnapflow: ${b.strategy} → ${r.strategy}, ${ds.files} files, ${(ds.bytes / 1e6).toFixed(1)} MB (local stack, emulated R2 over S3; ${new Date().toISOString()})\n`);
+  console.log(`\nsnapflow: ${b.strategy} → ${r.strategy}, ${ds.files} files, ${(ds.bytes / 1e6).toFixed(1)} MB (${given ? `the API at ${info.apiUrl}` : "local stack, emulated R2 over S3"}; ${new Date().toISOString()})\n`);
   console.log(timingTable(rows));
   const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
-  console.log("\nresident memory (sampled every 200 ms): before → peak → after");
+  if (memory.length) console.log("\nresident memory (sampled every 200 ms): before → peak → after");
   for (const [run, m] of memory) {
     console.log(`  ${run.padEnd(8)} workerd ${mib(m.workerd.before)} → ${mib(m.workerd.peak)} → ${mib(m.workerd.after)};  agent ${mib(m.agent.before)} → ${mib(m.agent.peak)} → ${mib(m.agent.after)}`);
   }
@@ -139,14 +189,14 @@ try {
   if (running) console.log(`inspect: npx wrangler workflows instances describe snapflow-backup ${b.id} --local${wranglerPort(info.apiUrl)}`);
   exitCode = 0;
 } catch (e) {
-  const msg = e instanceof ApiCallError ? `${e.message}${e.field ? ` (field ${e.field})` : ""}` : (e as Error).message;
-  console.error(`\nsnapflow: FAILED: ${msg}`);
-  if (rows.length) console.error(timingTable(rows));
-} finally {
-  if (!opts.keep) {
-    await api.destroySandbox(source).catch(() => {});
-    await api.destroySandbox(target).catch(() => {});
+  if (interrupted) say("snapflow: interrupted");
+  else {
+    const msg = e instanceof ApiCallError ? `${e.message}${e.field ? ` (field ${e.field})` : ""}` : (e as Error).message;
+    console.error(`\nsnapflow: FAILED: ${msg}`);
+    if (rows.length) console.error(timingTable(rows));
   }
+} finally {
+  await cleanUp();
   await stopStack();
 }
-process.exit(exitCode);
+process.exit(interrupted ? 130 : exitCode);

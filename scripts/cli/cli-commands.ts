@@ -10,7 +10,7 @@ export const FLAGS = {
   url: { type: "string" }, token: { type: "string" }, help: { type: "boolean", short: "h" }, json: { type: "boolean" },
   sandbox: { type: "string" }, path: { type: "string" }, strategy: { type: "string" }, base: { type: "string" },
   snapshot: { type: "string" }, replace: { type: "boolean" }, "keep-ownership": { type: "boolean" }, "deep-verify": { type: "boolean" }, "no-wait": { type: "boolean" },
-  label: { type: "string", multiple: true }, ttl: { type: "string" }, since: { type: "string" }, until: { type: "string" },
+  follow: { type: "boolean", short: "f" }, label: { type: "string", multiple: true }, ttl: { type: "string" }, since: { type: "string" }, until: { type: "string" },
   limit: { type: "string" }, cursor: { type: "string" }, cascade: { type: "boolean" }, delete: { type: "boolean" },
   "keep-last": { type: "string" }, "grace-seconds": { type: "string" }, "dry-run": { type: "boolean" }, "keep-daily": { type: "string" }, "keep-weekly": { type: "string" },
   exclude: { type: "string", multiple: true }, gitignore: { type: "boolean" }, "exclude-caches": { type: "boolean" },
@@ -53,7 +53,7 @@ and the restore command to run. Ctrl-C stops watching, not the backup: it prints
   --ttl 3d          deleted by the cron trigger after that long (seconds, or 90m, 12h, 3d)
   --exclude GLOB    leave out paths (*.log, node_modules/, /dist); may repeat
   --gitignore       leave out what git ignores; --exclude-caches: directories tagged with a CACHEDIR.TAG
-  --no-wait         print the run's id and return at once (snapflow status ID to follow it)
+  --no-wait         print the run's id and return at once (snapflow status ID --follow to follow it)
   --json            the run's full status as JSON instead of the lines (for scripts)`,
     flags: ["sandbox", "path", "strategy", "base", "name", "label", "ttl", "exclude", "gitignore", "exclude-caches", "no-wait", "json"],
     required: ["sandbox"],
@@ -73,9 +73,13 @@ restore: before every byte is local) and complete, and where it went.
     required: ["snapshot", "sandbox"],
   },
   status: {
-    usage: "status ID [--json]",
+    usage: "status ID [-f|--follow] [--json]",
     summary: "a backup (bk-…), restore (rs-…) or matrix (mx-…, nightly-…): its steps so far and how it stands",
-    flags: ["json"],
+    details: `  -f, --follow      print each step (a matrix: its progress) as the run advances, until it ends; then the
+                    result line, exit 0, or the failure line, exit 1. Ctrl-C stops following, not the run
+                    (it prints how to cancel it)
+  --json            the status as JSON (with --follow: once the run has ended)`,
+    flags: ["follow", "json"],
     needsId: true,
   },
   doctor: {

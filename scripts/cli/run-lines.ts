@@ -82,13 +82,14 @@ export function backupResultLine(s: RunStatus, snapshot: SnapshotFacts, where: {
 }
 
 /** The restore's result: what arrived where, when it was usable and when complete. */
-export function restoreResultLine(s: RunStatus, where: { sandbox: string; path: string; hostPath?: string }): string {
+export function restoreResultLine(s: RunStatus, where?: { sandbox: string; path: string; hostPath?: string }): string {
   const v = s.steps.verify ?? ({ ms: 0, bytes: 0 } as Step);
   const usable = num(s.steps.materialize?.usableMs);
   const complete = num(v.completeMs);
   const when = usable !== undefined ? `usable after ${seconds(usable)} (lazy), complete after ${seconds(complete ?? wall(s))}` : `in ${seconds(wall(s))}`;
-  return `restored ${s.snapshotId} into ${where.sandbox}:${where.path}: ${v.files ?? "?"} files, ${size(v.bytes)}, verified, ${when}` +
-    `${v.replaced ? "; what was there is replaced" : ""}${where.hostPath ? ` (on this host: ${where.hostPath})` : ""}`;
+  // (Followed by id alone, `status --follow`, a restore's status does not say where it went.)
+  return `restored ${s.snapshotId}${where ? ` into ${where.sandbox}:${where.path}` : ""}: ${v.files ?? "?"} files, ${size(v.bytes)}, verified, ${when}` +
+    `${v.replaced ? "; what was there is replaced" : ""}${where?.hostPath ? ` (on this host: ${where.hostPath})` : ""}`;
 }
 
 /** The step a run stopped in: the first of its phases it did not finish. */

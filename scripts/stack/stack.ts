@@ -90,6 +90,12 @@ export interface StackOptions {
   startupTriggers?: boolean;
   /** what runs the agent: "node" on the source (default), or "bun" on the bundle production runs (agent-runtime.ts) */
   agentRuntime?: AgentRuntime;
+  /**
+   * something put in front of the object store (a proxy), started once the store is up: the Worker and the agent are
+   * told its endpoint instead of the store's, so everything reaches the store through it. Stopped with the stack.
+   * snapflow doctor against a store reached through a proxy that breaks one behaviour (test/e2e/doctor-broken-store).
+   */
+  storeFront?: (storeEndpoint: string) => Promise<{ endpoint: string; stop(): Promise<void> }>;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -126,10 +132,18 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const store = supervise("object store", firstStore, () => startStore(secrets.s3Port), { log, ...sup });
     started.push(store);
     log(`stack: object store ready at ${firstStore.endpoint} (${Math.round(performance.now() - t0)} ms)`);
+    // What the Worker and the agent are told: the store, or what stands in front of it.
+    let storeEndpoint = firstStore.endpoint;
+    if (options.storeFront) {
+      const front = await options.storeFront(firstStore.endpoint);
+      started.push({ stop: front.stop, kill: front.stop });
+      storeEndpoint = front.endpoint;
+      log(`stack: the Worker and the agent reach the store through ${storeEndpoint}`);
+    }
 
     // Bundled once (Bun): a restarted agent runs the same file.
     const agentRun = agentCommand(options.agentRuntime ?? "node", PROJECT, join(dir, "agent-bundle"));
-    const startAgentAt = (agentPort: number) => startAgent({ secret: agentSecret, storeEndpoint: firstStore.endpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log"), port: agentPort, argv: agentRun.argv });
+    const startAgentAt = (agentPort: number) => startAgent({ secret: agentSecret, storeEndpoint, sandboxesDir: join(dir, "sandboxes"), logFile: join(logs, "agent.log"), port: agentPort, argv: agentRun.argv });
     const firstAgent = await startAgentAt(secrets.agentPort && (await portIsFree(secrets.agentPort)) ? secrets.agentPort : 0);
     secrets.agentPort = Number(new URL(firstAgent.url).port);
     const agent = supervise("agent", firstAgent.process, async () => (await startAgentAt(secrets.agentPort)).process, { log, ...sup });
@@ -143,7 +157,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       AGENT_URL: firstAgent.url,
       AGENT_SECRET: agentSecret,
       API_TOKEN: apiToken,
-      S3_ENDPOINT: firstStore.endpoint,
+      S3_ENDPOINT: storeEndpoint,
       S3_BUCKET: BUCKET,
       S3_REGION: "auto",
       S3_ACCESS_KEY_ID: firstStore.accessKeyId,
@@ -170,7 +184,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     // The agent sweeps its sandboxes itself when it starts (container/system/sweep.ts).
     if (options.startupTriggers !== false) await fireStartupTriggers(apiUrl, upAt, log);
 
-    const info: StackInfo = { apiUrl, apiToken, agentUrl: firstAgent.url, s3Endpoint: firstStore.endpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: firstAgent.process.child.pid! };
+    const info: StackInfo = { apiUrl, apiToken, agentUrl: firstAgent.url, s3Endpoint: storeEndpoint, pid: process.pid, wranglerPid: wrangler.child.pid!, agentPid: firstAgent.process.child.pid! };
     if (publish) writeFileSync(STACK_FILE, JSON.stringify(info, null, 1), { mode: 0o600 });
     const died = Promise.race([store.gaveUp, agent.gaveUp, wrangler.exited.then(() => "wrangler dev exited unexpectedly")]);
     return {

@@ -10,19 +10,25 @@ const esc = (s: string) => s.replace(/[<>&"']/g, (c) => ({ "<": "&lt;", ">": "&g
 
 function table(summary: Summary): string {
   const rows = summaryCells(summary).map((cells) => `<tr>${cells.map((c) => `<td>${esc(c)}</td>`).join("")}</tr>`);
-  return `<table id="summary"><thead><tr>${SUMMARY_HEAD.map((h) => `<th>${h}</th>`).join("")}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
+  // The table scrolls in its own box on a narrow screen; the page itself never gets wider than the screen.
+  return `<div class="scroll"><table id="summary"><thead><tr>${SUMMARY_HEAD.map((h) => `<th>${h}</th>`).join("")}</tr></thead><tbody>${rows.join("")}</tbody></table></div>`;
 }
 
 export function resultsPage(id: string, progress: MatrixProgress | null, summary: Summary | null, nonce: string): string {
   const running = progress?.status !== "complete";
   const status = progress ? `${progress.done} of ${progress.total} runs done, ${progress.failed} failed${progress.deadLettered.length ? `, ${progress.deadLettered.length} dead-lettered` : ""} — ${progress.status}` : "starting…";
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>snapflow · ${esc(progress?.name ?? id)}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>snapflow · ${esc(progress?.name ?? id)}</title>
 <style nonce="${nonce}">
- body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #111; }
- table { border-collapse: collapse; margin: 16px 0; } th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; }
- th { background: #f3f4f6; } td:nth-child(n+4) { text-align: right; } #status { font-weight: 600; }
+ body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #111; overflow-wrap: anywhere; }
+ h1 { font-size: 1.5em; }
+ table { border-collapse: collapse; margin: 16px 0; } th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; overflow-wrap: normal; }
+ th { background: #f3f4f6; } td:nth-child(n+4) { text-align: right; } td:nth-child(n+4):not(:last-child) { white-space: nowrap; } #status { font-weight: 600; }
+ .scroll { overflow-x: auto; max-width: 100%; }
+ #chart svg { display: block; width: 100%; max-width: 720px; height: auto; }
  .dead { color: #b91c1c; }
+ @media (max-width: 600px) { body { margin: 12px; } h1 { font-size: 1.2em; } th, td { padding: 3px 5px; } }
 </style></head>
 <body>
 <h1>${esc(progress?.name ?? "matrix")} <small>${esc(id)}</small></h1>

@@ -11,6 +11,8 @@ export interface DoctorCheck {
   detail: string;
   /** what snapflow does when this is missing or broken */
   ifMissing: string;
+  /** what the operator can do about it, where that is known (the store's behaviours) */
+  fix?: string;
   ms: number;
   /** not run here, and why (ok stays true: nothing was found broken) */
   skipped?: string;
@@ -24,10 +26,10 @@ export interface DoctorCheck {
 export type Outcome = { ok: boolean; detail: string } | { skipped: string };
 
 /** Runs one check: its outcome, timed; a throw is a failure whose detail is the error (URLs redacted). */
-export async function runCheck(check: string, ifMissing: string, fn: () => Promise<Outcome>, options: { advisory?: boolean } = {}): Promise<DoctorCheck> {
+export async function runCheck(check: string, ifMissing: string, fn: () => Promise<Outcome>, options: { advisory?: boolean; fix?: string } = {}): Promise<DoctorCheck> {
   const t = performance.now();
   const ms = () => Math.round(performance.now() - t);
-  const advisory = options.advisory ? { advisory: true as const } : {};
+  const advisory = { ...(options.advisory ? { advisory: true as const } : {}), ...(options.fix ? { fix: options.fix } : {}) };
   try {
     const o = await fn();
     return "skipped" in o ? { check, ok: true, detail: "not run", ifMissing, ms: ms(), skipped: o.skipped, ...advisory } : { check, ...o, ifMissing, ms: ms(), ...advisory };
@@ -40,6 +42,6 @@ export async function runCheck(check: string, ifMissing: string, fn: () => Promi
 export const allPassed = (checks: DoctorCheck[]) => checks.every((c) => c.ok || c.advisory);
 
 /** A check that could not run because an earlier one it depends on failed: a failure naming that one. */
-export function blocked(check: string, ifMissing: string, by: string): DoctorCheck {
-  return { check, ok: false, detail: `not run: ${by} failed`, ifMissing, ms: 0 };
+export function blocked(check: string, ifMissing: string, by: string, fix?: string): DoctorCheck {
+  return { check, ok: false, detail: `not run: ${by} failed`, ifMissing, ms: 0, ...(fix ? { fix } : {}) };
 }

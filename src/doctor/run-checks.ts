@@ -1,7 +1,7 @@
 // A 10 MB backup and restore per default preset, through the same Workflows as every run (under their target
 // leases, as the API starts them), each verified by its own verify step and timed; then everything the runs wrote
-// is removed: the snapshot (deleteSnapshot), the restore record, their KV progress. The SDK's own preset runs where
-// there is an SDK container, and says why not elsewhere.
+// is removed: the snapshot (deleteSnapshot), the restore record, their KV progress. The SDK's own presets (its
+// createBackup, then its restoreBackup) run where there is an SDK container, and say why not elsewhere.
 import type { ProbeResult } from "../../container/contract/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { newId } from "../ids.ts";
@@ -20,7 +20,7 @@ import { runCheck, type DoctorCheck } from "./doctor-check.ts";
 
 export const RUN_CHECKS = {
   default: "runs: 10 MB backup and restore, default presets",
-  sdk: "runs: 10 MB backup with the SDK's own (sdk-backup), restored",
+  sdk: "runs: 10 MB backup and restore with the SDK's own (sdk-backup, sdk-restore)",
 } as const;
 
 /** What the runs made, for the cleanup. */
@@ -48,8 +48,8 @@ async function finished(env: Env, d: Deps, kind: RunKind, id: string, timeoutMs 
 
 const timings = (steps: Record<string, { ms: number }>) => Object.entries(steps).map(([n, s]) => `${n} ${s.ms}`).join(", ");
 
-/** One backup, then its default restore into a second directory: both Workflows, both verified. */
-async function backupAndRestore(env: Env, d: Deps, sandboxId: string, s: BackupStrategy, trail: RunTrail, tag: string): Promise<{ ok: boolean; detail: string }> {
+/** One backup, then its default restore (or `restoreName`) into a second directory: both Workflows, both verified. */
+async function backupAndRestore(env: Env, d: Deps, sandboxId: string, s: BackupStrategy, trail: RunTrail, tag: string, restoreName?: string): Promise<{ ok: boolean; detail: string }> {
   const source = `/workspace/doctor-${tag}`, target = `/workspace/doctor-${tag}-restored`;
   const made = await new AgentClient(d.transport, sandboxId).generateDataset({ path: source, ...DATASET });
   const snapshotId = newId("bk");
@@ -62,7 +62,7 @@ async function backupAndRestore(env: Env, d: Deps, sandboxId: string, s: BackupS
   if (!backup.ok) return { ok: false, detail: `backup ${s.name} (${made.bytes} bytes, ${made.files} files) failed: ${backup.error}` };
   // The restore the API picks for this format by default (POST /api/restores).
   const fits = restoresFor(s.format);
-  const restore = fits.find((r) => r.path === "presigned-pipe") ?? fits.find((r) => r.path === "push-pipe") ?? fits[0]!;
+  const restore = fits.find((r) => r.name === restoreName) ?? fits.find((r) => r.path === "presigned-pipe") ?? fits.find((r) => r.path === "push-pipe") ?? fits[0]!;
   const restoreId = newId("rs");
   const rp: RestoreParams = { restoreId, snapshotId, sandboxId, path: target, strategy: restore.name, replace: false, startedAt: new Date().toISOString() };
   trail.restores.push(restoreId);
@@ -81,9 +81,9 @@ async function backupAndRestore(env: Env, d: Deps, sandboxId: string, s: BackupS
 export async function runChecks(env: Env, d: Deps, sandboxId: string, probe: ProbeResult, trail: RunTrail): Promise<DoctorCheck[]> {
   const out = [await runCheck(RUN_CHECKS.default, "backups or restores fail in this deployment: each run's error above says where", () => backupAndRestore(env, d, sandboxId, findBackup(DEFAULT_BACKUP)!, trail, "default"))];
   const sdk = findBackup("sdk-backup")!;
-  out.push(await runCheck(RUN_CHECKS.sdk, "the sdk-backup preset is unavailable; every other preset is unaffected", async () => {
+  out.push(await runCheck(RUN_CHECKS.sdk, "the sdk-backup and sdk-restore presets are unavailable; every other preset is unaffected", async () => {
     const reason = unavailableReason(sdk, probe, d.transport.kind);
-    return reason ? { skipped: reason } : backupAndRestore(env, d, sandboxId, sdk, trail, "sdk");
+    return reason ? { skipped: reason } : backupAndRestore(env, d, sandboxId, sdk, trail, "sdk", "sdk-restore");
   }));
   return out;
 }

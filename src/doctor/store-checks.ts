@@ -45,6 +45,24 @@ const IF_MISSING: Record<keyof typeof STORE_CHECKS, string> = {
 };
 
 /**
+ * What an operator does about each, where the cause is usually the deployment, not snapflow: R2 has every one of
+ * these behaviours, so a failure there most often means S3_ENDPOINT is not the store itself, or that a proxy or CDN
+ * between them drops a parameter or a header.
+ */
+const NOT_THE_STORE = "check that S3_ENDPOINT is the store itself (R2: https://<account>.r2.cloudflarestorage.com) and that no proxy or CDN in front of it";
+const FIX: Record<keyof typeof STORE_CHECKS, string> = {
+  oneBucket: "set S3_ENDPOINT and S3_BUCKET to the bucket the SNAPSHOTS binding names (npx wrangler deploy after changing them)",
+  boundPut: `${NOT_THE_STORE} drops the x-amz-checksum-sha256 query parameter (a signed parameter dropped also fails the signature)`,
+  wrongBytes: `use a store that checks x-amz-checksum-sha256 on PUT (R2 does); ${NOT_THE_STORE} rewrites the request`,
+  emptyChecksum: "nothing to do for snapflow (its presigner refuses such URLs); a store that refuses them is safer for URLs signed elsewhere",
+  malformedChecksum: "nothing to do for snapflow (its presigner refuses such URLs); a store that refuses them is safer for URLs signed elsewhere",
+  createOnly: `use a store that honours If-None-Match: * on PUT (R2 does); ${NOT_THE_STORE} drops the If-None-Match header`,
+  partChecksums: `use a store that takes SHA-256 part checksums on multipart uploads (R2 does); ${NOT_THE_STORE} drops the x-amz-checksum-* parameters or headers`,
+  wrongPart: "use a store that checks part checksums at completion (R2 does)",
+  composite: `${NOT_THE_STORE} drops the x-amz-checksum-sha256 response header of HeadObject (x-amz-checksum-mode: ENABLED)`,
+};
+
+/**
  * Refusing URLs signed with an empty or malformed checksum guards what the presigner already refuses to sign
  * (checkBinding: unbound_write): snapflow does not rely on the store for it, so a store that accepts them (SeaweedFS
  * 4.48 writes the object under an empty one, unchecked) is a warning.
@@ -97,7 +115,7 @@ export async function storeChecks({ d, agent, prefix, dir }: StoreCheckContext, 
   await agent.writeFile(files.big, streamOf(big));
   const c = d.config;
   const s3 = { endpoint: c.S3_ENDPOINT, bucket: c.S3_BUCKET, region: c.S3_REGION, accessKeyId: c.S3_ACCESS_KEY_ID, secretAccessKey: c.S3_SECRET_ACCESS_KEY };
-  const check = (name: keyof typeof STORE_CHECKS, fn: Parameters<typeof runCheck>[2]) => runCheck(STORE_CHECKS[name], IF_MISSING[name], fn, { advisory: ADVISORY.has(name) }).then((r) => (out.push(r), r));
+  const check = (name: keyof typeof STORE_CHECKS, fn: Parameters<typeof runCheck>[2]) => runCheck(STORE_CHECKS[name], IF_MISSING[name], fn, { advisory: ADVISORY.has(name), fix: FIX[name] }).then((r) => (out.push(r), r));
 
   await check("oneBucket", async () => {
     const key = `${prefix}one-bucket`;
@@ -145,7 +163,7 @@ export async function storeChecks({ d, agent, prefix, dir }: StoreCheckContext, 
     });
   }
 
-  if (!bound.ok) out.push(blocked(STORE_CHECKS.createOnly, IF_MISSING.createOnly, STORE_CHECKS.boundPut));
+  if (!bound.ok) out.push(blocked(STORE_CHECKS.createOnly, IF_MISSING.createOnly, STORE_CHECKS.boundPut, FIX.createOnly));
   else await check("createOnly", async () => {
     const key = `${prefix}create-only`;
     const url = await d.presigner.url(key, "PUT", { sha256: shaA, createOnly: true });
@@ -188,7 +206,7 @@ export async function storeChecks({ d, agent, prefix, dir }: StoreCheckContext, 
     return { ok: false, detail: "the store completed the upload with a part SHA-256 that is not its part's" };
   });
 
-  if (!completed.ok || !parts) out.push(blocked(STORE_CHECKS.composite, IF_MISSING.composite, STORE_CHECKS.partChecksums));
+  if (!completed.ok || !parts) out.push(blocked(STORE_CHECKS.composite, IF_MISSING.composite, STORE_CHECKS.partChecksums, FIX.composite));
   else {
     const expected = await compositeSha256(parts.map((p) => p.sha256));
     await check("composite", async () => {

@@ -24,7 +24,10 @@ export interface SummaryRow {
   n: number;
   failures: { run: number; error: string }[];
   archiveBytes?: number;
-  /** "backup.total", "backup.transfer", "restore.total", "sandbox.start", … → stats of milliseconds */
+  /**
+   * "backup.total" (the steps' own work), "backup.wall" (first step's start to last step's end: the work and the
+   * overhead), "backup.transfer", "restore.total", "sandbox.start", … → stats of milliseconds
+   */
   phases: Record<string, ReturnType<typeof stats>>;
   /** archive MB per second of the median backup and restore transfer */
   backupMBps?: number;

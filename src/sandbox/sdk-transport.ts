@@ -141,5 +141,10 @@ export function sdkTransport(ns: DurableObjectNamespace<Sandbox>, secret: string
       const handle = await getSandbox(ns, sandboxId).createBackup(options);
       return { id: handle.id, dir: handle.dir };
     },
+    // Not verified here either: typed against @cloudflare/sandbox's declarations (restoreBackup).
+    async sdkRestore(sandboxId, backup) {
+      const r = await getSandbox(ns, sandboxId).restoreBackup(backup);
+      if (!r.success) throw new Error(`the SDK's restoreBackup of ${backup.id} into ${backup.dir} did not succeed`);
+    },
   } satisfies SandboxTransport;
 }

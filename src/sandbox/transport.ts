@@ -27,4 +27,9 @@ export interface SandboxTransport {
    * local transport has none, and the sdk-backup preset is unavailable there.
    */
   sdkBackup?(sandboxId: string, options: { dir: string; name?: string; excludes?: string[]; gitignore?: boolean }): Promise<{ id: string; dir: string }>;
+  /**
+   * The Sandbox SDK's own restore (its restoreBackup): the backup `id` (a UUID, at backups/<id>/ in the
+   * BACKUP_BUCKET binding's bucket) downloaded by the container and mounted at `dir`, writable. SDK containers only.
+   */
+  sdkRestore?(sandboxId: string, backup: { id: string; dir: string }): Promise<void>;
 }

@@ -22,7 +22,8 @@ export type RestorePath =
   | "presigned-file" // the agent GETs a presigned URL to a file, then extract
   | "presigned-pipe" // the agent GETs a presigned URL piped straight into the extractor
   | "presigned-ranged-file" // parallel Range GETs (the agent's own, or aria2c) into a file, then extract or mount
-  | "presigned-ranged-pipe"; // parallel Range GETs fed in order into the extractor
+  | "presigned-ranged-pipe" // parallel Range GETs fed in order into the extractor
+  | "sdk-restore"; // the Sandbox SDK's own restoreBackup: the image copied within the store to where the SDK reads it, then downloaded and mounted by the SDK's container
 
 export interface BackupStrategy {
   name: string;
@@ -99,6 +100,7 @@ const RESTORE_HOW: Record<RestorePath, string> = {
   "presigned-pipe": "the agent GETs a presigned URL piped straight into the extractor (no Worker in the byte path)",
   "presigned-ranged-file": "the agent makes 4 parallel Range GETs of a presigned URL into a file",
   "presigned-ranged-pipe": "the agent makes 4 parallel Range GETs of a presigned URL, fed in order into the extractor",
+  "sdk-restore": "restored by the Sandbox SDK's own restoreBackup (the Worker copies the image, hashed, to where the SDK reads it; the SDK's container downloads it and mounts it at the target with squashfuse under a writable fuse-overlayfs); production only",
 };
 const MATERIALIZED: Record<Materialize, string> = {
   extract: "extracted",
@@ -162,6 +164,10 @@ const NEEDS: Record<Materialize, (f: ImageFormat) => Capability[]> = {
 
 function restore({ name, format, path, what, seed, materialize = "extract", downloader }: RestorePreset): RestoreStrategy {
   const common = { name, kind: "restore" as const, format, path, ...(seed ? { seed } : {}), ...(downloader ? { downloader } : {}) };
+  // The SDK's restore runs its own tools in its own container (a FUSE mount): what it needs is that container.
+  if (path === "sdk-restore" && format.kind === "squashfs") {
+    return { ...common, materialize: "mount-fuse", requires: [], needs: ["sdk"], description: `${what}: ${RESTORE_HOW[path]}`, fidelity: restoreFidelity(format, "mount-fuse") };
+  }
   const aria2c: ToolName[] = downloader === "aria2c" ? ["aria2c"] : [];
   if (format.kind === "tar") {
     return { ...common, materialize: "extract", requires: [...aria2c, ...toolsFor(format), MERGE], description: `${what}: ${RESTORE_HOW[path]}`, fidelity: restoreFidelity(format, "extract") };
@@ -253,6 +259,9 @@ export const STRATEGIES: readonly Strategy[] = [
   restore({ name: "lazy-squashfs-overlay", format: chunkedSquashfs, path: "presigned-file", what: "chunked squashfs (the index)", materialize: "lazy-overlay" }),
   // forks: a chunked base mounted lazily under a writable overlay, with an overlay-delta's upper extracted into it
   restore({ name: "lazy-overlay-restore", format: chunkedSquashfs, path: "presigned-file", what: "chunked squashfs base, mounted lazily (+ an overlay-delta)", materialize: "overlay" }),
+  // The SDK's own restore, measured like every preset (any squashfs snapshot: sdk-backup's, or ours). Last of the
+  // squashfs restores, so that it is never the default one.
+  restore({ name: "sdk-restore", format: squashfs("lz4"), path: "sdk-restore", what: "squashfs" }),
 ];
 
 export const DEFAULT_BACKUP = "tar-zst-pipe";

@@ -8,7 +8,7 @@ import { CLEANUP_CHECK } from "../../src/doctor/doctor.ts";
 import { RUN_CHECKS } from "../../src/doctor/run-checks.ts";
 import { SANDBOX_CHECKS } from "../../src/doctor/sandbox-checks.ts";
 import { STORE_CHECKS } from "../../src/doctor/store-checks.ts";
-import { api, freshSandbox } from "./helpers.ts";
+import { agent, api, freshSandbox, runWorkflow } from "./helpers.ts";
 
 interface Report {
   id: string;
@@ -97,7 +97,7 @@ describe("POST /api/doctor", () => {
   });
 });
 
-describe("the SDK's own backup preset (sdk-backup)", () => {
+describe("the SDK's own presets (sdk-backup, sdk-restore)", () => {
   it("is in the registry, and reported unavailable here with the reason", async () => {
     const sandboxId = freshSandbox("sdk-backup");
     const r = await api("GET", `/api/strategies?sandboxId=${sandboxId}`);
@@ -105,6 +105,21 @@ describe("the SDK's own backup preset (sdk-backup)", () => {
     const sdk = r.json.strategies.find((s: { name: string }) => s.name === "sdk-backup");
     expect(sdk).toMatchObject({ kind: "backup", path: "sdk-backup", format: { kind: "squashfs", compression: "lz4" }, available: false });
     expect(sdk.reason).toMatch(/Sandbox SDK container.*local transport.*production only/);
+    const restore = r.json.strategies.find((s: { name: string }) => s.name === "sdk-restore");
+    expect(restore).toMatchObject({ kind: "restore", path: "sdk-restore", format: { kind: "squashfs" }, available: false });
+    expect(restore.reason).toMatch(/Sandbox SDK container.*local transport.*production only/);
     await api("DELETE", `/api/sandboxes/${sandboxId}`);
+  });
+
+  it("a restore with sdk-restore is refused at its probe, naming why, and leaves the target as it was", async () => {
+    const src = freshSandbox("sdk-restore-src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 81, files: 20, bytes: 200_000 });
+    const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "squashfs-lz4" });
+    const dst = freshSandbox("sdk-restore-dst");
+    const failed = await runWorkflow("restore", { snapshotId: b.id, sandboxId: dst, path: "/workspace/app", strategy: "sdk-restore" }, "errored");
+    expect(failed.error).toMatch(/strategy sdk-restore cannot run in sandbox .*Sandbox SDK container.*production only/);
+    expect(failed.steps.probe).toBeUndefined();
+    expect(await agent(dst, "GET", `/v1/stat?path=${encodeURIComponent("/workspace/app")}`)).toMatchObject({ exists: false });
+    for (const id of [src, dst]) await api("DELETE", `/api/sandboxes/${id}`);
   });
 });

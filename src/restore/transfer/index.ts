@@ -12,6 +12,11 @@ export const RESTORE_TRANSFERS: Record<RestorePath, RestoreTransfer> = {
   "presigned-pipe": presignedTransfer(true),
   "presigned-ranged-file": presignedRangedTransfer(false),
   "presigned-ranged-pipe": presignedRangedTransfer(true),
+  // The SDK's restore has a plan of its own (sdk-plan.ts: a copy within the store, then the SDK downloads it).
+  "sdk-restore": {
+    piped: false,
+    bring: () => Promise.reject(new Error("sdk-restore brings no archive through the agent: its plan is sdk-plan.ts")),
+  },
 };
 
 export type { Destination, RestoreTransfer } from "./restore-transfer.ts";
