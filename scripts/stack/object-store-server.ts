@@ -81,10 +81,19 @@ export async function startObjectStore(opts: StartOptions): Promise<ObjectStoreS
   const weed = opts.weed ?? (await ensureSeaweedInstalled(resolve(import.meta.dirname, "../../.snapflow/venv"), opts.log));
   // A port race (another process grabbing a probed port before weed binds it) makes weed exit
   // at once with "not available"; just pick new ports and try again.
+  // A store whose data another weed still holds (one shutting down after its stack stopped, or whose parent died
+  // and left it to its death signal) makes weed exit with "resource temporarily unavailable": wait for it to let go.
+  await waitForEarlierStore(resolve(opts.dir), opts.log ?? (() => {}));
+  const lockedUntil = Date.now() + STOP_GRACE_MS;
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnce(weed, opts);
     } catch (err) {
+      if (err instanceof DataLockedError && Date.now() < lockedUntil) {
+        if (attempt === 1) opts.log?.(`object store: its data is still locked by a weed that is going away; waiting up to ${STOP_GRACE_MS / 1000} s`);
+        await new Promise((r) => setTimeout(r, 500));
+        continue;
+      }
       if (attempt >= 3 || opts.port !== undefined || !(err instanceof PortClashError)) throw err;
       opts.log?.(`object store: port clash, retrying (${(err as Error).message.split("\n")[0]})`);
     }
@@ -92,6 +101,39 @@ export async function startObjectStore(opts: StartOptions): Promise<ObjectStoreS
 }
 
 class PortClashError extends Error {}
+class DataLockedError extends Error {}
+
+/** weed.pid in the store's directory: the weed that last served it, until it has exited. */
+const pidFile = (dir: string) => join(dir, "weed.pid");
+
+/** Whether `pid` is a live (not zombie) weed serving `dataDir`, read from /proc. */
+function weedServing(pid: number, dataDir: string): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "")[0];
+    if (state === "Z" || state === "X") return false;
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes(`-dir=${dataDir}`);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The weed named by weed.pid, if it still serves this directory, is given STOP_GRACE_MS to exit (a stopping weed
+ * takes 2–5 s); one that is still there then belongs to a stack that runs, and is not ours to kill: say whose.
+ */
+async function waitForEarlierStore(dir: string, log: (line: string) => void): Promise<void> {
+  const pid = Number(existsSync(pidFile(dir)) ? readFileSync(pidFile(dir), "utf8").trim() : NaN);
+  if (!Number.isSafeInteger(pid) || pid <= 0) return;
+  const dataDir = join(dir, "data");
+  if (!weedServing(pid, dataDir)) return;
+  log(`object store: the weed that served ${dir} before (pid ${pid}) is still running; waiting up to ${STOP_GRACE_MS / 1000} s for it to exit`);
+  const until = Date.now() + STOP_GRACE_MS;
+  while (Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 100));
+    if (!weedServing(pid, dataDir)) return;
+  }
+  throw new Error(`object store: weed pid ${pid} still serves ${dataDir}: another snapflow stack runs on this directory; stop it first (or kill ${pid} if nothing owns it)`);
+}
 class FatalError extends Error {}
 
 async function startOnce(weed: string, opts: StartOptions): Promise<ObjectStoreServer> {
@@ -157,6 +199,7 @@ async function startOnce(weed: string, opts: StartOptions): Promise<ObjectStoreS
   closeSync(out);
   const pid = child.pid;
   if (pid === undefined) throw new Error(`could not spawn ${cmd}`);
+  writeFileSync(pidFile(dir), `${pid}\n`);
   let alive = true;
   const exited = new Promise<number | null>((res) => {
     child.once("exit", (code) => ((alive = false), res(code)));
@@ -175,6 +218,7 @@ async function startOnce(weed: string, opts: StartOptions): Promise<ObjectStoreS
       const timer = setTimeout(() => signalGroup(pid, "SIGKILL"), STOP_GRACE_MS);
       await exited;
       clearTimeout(timer);
+      rmSync(pidFile(dir), { force: true });
       // weed leaves its gRPC unix sockets behind in /tmp (named by port); they are harmless, since a
       // new weed replaces them, but would pile up over many test runs.
       for (const [name, p] of [["s3", s3], ["master", master], ["volume", volume], ["filer", filer], ["admin", admin]] as const) {
@@ -197,6 +241,7 @@ async function startOnce(weed: string, opts: StartOptions): Promise<ObjectStoreS
     await stop();
     const tail = readFileSync(logFile, "utf8").trimEnd().split("\n").slice(-30).join("\n");
     const msg = `${(err as Error).message}\n--- tail of ${logFile} ---\n${tail}`;
+    if (/resource temporarily unavailable/.test(tail)) throw new DataLockedError(msg);
     throw /not available|address already in use/.test(tail) ? new PortClashError(msg) : new Error(msg);
   }
   log(`object store: ${endpoint} bucket=${opts.bucket} pid=${pid} ready in ${Date.now() - started} ms (data in ${dataDir})`);

@@ -53,14 +53,32 @@ export function startManaged(name: string, argv: string[], options: { env?: Node
         await exited;
         clearTimeout(timer);
         signal("SIGKILL"); // anything left in the group (workerd under wrangler)
+        await groupGone(child.pid!);
         log.end();
       })()),
     kill: async () => {
       signal("SIGKILL");
       await exited;
+      await groupGone(child.pid!);
       log.end();
     },
   };
+}
+
+/**
+ * Resolves once no process of the group is left (SIGKILLed members take a moment to die): a stop returns only when
+ * every process it started has exited, so a start right after it finds its ports and files free.
+ */
+async function groupGone(pgid: number, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return; // ESRCH: the group is empty
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** Polls `check` until it returns true; fails early if the process exits, or after `timeoutMs`. */
