@@ -4,12 +4,20 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { peersChartSvg, segments } from "./chart.ts";
-import { medianSample, ratios, rowStats, type PeersResults, type PeerRow } from "./model.ts";
+import { cpuStats, medianSample, ratios, rowStats, type PeersResults, type PeerRow } from "./model.ts";
+import { CPU_PARTS, type CpuPart } from "./stack-cpu.ts";
 import { currentResultsStem } from "../results-files.ts";
 
 /** A Markdown table cell: a pipe inside it would end the cell. */
 const cell = (text: string) => text.replace(/\|/g, "\\|");
 const s = (ms: number | undefined) => (ms === undefined ? "—" : (ms / 1000).toFixed(2));
+
+const CPU_HEADINGS: Record<CpuPart | "total", string> = { agent: "agent", engine: "engine", worker: "Worker", wrangler: "wrangler", store: "store", commands: "commands", total: "total CPU-s" };
+const CPU_COLUMNS = [...CPU_PARTS, "total"] as const;
+const cpuCell = (row: PeerRow, part: CpuPart | "total") => {
+  const m = cpuStats(row, part).median;
+  return m === undefined ? "—" : m.toFixed(2);
+};
 
 function breakdown(row: PeerRow): string {
   const m = medianSample(row);
@@ -31,20 +39,25 @@ export function peersMarkdown(r: PeersResults, svgName: string): string {
       "directory the sandbox's /workspace is. Restores go into a fresh directory; the floor's and restic's include `sync` " +
       "(snapflow's default restore does not; the JSON keeps the `sync` that followed it, as syncAfterMs). MB: apparent size (du -sb), and the space used on disk.",
     "",
+    "CPU-seconds over the same span, per process (utime + stime from /proc, with what each reaped; docs/benchmarks.md): " +
+      "agent = the host agent's own process; engine = what it runs below it (tar, zstd, mksquashfs, snapflow-lazy); " +
+      "Worker = workerd; wrangler = wrangler dev's own Node process (not in production); store = SeaweedFS; " +
+      "commands = what the race ran itself (the floors' pipelines, restic, sync). Each column is its own median over the runs.",
+    "",
     `The 10 MB change: ${r.change.description}`,
     "",
   ];
   for (const d of r.datasets) {
     out.push(`## ${d.name}: ${(d.bytes / 1e6).toFixed(0)} MB${d.diskBytes ? ` (${(d.diskBytes / 1e6).toFixed(0)} MB on disk)` : ""}, ${d.entries} entries`, "", d.description, "");
-    out.push("| operation | n | median s | min s | max s | where the median run's time went (s) |", "| --- | --: | --: | --: | --: | --- |");
+    out.push(`| operation | n | median s | min s | max s | ${CPU_COLUMNS.map((c) => CPU_HEADINGS[c]).join(" | ")} | where the median run's time went (s) |`, `| --- | --: | --: | --: | --: | ${CPU_COLUMNS.map(() => "--:").join(" | ")} | --- |`);
     for (const row of d.rows) {
       const st = rowStats(row);
-      out.push(`| ${cell(row.label)} | ${st.n} | ${s(st.median)} | ${s(st.min)} | ${s(st.max)} | ${breakdown(row)} |`);
+      out.push(`| ${cell(row.label)} | ${st.n} | ${s(st.median)} | ${s(st.min)} | ${s(st.max)} | ${CPU_COLUMNS.map((c) => cpuCell(row, c)).join(" | ")} | ${breakdown(row)} |`);
     }
     out.push("", "The median run is the lower middle one when n is even; \"overhead\" is its wall time that no step accounts for " +
       "(the API, scheduling between steps, polling). Ratios of medians, against the issue's targets:", "", "| ratio | value | target | |", "| --- | --: | --: | --- |");
     for (const q of ratios(d)) {
-      const unit = q.over ? "×" : " s";
+      const unit = q.over ? "×" : q.figure === "worker-cpu-per-gb" ? " CPU-s/GB" : q.figure === "cpu" ? " CPU-s" : " s";
       const value = q.value === undefined ? `— (${q.missing})` : `${q.value.toFixed(2)}${unit}`;
       out.push(`| ${q.name} | ${value} | ${q.target === undefined ? "" : `≤ ${q.target}${unit}`} | ${q.met === undefined ? "" : q.met ? "met" : "**missed**"} |`);
     }

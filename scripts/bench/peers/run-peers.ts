@@ -26,6 +26,7 @@ import { peerStore } from "./peer-store.ts";
 import { writePeersResults } from "./report.ts";
 import { RESTIC_COMMANDS, resticRepo } from "./restic.ts";
 import { q, requireTools, sh } from "./shell.ts";
+import { stackCpuMeter, type StackPids } from "./stack-cpu.ts";
 import { CHUNKED_BACKUP, DEFAULT_BACKUP, DEFAULT_RESTORE, INCREMENTAL_BACKUP, LAZY_RESTORE, MOUNT_BACKUP, MOUNT_RESTORE, snapflowRuns, type SnapflowRun } from "./snapflow-runs.ts";
 
 export interface PeersOptions {
@@ -78,7 +79,8 @@ const fromRun = (r: SnapflowRun, extra: Record<string, unknown> = {}): Sample =>
       if (inner && typeof inner === "object" && typeof (inner as { ms?: unknown }).ms === "number") substeps[`${step}.${k}`] = (inner as { ms: number }).ms;
     }
   }
-  return { ms: r.wallMs, steps: r.steps, substeps, detail: { id: r.id, snapshotId: r.snapshotId, totalMs: r.totalMs, steps: r.raw, ...extra } };
+  const archiveBytes = Math.max(0, ...Object.values(r.raw).map((v) => (typeof v.bytes === "number" ? v.bytes : 0)));
+  return { ms: r.wallMs, steps: r.steps, substeps, ...(archiveBytes ? { archiveBytes } : {}), detail: { id: r.id, snapshotId: r.snapshotId, totalMs: r.totalMs, steps: r.raw, ...extra } };
 };
 
 export async function runPeers(o: PeersOptions, log: (line: string) => void = (l) => console.error(l)): Promise<number> {
@@ -108,6 +110,8 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
     const store = peerStore(stackDir, stack.s3Endpoint, BUCKET);
     const floor = floors(store, scratch);
     const snap = snapflowRuns(api);
+    const running = stack;
+    const stackPids = (): StackPids => ({ agent: running.parts.agent().child.pid!, wrangler: running.wranglerPid, store: running.parts.store().pid });
     const versions = (await sh("restic version | cut -d' ' -f1-2; rclone version | sed -n 1p")).stdout.trim().split("\n").join(", ");
     const results: PeersResults = {
       name: o.name,
@@ -142,14 +146,17 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
 
       for (let run = 1; run <= o.runs; run++) {
         const tag = `${name} run ${run}/${o.runs}`;
-        /** Times one operation after a sync; a failure is recorded and yields undefined. */
+        /** Times one operation after a sync, with the CPU each part of the stack spent meanwhile; a failure is recorded and yields undefined. */
         const measure = async <T>(id: string, fn: () => Promise<T>, sample: (t: T) => Sample): Promise<T | undefined> => {
           await sh("sync");
           try {
+            const meter = stackCpuMeter(stackPids);
             const t = await fn();
-            const smp = sample(t);
+            const cpu = meter.since();
+            const smp: Sample = { ...sample(t), ...(cpu ? { cpu } : {}) };
             d.rows.find((r) => r.id === id)!.samples.push(smp);
-            log(`peers: [${tag}] ${id.padEnd(22)} ${(smp.ms / 1000).toFixed(2)} s${smp.steps ? `  (${Object.entries(smp.steps).map(([k, v]) => `${k} ${(v / 1000).toFixed(2)}`).join(", ")})` : ""}`);
+            const cpuLine = cpu ? `  CPU-s ${Object.entries(cpu).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}` : "  (no CPU figure: a part restarted)";
+            log(`peers: [${tag}] ${id.padEnd(22)} ${(smp.ms / 1000).toFixed(2)} s${smp.steps ? `  (${Object.entries(smp.steps).map(([k, v]) => `${k} ${(v / 1000).toFixed(2)}`).join(", ")})` : ""}${cpuLine}`);
             return t;
           } catch (e) {
             const message = `${id} (run ${run}): ${(e as Error).message}`;
