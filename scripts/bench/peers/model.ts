@@ -1,8 +1,29 @@
 // What a peers race records, and the targets it is judged against (issue 8). Pure.
 import { median, stats } from "../../../src/matrix/median.ts";
-import type { CpuPart, CpuSeconds } from "./stack-cpu.ts";
 
 export type Who = "floor" | "restic" | "snapflow";
+
+/** The parts of the stack a span's CPU-seconds are billed to (stack-cpu.ts says what each holds). */
+export const CPU_PARTS = ["agent", "engine", "worker", "wrangler", "store", "commands"] as const;
+export type CpuPart = (typeof CPU_PARTS)[number];
+/** what `total` adds up: every part but wrangler dev's own Node process, which has no production counterpart */
+export const TOTAL_PARTS: readonly CpuPart[] = CPU_PARTS.filter((p) => p !== "wrangler");
+/** seconds per part, and the total of TOTAL_PARTS */
+export type CpuSeconds = Record<CpuPart | "total", number>;
+
+/**
+ * What the race's own status polls (every POLL_MS until complete) cost the stack, estimated: right after the run,
+ * its completed status is polled `calibrationPolls` more times at the same pace and the CPU each poll took is
+ * measured. A poll costs workerd 10–20 ms here, so at 10 polls a second they would otherwise be most of the Worker's
+ * figure on a short run.
+ */
+export interface Polling {
+  polls: number;
+  calibrationPolls: number;
+  /** CPU-seconds per poll */
+  workerPerPoll: number;
+  wranglerPerPoll: number;
+}
 
 export interface Sample {
   /** wall milliseconds: the command's, or POST → complete for snapflow */
@@ -13,6 +34,8 @@ export interface Sample {
   substeps?: Record<string, number>;
   /** CPU-seconds per process over the same span (stack-cpu.ts); absent when a part restarted meanwhile, or in older files */
   cpu?: CpuSeconds;
+  /** snapflow: the status polls in that span and their estimated cost, which the reported figures leave out */
+  polling?: Polling;
   /** a backup's archive bytes (the most any of its steps reports), for the Worker's CPU per GB */
   archiveBytes?: number;
   /** anything else worth keeping: run ids, bytes, restic's summary */
@@ -50,12 +73,27 @@ export interface PeersResults {
 
 export const rowStats = (row: PeerRow | undefined) => stats(row?.samples.map((s) => s.ms) ?? []);
 
-/** One part's CPU-seconds over the samples that have them: its own median, not the median run's. */
-export const cpuStats = (row: PeerRow | undefined, part: CpuPart | "total") => stats(row?.samples.flatMap((s) => (s.cpu ? [s.cpu[part]] : [])) ?? []);
+/** A sample's CPU-seconds less the race's status polls (estimated, never below 0): the operation's own. */
+export function operationCpu(s: Sample): CpuSeconds | undefined {
+  if (!s.cpu || !s.polling) return s.cpu;
+  const less = (measured: number, perPoll: number) => Math.max(0, measured - s.polling!.polls * perPoll);
+  const parts = { ...s.cpu, worker: less(s.cpu.worker, s.polling.workerPerPoll), wrangler: less(s.cpu.wrangler, s.polling.wranglerPerPoll) };
+  return { ...parts, total: TOTAL_PARTS.reduce((t, k) => t + parts[k], 0) };
+}
 
-/** The Worker's CPU-seconds per GB (1e9 bytes) of archive, per sample that has both. */
+/** The Worker CPU-seconds the race's status polls took from a sample (estimated), as operationCpu left them out. */
+const pollsCpu = (s: Sample) => (s.cpu && s.polling ? s.cpu.worker - operationCpu(s)!.worker : undefined);
+
+/** One part's CPU-seconds (less the polls), or the polls' own, over the samples that have them: its own median, not the median run's. */
+export const cpuStats = (row: PeerRow | undefined, part: CpuPart | "total" | "polls") =>
+  stats(row?.samples.flatMap((s) => (part === "polls" ? pollsCpu(s) : operationCpu(s)?.[part]) ?? []) ?? []);
+
+/** The Worker's CPU-seconds (less the polls) per GB (1e9 bytes) of archive, per sample that has both. */
 export const workerCpuPerGB = (row: PeerRow | undefined) =>
-  row?.samples.flatMap((s) => (s.cpu && s.archiveBytes ? [s.cpu.worker / (s.archiveBytes / 1e9)] : [])) ?? [];
+  row?.samples.flatMap((s) => {
+    const cpu = operationCpu(s);
+    return cpu && s.archiveBytes ? [cpu.worker / (s.archiveBytes / 1e9)] : [];
+  }) ?? [];
 
 /** The sample whose wall time is the median (the lower middle for an even n): its steps add up to its wall. */
 export function medianSample(row: PeerRow): Sample | undefined {

@@ -4,17 +4,17 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { peersChartSvg, segments } from "./chart.ts";
-import { cpuStats, medianSample, ratios, rowStats, type PeersResults, type PeerRow } from "./model.ts";
-import { CPU_PARTS, type CpuPart } from "./stack-cpu.ts";
+import { cpuStats, medianSample, ratios, rowStats, type CpuPart, type PeersResults, type PeerRow } from "./model.ts";
 import { currentResultsStem } from "../results-files.ts";
 
 /** A Markdown table cell: a pipe inside it would end the cell. */
 const cell = (text: string) => text.replace(/\|/g, "\\|");
 const s = (ms: number | undefined) => (ms === undefined ? "—" : (ms / 1000).toFixed(2));
 
-const CPU_HEADINGS: Record<CpuPart | "total", string> = { agent: "agent", engine: "engine", worker: "Worker", wrangler: "wrangler", store: "store", commands: "commands", total: "total CPU-s" };
-const CPU_COLUMNS = [...CPU_PARTS, "total"] as const;
-const cpuCell = (row: PeerRow, part: CpuPart | "total") => {
+type CpuColumn = CpuPart | "total" | "polls";
+const CPU_COLUMNS: CpuColumn[] = ["agent", "engine", "worker", "polls", "wrangler", "store", "commands", "total"];
+const CPU_HEADINGS: Record<CpuColumn, string> = { agent: "agent", engine: "engine", worker: "Worker", polls: "polls (Worker, est.)", wrangler: "wrangler", store: "store", commands: "commands", total: "total CPU-s" };
+const cpuCell = (row: PeerRow, part: CpuColumn) => {
   const m = cpuStats(row, part).median;
   return m === undefined ? "—" : m.toFixed(2);
 };
@@ -41,8 +41,10 @@ export function peersMarkdown(r: PeersResults, svgName: string): string {
     "",
     "CPU-seconds over the same span, per process (utime + stime from /proc, with what each reaped; docs/benchmarks.md): " +
       "agent = the host agent's own process; engine = what it runs below it (tar, zstd, mksquashfs, snapflow-lazy); " +
-      "Worker = workerd; wrangler = wrangler dev's own Node process (not in production); store = SeaweedFS; " +
-      "commands = what the race ran itself (the floors' pipelines, restic, sync). Each column is its own median over the runs.",
+      "Worker = workerd, less what the race's own status polls cost it (\"polls\": their number × the CPU per poll measured on the " +
+      "completed run just after; an estimate); wrangler = wrangler dev's own Node process, likewise less the polls (no production " +
+      "counterpart: not in the total); store = SeaweedFS; commands = what the race ran itself (the floors' pipelines, restic, sync). " +
+      "Each column is its own median over the runs; the JSON keeps each run's figures as measured.",
     "",
     `The 10 MB change: ${r.change.description}`,
     "",

@@ -8,15 +8,13 @@
 //   store     SeaweedFS (weed mini) and anything below it
 //   commands  what the race itself ran and waited for: the floors' pipelines, restic, `sync` (this process's reaped
 //             time: the race runs one operation at a time, so nothing else is reaped meanwhile)
+//   total     all of them but wrangler: the stack as production runs it, plus the commands. wrangler dev's Node
+//             process has no production counterpart and spends 0.02–0.3 s in an operation even while the Worker idles.
 //
 // A reading is taken after the operation's `sync` and another when it ends; the figures are their differences.
 // A part that was restarted in between (its pid changed) has no figure: the dead one's time went elsewhere.
 import { procTimes, readProcs, splitByName, treeCharge } from "../../stack/cpu-seconds.ts";
-
-export const CPU_PARTS = ["agent", "engine", "worker", "wrangler", "store", "commands"] as const;
-export type CpuPart = (typeof CPU_PARTS)[number];
-/** seconds per part, and their sum */
-export type CpuSeconds = Record<CpuPart | "total", number>;
+import { CPU_PARTS, TOTAL_PARTS, type CpuPart, type CpuSeconds } from "./model.ts";
 
 export interface StackPids {
   agent: number;
@@ -47,7 +45,7 @@ export function stackCpuMeter(pids: () => StackPids): { since(): CpuSeconds | un
       const after = read(pids());
       if (!before || !after || (["agent", "wrangler", "store"] as const).some((k) => before.pids[k] !== after.pids[k])) return undefined;
       const parts = Object.fromEntries(CPU_PARTS.map((k) => [k, round(after.parts[k] - before.parts[k])])) as Record<CpuPart, number>;
-      return { ...parts, total: round(CPU_PARTS.reduce((s, k) => s + parts[k], 0)) };
+      return { ...parts, total: round(TOTAL_PARTS.reduce((s, k) => s + parts[k], 0)) };
     },
   };
 }
