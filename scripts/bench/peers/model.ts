@@ -1,4 +1,4 @@
-// What a peers race records, and the targets it is judged against (issue 8). Pure.
+// What a peers race records, and the targets it is judged against (issues 8 and 23). Pure.
 import { median, stats } from "../../../src/matrix/median.ts";
 
 export type Who = "floor" | "restic" | "snapflow";

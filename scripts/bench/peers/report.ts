@@ -1,6 +1,7 @@
 // The peers race's results files: results/<date>-<name>.{json,md,svg}. The JSON keeps every sample (wall ms,
-// snapflow's steps, run ids); the Markdown gives per dataset every row's median, min, max and n with where the
-// median run's time went, then the ratios the issue's targets name, met or missed. Markdown rendering is pure.
+// snapflow's steps, run ids, CPU-seconds per part as measured, the polls' estimate); the Markdown gives per dataset
+// every row's median, min, max and n, each part's median CPU-seconds less the race's polls, and where the median
+// run's time went, then the ratios the issues' targets name, met or missed. Markdown rendering is pure.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { peersChartSvg, segments } from "./chart.ts";

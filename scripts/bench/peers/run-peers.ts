@@ -8,6 +8,9 @@
 //            (usable: request → mount answers; the run: until every chunk is local), then both snapshots deleted
 //            and their chunks collected, so that every run's first chunked backup starts from an empty chunk store
 //
+// Every operation is also billed the CPU-seconds each part of the stack spent in its span (stack-cpu.ts), the
+// snapflow ones less what the race's own status polls cost (measured on the completed run right after).
+//
 // It starts its own private stack (state in .snapflow/peers/stack, a free port) so that nothing else uses the
 // stack while it measures, and puts the dataset where that stack's agent keeps sandbox "peers-<dataset>"'s
 // /workspace: the floors and restic read that same directory. Each operation starts after a `sync`, so that one
@@ -47,7 +50,7 @@ export const PEERS_DEFAULTS: PeersOptions = {
 
 const snapflowCommand = (what: string) => `${what} → poll until complete`;
 /** status polls of a completed run that measure what one poll costs (model.ts Polling) */
-const CALIBRATION_POLLS = 10;
+const CALIBRATION_POLLS = 20;
 const ROWS: Omit<PeerRow, "samples">[] = [
   { id: "floor-file", who: "floor", label: "floor: tar | zstd -T0 -3 to a file", command: FLOOR_COMMANDS["floor-file"] },
   { id: "floor-store", who: "floor", label: "floor with the store: … | rclone rcat", command: FLOOR_COMMANDS["floor-store"] },
