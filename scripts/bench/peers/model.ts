@@ -36,7 +36,7 @@ export interface Sample {
   cpu?: CpuSeconds;
   /** snapflow: the status polls in that span and their estimated cost, which the reported figures leave out */
   polling?: Polling;
-  /** a backup's archive bytes (its transfer step's, else the most any step reports), for the Worker's CPU per GB */
+  /** a backup's archive bytes (the most its archive and transfer steps report), for the Worker's CPU per GB */
   archiveBytes?: number;
   /** anything else worth keeping: run ids, bytes, restic's summary */
   detail?: Record<string, unknown>;

@@ -87,10 +87,9 @@ const fromRun = (r: SnapflowRun, extra: Record<string, unknown> = {}): Sample =>
       if (inner && typeof inner === "object" && typeof (inner as { ms?: unknown }).ms === "number") substeps[`${step}.${k}`] = (inner as { ms: number }).ms;
     }
   }
-  // A backup's archive: what its transfer step moved, else the most any step reports (a restore's steps report the tree).
-  const stepBytes = Object.values(r.raw).map((v) => (typeof v.bytes === "number" ? v.bytes : 0));
-  const transferred = r.raw.transfer?.bytes;
-  const archiveBytes = r.kind !== "backup" ? 0 : typeof transferred === "number" && transferred > 0 ? transferred : Math.max(0, ...stepBytes);
+  // A backup's archive: the most its archive and transfer steps report (the transfer's when the archive streams into
+  // it; the archive step's image for a chunked backup, whose transfer reports only its index). Restores have none.
+  const archiveBytes = r.kind === "backup" ? Math.max(r.raw.archive?.bytes ?? 0, r.raw.transfer?.bytes ?? 0) : 0;
   return { ms: r.wallMs, steps: r.steps, substeps, ...(archiveBytes ? { archiveBytes } : {}), detail: { id: r.id, snapshotId: r.snapshotId, totalMs: r.totalMs, steps: r.raw, ...extra } };
 };
 
