@@ -1,7 +1,29 @@
-// What a peers race records, and the targets it is judged against (issue 8). Pure.
-import { stats } from "../../../src/matrix/median.ts";
+// What a peers race records, and the targets it is judged against (issues 8 and 23). Pure.
+import { median, stats } from "../../../src/matrix/median.ts";
 
 export type Who = "floor" | "restic" | "snapflow";
+
+/** The parts of the stack a span's CPU-seconds are billed to (stack-cpu.ts says what each holds). */
+export const CPU_PARTS = ["agent", "engine", "worker", "wrangler", "store", "commands"] as const;
+export type CpuPart = (typeof CPU_PARTS)[number];
+/** what `total` adds up: every part but wrangler dev's own Node process, which has no production counterpart */
+export const TOTAL_PARTS: readonly CpuPart[] = CPU_PARTS.filter((p) => p !== "wrangler");
+/** seconds per part, and the total of TOTAL_PARTS */
+export type CpuSeconds = Record<CpuPart | "total", number>;
+
+/**
+ * What the race's own status polls (every POLL_MS until complete) cost the stack, estimated: right after the run,
+ * its completed status is polled `calibrationPolls` more times at the same pace and the CPU each poll took is
+ * measured. A poll costs workerd 10–20 ms here, so at 10 polls a second they would otherwise be most of the Worker's
+ * figure on a short run.
+ */
+export interface Polling {
+  polls: number;
+  calibrationPolls: number;
+  /** CPU-seconds per poll */
+  workerPerPoll: number;
+  wranglerPerPoll: number;
+}
 
 export interface Sample {
   /** wall milliseconds: the command's, or POST → complete for snapflow */
@@ -10,6 +32,12 @@ export interface Sample {
   steps?: Record<string, number>;
   /** snapflow: nested timings inside a step (e.g. archive.manifest), flattened as "archive.manifest" */
   substeps?: Record<string, number>;
+  /** CPU-seconds per process over the same span (stack-cpu.ts); absent when a part restarted meanwhile, or in older files */
+  cpu?: CpuSeconds;
+  /** snapflow: the status polls in that span and their estimated cost, which the reported figures leave out */
+  polling?: Polling;
+  /** a backup's archive bytes (the most its archive and transfer steps report), for the Worker's CPU per GB */
+  archiveBytes?: number;
   /** anything else worth keeping: run ids, bytes, restic's summary */
   detail?: Record<string, unknown>;
 }
@@ -45,6 +73,28 @@ export interface PeersResults {
 
 export const rowStats = (row: PeerRow | undefined) => stats(row?.samples.map((s) => s.ms) ?? []);
 
+/** A sample's CPU-seconds less the race's status polls (estimated, never below 0): the operation's own. */
+export function operationCpu(s: Sample): CpuSeconds | undefined {
+  if (!s.cpu || !s.polling) return s.cpu;
+  const less = (measured: number, perPoll: number) => Math.max(0, measured - s.polling!.polls * perPoll);
+  const parts = { ...s.cpu, worker: less(s.cpu.worker, s.polling.workerPerPoll), wrangler: less(s.cpu.wrangler, s.polling.wranglerPerPoll) };
+  return { ...parts, total: TOTAL_PARTS.reduce((t, k) => t + parts[k], 0) };
+}
+
+/** The Worker CPU-seconds the race's status polls took from a sample (estimated), as operationCpu left them out. */
+const pollsCpu = (s: Sample) => (s.cpu && s.polling ? s.cpu.worker - operationCpu(s)!.worker : undefined);
+
+/** One part's CPU-seconds (less the polls), or the polls' own, over the samples that have them: its own median, not the median run's. */
+export const cpuStats = (row: PeerRow | undefined, part: CpuPart | "total" | "polls") =>
+  stats(row?.samples.flatMap((s) => (part === "polls" ? pollsCpu(s) : operationCpu(s)?.[part]) ?? []) ?? []);
+
+/** The Worker's CPU-seconds (less the polls) per GB (1e9 bytes) of archive, per sample that has both. */
+export const workerCpuPerGB = (row: PeerRow | undefined) =>
+  row?.samples.flatMap((s) => {
+    const cpu = operationCpu(s);
+    return cpu && s.archiveBytes ? [cpu.worker / (s.archiveBytes / 1e9)] : [];
+  }) ?? [];
+
 /** The sample whose wall time is the median (the lower middle for an even n): its steps add up to its wall. */
 export function medianSample(row: PeerRow): Sample | undefined {
   const sorted = [...row.samples].sort((a, b) => a.ms - b.ms);
@@ -53,9 +103,11 @@ export function medianSample(row: PeerRow): Sample | undefined {
 
 export interface Ratio {
   name: string;
-  /** median of `of`, divided by the median of `over` when given; else in seconds */
+  /** median of `of`, divided by the median of `over` when given; else in the figure's own unit */
   of: string;
   over?: string;
+  /** what is compared: wall seconds (the default), the stack's total CPU-seconds, or the Worker's CPU-seconds per GB of archive */
+  figure?: "wall" | "cpu" | "worker-cpu-per-gb";
   /** the issue's target: at most this */
   target?: number;
 }
@@ -77,6 +129,9 @@ export const RATIOS: Ratio[] = [
   { name: "snapflow lazy restore complete / fastest mount restore", of: "snapflow-lazy-restore", over: "snapflow-mount-restore", target: 1.2 },
   { name: "snapflow chunked backup after the 10 MB change, seconds", of: "snapflow-chunked-fork", target: 1.0 },
   { name: "snapflow chunked backup / mount backup (squashfs-zstd-3)", of: "snapflow-chunked-backup", over: "snapflow-mount-backup" },
+  // issue 23: CPU-seconds, the figure a shared 2-core machine does not swing
+  { name: "stack CPU-seconds per default backup / the floor's with the store", of: "snapflow-backup", over: "floor-store", figure: "cpu", target: 1.1 },
+  { name: "Worker CPU-seconds per GB of archive, default backup", of: "snapflow-backup", figure: "worker-cpu-per-gb", target: 0.5 },
 ];
 
 export interface RatioValue extends Ratio {
@@ -86,12 +141,20 @@ export interface RatioValue extends Ratio {
   missing?: string;
 }
 
+/** A row's median of a ratio's figure: wall seconds, total CPU-seconds, or the Worker's CPU-seconds per GB. */
+export function figureMedian(row: PeerRow | undefined, figure: Ratio["figure"] = "wall"): number | undefined {
+  if (figure === "cpu") return cpuStats(row, "total").median;
+  if (figure === "worker-cpu-per-gb") return median(workerCpuPerGB(row));
+  const ms = rowStats(row).median;
+  return ms === undefined ? undefined : ms / 1000;
+}
+
 export function ratios(d: DatasetResult): RatioValue[] {
-  const median = (id: string) => rowStats(d.rows.find((r) => r.id === id)).median;
+  const of = (id: string, figure: Ratio["figure"]) => figureMedian(d.rows.find((r) => r.id === id), figure);
   return RATIOS.map((r) => {
-    const a = median(r.of);
-    const b = r.over ? median(r.over) : 1000;
-    if (a === undefined || !b) return { ...r, missing: `${a === undefined ? r.of : r.over} not measured` };
+    const a = of(r.of, r.figure);
+    const b = r.over ? of(r.over, r.figure) : 1;
+    if (a === undefined || !b) return { ...r, missing: `${a === undefined ? r.of : r.over} not measured${r.figure && r.figure !== "wall" ? " (CPU)" : ""}` };
     const value = a / b;
     return { ...r, value, ...(r.target !== undefined ? { met: value <= r.target } : {}) };
   });

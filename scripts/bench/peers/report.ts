@@ -1,15 +1,24 @@
 // The peers race's results files: results/<date>-<name>.{json,md,svg}. The JSON keeps every sample (wall ms,
-// snapflow's steps, run ids); the Markdown gives per dataset every row's median, min, max and n with where the
-// median run's time went, then the ratios the issue's targets name, met or missed. Markdown rendering is pure.
+// snapflow's steps, run ids, CPU-seconds per part as measured, the polls' estimate); the Markdown gives per dataset
+// every row's median, min, max and n, each part's median CPU-seconds less the race's polls, and where the median
+// run's time went, then the ratios the issues' targets name, met or missed. Markdown rendering is pure.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { peersChartSvg, segments } from "./chart.ts";
-import { medianSample, ratios, rowStats, type PeersResults, type PeerRow } from "./model.ts";
+import { cpuStats, medianSample, ratios, rowStats, type CpuPart, type PeersResults, type PeerRow } from "./model.ts";
 import { currentResultsStem } from "../results-files.ts";
 
 /** A Markdown table cell: a pipe inside it would end the cell. */
 const cell = (text: string) => text.replace(/\|/g, "\\|");
 const s = (ms: number | undefined) => (ms === undefined ? "—" : (ms / 1000).toFixed(2));
+
+type CpuColumn = CpuPart | "total" | "polls";
+const CPU_COLUMNS: CpuColumn[] = ["agent", "engine", "worker", "polls", "wrangler", "store", "commands", "total"];
+const CPU_HEADINGS: Record<CpuColumn, string> = { agent: "agent", engine: "engine", worker: "Worker", polls: "polls (Worker, est.)", wrangler: "wrangler", store: "store", commands: "commands", total: "total CPU-s" };
+const cpuCell = (row: PeerRow, part: CpuColumn) => {
+  const m = cpuStats(row, part).median;
+  return m === undefined ? "—" : m.toFixed(2);
+};
 
 function breakdown(row: PeerRow): string {
   const m = medianSample(row);
@@ -31,20 +40,27 @@ export function peersMarkdown(r: PeersResults, svgName: string): string {
       "directory the sandbox's /workspace is. Restores go into a fresh directory; the floor's and restic's include `sync` " +
       "(snapflow's default restore does not; the JSON keeps the `sync` that followed it, as syncAfterMs). MB: apparent size (du -sb), and the space used on disk.",
     "",
+    "CPU-seconds over the same span, per process (utime + stime from /proc, with what each reaped; docs/benchmarks.md): " +
+      "agent = the host agent's own process; engine = what it runs below it (tar, zstd, mksquashfs, snapflow-lazy); " +
+      "Worker = workerd, less what the race's own status polls cost it (\"polls\": their number × the CPU per poll measured on the " +
+      "completed run just after; an estimate); wrangler = wrangler dev's own Node process, likewise less the polls (no production " +
+      "counterpart: not in the total); store = SeaweedFS; commands = what the race ran itself (the floors' pipelines, restic, sync). " +
+      "Each column is its own median over the runs; the JSON keeps each run's figures as measured.",
+    "",
     `The 10 MB change: ${r.change.description}`,
     "",
   ];
   for (const d of r.datasets) {
     out.push(`## ${d.name}: ${(d.bytes / 1e6).toFixed(0)} MB${d.diskBytes ? ` (${(d.diskBytes / 1e6).toFixed(0)} MB on disk)` : ""}, ${d.entries} entries`, "", d.description, "");
-    out.push("| operation | n | median s | min s | max s | where the median run's time went (s) |", "| --- | --: | --: | --: | --: | --- |");
+    out.push(`| operation | n | median s | min s | max s | ${CPU_COLUMNS.map((c) => CPU_HEADINGS[c]).join(" | ")} | where the median run's time went (s) |`, `| --- | --: | --: | --: | --: | ${CPU_COLUMNS.map(() => "--:").join(" | ")} | --- |`);
     for (const row of d.rows) {
       const st = rowStats(row);
-      out.push(`| ${cell(row.label)} | ${st.n} | ${s(st.median)} | ${s(st.min)} | ${s(st.max)} | ${breakdown(row)} |`);
+      out.push(`| ${cell(row.label)} | ${st.n} | ${s(st.median)} | ${s(st.min)} | ${s(st.max)} | ${CPU_COLUMNS.map((c) => cpuCell(row, c)).join(" | ")} | ${breakdown(row)} |`);
     }
     out.push("", "The median run is the lower middle one when n is even; \"overhead\" is its wall time that no step accounts for " +
       "(the API, scheduling between steps, polling). Ratios of medians, against the issue's targets:", "", "| ratio | value | target | |", "| --- | --: | --: | --- |");
     for (const q of ratios(d)) {
-      const unit = q.over ? "×" : " s";
+      const unit = q.over ? "×" : q.figure === "worker-cpu-per-gb" ? " CPU-s/GB" : q.figure === "cpu" ? " CPU-s" : " s";
       const value = q.value === undefined ? `— (${q.missing})` : `${q.value.toFixed(2)}${unit}`;
       out.push(`| ${q.name} | ${value} | ${q.target === undefined ? "" : `≤ ${q.target}${unit}`} | ${q.met === undefined ? "" : q.met ? "met" : "**missed**"} |`);
     }

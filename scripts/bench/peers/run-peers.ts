@@ -8,6 +8,9 @@
 //            (usable: request → mount answers; the run: until every chunk is local), then both snapshots deleted
 //            and their chunks collected, so that every run's first chunked backup starts from an empty chunk store
 //
+// Every operation is also billed the CPU-seconds each part of the stack spent in its span (stack-cpu.ts), the
+// snapflow ones less what the race's own status polls cost (measured on the completed run right after).
+//
 // It starts its own private stack (state in .snapflow/peers/stack, a free port) so that nothing else uses the
 // stack while it measures, and puts the dataset where that stack's agent keeps sandbox "peers-<dataset>"'s
 // /workspace: the floors and restic read that same directory. Each operation starts after a `sync`, so that one
@@ -20,13 +23,14 @@ import { removePrivateStackData } from "../../stack/private-stack-data.ts";
 import { BUCKET, freePort, PROJECT, startStack, STATE, type Stack } from "../../stack/stack.ts";
 import { applyChange, CHANGE_DIR } from "./change.ts";
 import { FLOOR_COMMANDS, floors } from "./floors.ts";
-import type { DatasetResult, PeerRow, PeersResults, Sample } from "./model.ts";
+import { operationCpu, type DatasetResult, type PeerRow, type PeersResults, type Polling, type Sample } from "./model.ts";
 import { ensureNpmWorkspace } from "./npm-workspace.ts";
 import { peerStore } from "./peer-store.ts";
 import { writePeersResults } from "./report.ts";
 import { RESTIC_COMMANDS, resticRepo } from "./restic.ts";
 import { q, requireTools, sh } from "./shell.ts";
-import { CHUNKED_BACKUP, DEFAULT_BACKUP, DEFAULT_RESTORE, INCREMENTAL_BACKUP, LAZY_RESTORE, MOUNT_BACKUP, MOUNT_RESTORE, snapflowRuns, type SnapflowRun } from "./snapflow-runs.ts";
+import { stackCpuMeter, type StackPids } from "./stack-cpu.ts";
+import { CHUNKED_BACKUP, DEFAULT_BACKUP, DEFAULT_RESTORE, INCREMENTAL_BACKUP, LAZY_RESTORE, MOUNT_BACKUP, MOUNT_RESTORE, POLL_MS, snapflowRuns, type SnapflowRun } from "./snapflow-runs.ts";
 
 export interface PeersOptions {
   runs: number;
@@ -45,6 +49,8 @@ export const PEERS_DEFAULTS: PeersOptions = {
 };
 
 const snapflowCommand = (what: string) => `${what} → poll until complete`;
+/** status polls of a completed run that measure what one poll costs (model.ts Polling) */
+const CALIBRATION_POLLS = 20;
 const ROWS: Omit<PeerRow, "samples">[] = [
   { id: "floor-file", who: "floor", label: "floor: tar | zstd -T0 -3 to a file", command: FLOOR_COMMANDS["floor-file"] },
   { id: "floor-store", who: "floor", label: "floor with the store: … | rclone rcat", command: FLOOR_COMMANDS["floor-store"] },
@@ -71,6 +77,9 @@ const chunkFigures = (r: SnapflowRun) => {
 /** A lazy restore's two moments and where its chunks came from. */
 const lazyFigures = (r: SnapflowRun) => ({ usableMs: r.raw.materialize?.usableMs, servingMs: r.raw.materialize?.servingMs, completeMs: r.raw.verify?.completeMs, chunks: (r.raw.verify?.lazy as { chunks?: unknown } | undefined)?.chunks });
 
+/** a snapflow operation's result is its run (for measure's polling estimate) */
+const asRun = (r: SnapflowRun) => r;
+
 const fromRun = (r: SnapflowRun, extra: Record<string, unknown> = {}): Sample => {
   const substeps: Record<string, number> = {};
   for (const [step, v] of Object.entries(r.raw)) {
@@ -78,7 +87,10 @@ const fromRun = (r: SnapflowRun, extra: Record<string, unknown> = {}): Sample =>
       if (inner && typeof inner === "object" && typeof (inner as { ms?: unknown }).ms === "number") substeps[`${step}.${k}`] = (inner as { ms: number }).ms;
     }
   }
-  return { ms: r.wallMs, steps: r.steps, substeps, detail: { id: r.id, snapshotId: r.snapshotId, totalMs: r.totalMs, steps: r.raw, ...extra } };
+  // A backup's archive: the most its archive and transfer steps report (the transfer's when the archive streams into
+  // it; the archive step's image for a chunked backup, whose transfer reports only its index). Restores have none.
+  const archiveBytes = r.kind === "backup" ? Math.max(r.raw.archive?.bytes ?? 0, r.raw.transfer?.bytes ?? 0) : 0;
+  return { ms: r.wallMs, steps: r.steps, substeps, ...(archiveBytes ? { archiveBytes } : {}), detail: { id: r.id, snapshotId: r.snapshotId, totalMs: r.totalMs, steps: r.raw, ...extra } };
 };
 
 export async function runPeers(o: PeersOptions, log: (line: string) => void = (l) => console.error(l)): Promise<number> {
@@ -108,6 +120,18 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
     const store = peerStore(stackDir, stack.s3Endpoint, BUCKET);
     const floor = floors(store, scratch);
     const snap = snapflowRuns(api);
+    const running = stack;
+    const stackPids = (): StackPids => ({ agent: running.parts.agent().child.pid!, wrangler: running.wranglerPid, store: running.parts.store().pid });
+    /** What one status poll costs, measured on the completed run at the pace follow() polls (after its span, not in it). */
+    const pollingOf = async (run: SnapflowRun): Promise<Polling | undefined> => {
+      const meter = stackCpuMeter(stackPids);
+      for (let i = 0; i < CALIBRATION_POLLS; i++) {
+        await snap.poll(run);
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+      const cpu = meter.since();
+      return cpu && { polls: run.polls, calibrationPolls: CALIBRATION_POLLS, workerPerPoll: cpu.worker / CALIBRATION_POLLS, wranglerPerPoll: cpu.wrangler / CALIBRATION_POLLS };
+    };
     const versions = (await sh("restic version | cut -d' ' -f1-2; rclone version | sed -n 1p")).stdout.trim().split("\n").join(", ");
     const results: PeersResults = {
       name: o.name,
@@ -142,14 +166,19 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
 
       for (let run = 1; run <= o.runs; run++) {
         const tag = `${name} run ${run}/${o.runs}`;
-        /** Times one operation after a sync; a failure is recorded and yields undefined. */
-        const measure = async <T>(id: string, fn: () => Promise<T>, sample: (t: T) => Sample): Promise<T | undefined> => {
+        /** Times one operation after a sync, with the CPU each part of the stack spent meanwhile; a failure is recorded and yields undefined. */
+        const measure = async <T>(id: string, fn: () => Promise<T>, sample: (t: T) => Sample, polled?: (t: T) => SnapflowRun): Promise<T | undefined> => {
           await sh("sync");
           try {
+            const meter = stackCpuMeter(stackPids);
             const t = await fn();
-            const smp = sample(t);
+            const cpu = meter.since();
+            const polling = cpu && polled ? await pollingOf(polled(t)) : undefined;
+            const smp: Sample = { ...sample(t), ...(cpu ? { cpu } : {}), ...(polling ? { polling } : {}) };
             d.rows.find((r) => r.id === id)!.samples.push(smp);
-            log(`peers: [${tag}] ${id.padEnd(22)} ${(smp.ms / 1000).toFixed(2)} s${smp.steps ? `  (${Object.entries(smp.steps).map(([k, v]) => `${k} ${(v / 1000).toFixed(2)}`).join(", ")})` : ""}`);
+            const own = operationCpu(smp);
+            const cpuLine = own ? `  CPU-s ${Object.entries(own).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}${polling ? ` (less ${polling.polls} polls at ${(polling.workerPerPoll * 1000).toFixed(1)} ms of Worker each)` : ""}` : "  (no CPU figure: a part restarted)";
+            log(`peers: [${tag}] ${id.padEnd(22)} ${(smp.ms / 1000).toFixed(2)} s${smp.steps ? `  (${Object.entries(smp.steps).map(([k, v]) => `${k} ${(v / 1000).toFixed(2)}`).join(", ")})` : ""}${cpuLine}`);
             return t;
           } catch (e) {
             const message = `${id} (run ${run}): ${(e as Error).message}`;
@@ -179,30 +208,30 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
         }
 
         // snapflow
-        const full = await measure("snapflow-backup", () => snap.backup(sandbox, DEFAULT_BACKUP), (r) => fromRun(r));
+        const full = await measure("snapflow-backup", () => snap.backup(sandbox, DEFAULT_BACKUP), (r) => fromRun(r), asRun);
         if (full) {
           const change = await applyChange(dir, o.seed, o.changeBytes);
-          await measure("snapflow-incremental", () => snap.backup(sandbox, INCREMENTAL_BACKUP, full.snapshotId), (r) => fromRun(r));
+          await measure("snapflow-incremental", () => snap.backup(sandbox, INCREMENTAL_BACKUP, full.snapshotId), (r) => fromRun(r), asRun);
           await change.undo();
           const target = `${sandbox}-restore-${run}`;
           // Not in its figure (POST → complete is what a user waits for), but kept: the floor's restore includes one.
           const restoreThenSync = async () => ({ run: await snap.restore(full.snapshotId!, target, DEFAULT_RESTORE), syncAfterMs: (await sh("sync")).ms });
-          await measure("snapflow-restore", restoreThenSync, (r) => fromRun(r.run, { syncAfterMs: r.syncAfterMs }));
+          await measure("snapflow-restore", restoreThenSync, (r) => fromRun(r.run, { syncAfterMs: r.syncAfterMs }), (r) => r.run);
           await snap.dispose(target, false).catch((e: Error) => log(`peers: could not end sandbox ${target}: ${e.message}`));
         }
-        const image = await measure("snapflow-mount-backup", () => snap.backup(sandbox, MOUNT_BACKUP), (r) => fromRun(r));
+        const image = await measure("snapflow-mount-backup", () => snap.backup(sandbox, MOUNT_BACKUP), (r) => fromRun(r), asRun);
         if (image) {
           const target = `${sandbox}-mount-${run}`;
-          const mounted = await measure("snapflow-mount-restore", () => snap.restore(image.snapshotId!, target, MOUNT_RESTORE), (r) => fromRun(r));
+          const mounted = await measure("snapflow-mount-restore", () => snap.restore(image.snapshotId!, target, MOUNT_RESTORE), (r) => fromRun(r), asRun);
           await snap.dispose(target, mounted !== undefined).catch((e: Error) => log(`peers: could not unmount or end sandbox ${target}: ${e.message}`));
         }
-        const chunked = await measure("snapflow-chunked-backup", () => snap.backup(sandbox, CHUNKED_BACKUP), (r) => fromRun(r, chunkFigures(r)));
+        const chunked = await measure("snapflow-chunked-backup", () => snap.backup(sandbox, CHUNKED_BACKUP), (r) => fromRun(r, chunkFigures(r)), asRun);
         if (chunked) {
           const change = await applyChange(dir, o.seed, o.changeBytes);
-          const fork = await measure("snapflow-chunked-fork", () => snap.backup(sandbox, CHUNKED_BACKUP), (r) => fromRun(r, chunkFigures(r)));
+          const fork = await measure("snapflow-chunked-fork", () => snap.backup(sandbox, CHUNKED_BACKUP), (r) => fromRun(r, chunkFigures(r)), asRun);
           await change.undo();
           const target = `${sandbox}-lazy-${run}`;
-          const lazy = await measure("snapflow-lazy-restore", () => snap.restore(chunked.snapshotId!, target, LAZY_RESTORE), (r) => fromRun(r, lazyFigures(r)));
+          const lazy = await measure("snapflow-lazy-restore", () => snap.restore(chunked.snapshotId!, target, LAZY_RESTORE), (r) => fromRun(r, lazyFigures(r)), asRun);
           const usableMs = lazy?.raw.materialize?.usableMs;
           if (typeof usableMs === "number") d.rows.find((r) => r.id === "snapflow-lazy-usable")!.samples.push({ ms: usableMs, detail: { id: lazy!.id } });
           await snap.dispose(target, lazy !== undefined).catch((e: Error) => log(`peers: could not unmount or end sandbox ${target}: ${e.message}`));

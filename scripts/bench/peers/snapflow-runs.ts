@@ -15,7 +15,10 @@ export const LAZY_RESTORE = "lazy-squashfs";
 export const POLL_MS = 100;
 
 export interface SnapflowRun {
+  kind: "backup" | "restore";
   id: string;
+  /** the status GETs it took to see it complete */
+  polls: number;
   snapshotId?: string;
   wallMs: number;
   /** the Workflow's own total, when it reports one */
@@ -26,13 +29,15 @@ export interface SnapflowRun {
 
 type Api = ReturnType<typeof apiClient>;
 
-async function follow(api: Api, kind: "backup" | "restore", id: string, t0: number, timeoutMs = 60 * 60_000): Promise<SnapflowRun> {
-  for (;;) {
-    const s = await api.call<RunStatus>("GET", `/api/${kind}s/${id}`);
+const status = (api: Api, kind: SnapflowRun["kind"], id: string) => api.call<RunStatus>("GET", `/api/${kind}s/${id}`);
+
+async function follow(api: Api, kind: SnapflowRun["kind"], id: string, t0: number, timeoutMs = 60 * 60_000): Promise<SnapflowRun> {
+  for (let polls = 1; ; polls++) {
+    const s = await status(api, kind, id);
     if (s.status === "complete") {
       const wallMs = Math.round(performance.now() - t0);
       const steps = Object.fromEntries(Object.entries(s.steps).map(([k, v]) => [k, v.ms]));
-      return { id, snapshotId: s.snapshotId, wallMs, totalMs: s.totalMs, steps, raw: s.steps };
+      return { kind, id, polls, snapshotId: s.snapshotId, wallMs, totalMs: s.totalMs, steps, raw: s.steps };
     }
     if (s.status === "errored" || s.status === "terminated") throw new Error(`snapflow ${kind} ${id} ${s.status}: ${s.error ?? "no error message"}`);
     if (performance.now() - t0 > timeoutMs) throw new Error(`snapflow ${kind} ${id} still ${s.status} after ${timeoutMs / 1000} s`);
@@ -54,6 +59,8 @@ export function snapflowRuns(api: Api) {
       const r = await api.startRestore({ snapshotId, sandboxId, path: "/workspace", strategy });
       return follow(api, "restore", r.id, t0);
     },
+    /** one more status poll of a run, as follow() makes them (to measure what a poll costs) */
+    poll: (run: SnapflowRun) => status(api, run.kind, run.id),
     /** deletes snapshots and collects the chunks only they had (grace 0: nothing else runs on the race's stack) */
     async forgetChunked(snapshotIds: string[]): Promise<void> {
       for (const id of snapshotIds) await api.call("DELETE", `/api/snapshots/${id}`);
