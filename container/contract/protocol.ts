@@ -265,10 +265,11 @@ const StoredManifest = z.object({ url: z.string(), sha256: Sha256Hex.optional() 
 
 /**
  * The longest chain of overlay deltas over one image (an overlay delta of an overlay delta…: a workspace slept and
- * woken again). Each wake downloads and extracts every delta of the chain and lays them as read-only lowers of one
- * overlayfs mount, whose options the kernel takes as one page (4096 bytes): 32 layer paths of the local stack's
- * length (~90 bytes) fit with room to spare, and a wake's verify applies each layer manifest in turn. Past it a
- * workspace is backed up whole again (compaction, not built yet: docs/lifecycle.md).
+ * woken again). Why 32: a wake downloads and extracts every delta of the chain before the tree answers, so its cost
+ * grows with the chain's sum of changes (32 cycles of 10 MB: 320 MB, a third of the npm workspace's image), and its
+ * verify fetches and applies each layer manifest in turn; the kernel's own bounds are far off (500 lower layers, and
+ * the layers are named relative to their shared directory in one page of mount options). Past it a workspace is
+ * backed up whole again (compaction, not built yet: docs/lifecycle.md).
  */
 export const MAX_OVERLAY_CHAIN = 32;
 
