@@ -64,7 +64,8 @@ export function overlayLayer(name: string): { layer: string; upper: string; work
  * layer directory, side by side, so a mount can name them relative to their parent), and its image's mount, under
  * the read-only overlay of them all at mountPath(id).
  */
-export const chainLayerPath = (id: string, i: number) => `${SANDBOX_DIRS.overlays}/${id}/lower/${i}`;
+export const chainLayersPath = (id: string) => `${SANDBOX_DIRS.overlays}/${id}/lower`;
+export const chainLayerPath = (id: string, i: number) => `${chainLayersPath(id)}/${i}`;
 export const chainImagePath = (id: string) => `${SANDBOX_DIRS.mnt}/${id}.image`;
 
 /** The marker recording which dataset spec the benchmark source `name` holds. */

@@ -67,6 +67,8 @@ export const overlayPlan: RestorePlan = {
     // Each delta goes into a read-only layer of its own (an earlier attempt's is made again), its opaque
     // directories (deleted and made again in that wake) marked again from the hash-checked layer manifest: tar
     // does not carry overlayfs' mark. A delta from before layers has no list (its manifest is the whole tree's).
+    // An earlier attempt's layers go first, all in one call (a round trip per layer adds up on a deep chain).
+    if (deltas.length) await agent.clear({ remove: [where.chainLayers] });
     let next = 0;
     let opaque = 0;
     const extract = async () => {
@@ -75,7 +77,6 @@ export const overlayPlan: RestorePlan = {
         const i = next++;
         const l = deltas[i]!;
         const dir = where.chainLayer(i + 1);
-        await agent.deleteFile(dir);
         bytes += check(l, await agent.downloadFromUrl({ url: await url(l), extract: { path: dir, format: l.format as TarFormat } }));
         if (l.manifest?.layerOf) opaque += (await agent.markOpaque({ upper: dir, layer: { url: await d.presigner.url(manifestKey(l.id), "GET"), ...(l.manifest.sha256 ? { sha256: l.manifest.sha256 } : {}) } })).marked;
       }

@@ -2,7 +2,7 @@
 // user's tree. The layout itself is container/contract/sandbox-layout.ts, shared with the agent; this adds the Worker's
 // naming (by snapshot or restore id and archive format).
 import { extensionOf, type ArchiveFormat } from "../../container/contract/protocol.ts";
-import { chainImagePath, chainLayerPath, datasetMarkerPath, deltaListPath, imagePath, lazyWorkPath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/contract/sandbox-layout.ts";
+import { chainImagePath, chainLayerPath, chainLayersPath, datasetMarkerPath, deltaListPath, imagePath, lazyWorkPath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/contract/sandbox-layout.ts";
 
 export const sandboxPaths = {
   /** an archive staged before upload, or downloaded before extraction */
@@ -21,7 +21,7 @@ export const sandboxPaths = {
    */
   overlay: (restoreId: string) => {
     const { layer, upper } = overlayLayer(restoreId);
-    return { image: imagePath(restoreId, "sqsh"), lower: mountPath(restoreId), layer, upper, chainImage: chainImagePath(restoreId), chainLayer: (i: number) => chainLayerPath(restoreId, i) };
+    return { image: imagePath(restoreId, "sqsh"), lower: mountPath(restoreId), layer, upper, chainImage: chainImagePath(restoreId), chainLayers: chainLayersPath(restoreId), chainLayer: (i: number) => chainLayerPath(restoreId, i) };
   },
   /** a chunked backup's index of its staged image, read by the chunk upload */
   chunkIndex: (id: string) => stagingPath(id, "index.json"),

@@ -24,7 +24,8 @@ function noise(seed: string, size: number): Buffer {
 
 /** Files and directories of the base the first cycle edits, deletes and remakes: small, and away from `keep`. */
 export async function chooseBase(root: string, keep: string[]): Promise<BaseChoices> {
-  const kept = (p: string) => keep.some((k) => p === k || p.startsWith(`${k}/`) || k.startsWith(`${p}/`));
+  const kept = (p: string) => keep.some((k) => p === k || p.startsWith(`${k}/`));
+  const holdsKept = (p: string) => keep.some((k) => k.startsWith(`${p}/`));
   const files: string[] = [];
   const dirs: string[] = [];
   const walk = async (rel: string, depth: number) => {
@@ -32,7 +33,7 @@ export async function chooseBase(root: string, keep: string[]): Promise<BaseChoi
       const path = rel ? `${rel}/${e.name}` : e.name;
       if (kept(path) || e.name === ".git") continue;
       if (e.isDirectory()) {
-        if (depth === 2) dirs.push(path);
+        if (depth === 2 && !holdsKept(path)) dirs.push(path);
         if (depth < 3) await walk(path, depth + 1);
       } else if (e.isFile() && (await lstat(join(root, path))).size < 64 * 1024) files.push(path);
     }

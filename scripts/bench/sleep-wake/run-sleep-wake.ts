@@ -111,7 +111,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         depth = rebase ? 0 : depth + 1;
         latest = sleep.snapshotId!;
         const row = {
-          cycle: k, usableSeenMs: woke.usableSeenMs, usableMs: woke.usableMs, firstUseMs: woke.commandMs, firstUseDoneMs: woke.firstUseDoneMs, completeMs: woke.completeMs,
+          cycle: k, usableSeenMs: woke.usableSeenMs, usableMs: woke.usableMs, firstUseMs: woke.commandMs, firstUseDoneMs: woke.firstUseDoneMs, completeMs: woke.completeMs, toUsable: woke.toUsable ?? {},
           differences: diff.count,
           changedBytes: written, sleepMs: sleep.wallMs, uploadedBytes: uploaded, manifestBytes, depth, rebase, storedBytes: await storedBytes(), changedTotal: changed,
         };

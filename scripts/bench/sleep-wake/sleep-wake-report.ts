@@ -13,6 +13,8 @@ export interface SleepWakeCycle {
   firstUseDoneMs: number;
   /** POST → every chunk of the image local and verified, the restore recorded */
   completeMs: number;
+  /** where the time to usable went (first-use.ts toUsable): the transfer step brings the index and every delta */
+  toUsable: Record<string, number>;
   /** entries of the woken tree that differed from what slept (0: exact) */
   differences: number;
   /** bytes the cycle's change wrote, and the sum over the cycles so far */
@@ -61,11 +63,13 @@ export function sleepWakeMarkdown(r: SleepWakeResults): string {
     "",
     `${r.machine}. Load ${r.load.start.map((x) => x.toFixed(2)).join(" ")} → ${r.load.end.map((x) => x.toFixed(2)).join(" ")} on ${r.load.cores} cores. Emulator figures (local R2 stand-in, SeaweedFS on loopback), not production ones.`,
     "",
+    `Usable is request → the first-use marker answering at the target, seen from the host; its transfer step brings the image's index and downloads and extracts every delta of the chain (no compaction yet), so it grows with the depth.`,
+    "",
     `The tree: ${mb(r.bytes)} MB, ${r.entries} entries; base squashfs-chunked image ${mb(r.base.imageBytes)} MB in ${s(r.base.ms)} s, store after it ${mb(r.base.storedBytes)} MB. Each cycle wakes the latest snapshot (lazy-overlay-restore) in a fresh sandbox, runs \`${r.firstUse}\`, changes ${mb(r.changeBytes)} MB of new files plus an edit, a delete and a directory deleted and made again, and sleeps (overlay-delta). A chain holds at most ${r.maxDepth} deltas: a sleep past it is a whole squashfs-chunked backup (marked *whole*).`,
     "",
-    "| cycle | usable (s) | first use (s) | complete (s) | woken tree | sleep (s) | uploaded (MB) | changed (MB) | depth | store (MB) | store ÷ (base + changes) |",
-    "| --: | --: | --: | --: | --- | --: | --: | --: | --: | --: | --: |",
-    ...c.map((x) => `| ${x.cycle} | ${s(x.usableSeenMs)} | ${s(x.firstUseMs)} | ${s(x.completeMs)} | ${x.differences ? `**${x.differences} differ**` : "exact"} | ${s(x.sleepMs)} | ${mb(x.uploadedBytes + x.manifestBytes)}${x.rebase ? " *whole*" : ""} | ${mb(x.changedBytes)} | ${x.depth} | ${mb(x.storedBytes)} | ${(x.storedBytes / (r.base.storedBytes + x.changedTotal)).toFixed(3)} |`),
+    "| cycle | usable (s) | of which transfer (s) | first use (s) | complete (s) | woken tree | sleep (s) | uploaded (MB) | changed (MB) | depth | store (MB) | store ÷ (base + changes) |",
+    "| --: | --: | --: | --: | --: | --- | --: | --: | --: | --: | --: | --: |",
+    ...c.map((x) => `| ${x.cycle} | ${s(x.usableSeenMs)} | ${s(x.toUsable?.transferMs)} | ${s(x.firstUseMs)} | ${s(x.completeMs)} | ${x.differences ? `**${x.differences} differ**` : "exact"} | ${s(x.sleepMs)} | ${mb(x.uploadedBytes + x.manifestBytes)}${x.rebase ? " *whole*" : ""} | ${mb(x.changedBytes)} | ${x.depth} | ${mb(x.storedBytes)} | ${(x.storedBytes / (r.base.storedBytes + x.changedTotal)).toFixed(3)} |`),
     "",
   ];
   if (first && last) {
