@@ -77,6 +77,12 @@ it("three sleep/wake cycles: each wake equals what slept, each sleep uploads its
     if (cycle === 1) await put(work, `${PATH}/remade-1/old.txt`, "made in cycle 1\n");
     expect(Object.keys(await walk(work)).filter((p) => p.startsWith(`${remade}/`))).toEqual([`${remade}/again.txt`]);
 
+    // A sleep that names another parent than the snapshot the workspace was woken from is refused: its layer would
+    // be recorded over a tree it was not taken on.
+    if (cycle === 2) {
+      const wrong = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: image.snapshotId }, "errored");
+      expect(wrong.error).toContain(`was woken from ${latest}`);
+    }
     // Sleep: only the upper, with the woken snapshot as its parent.
     const sleep = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: latest });
     const record = (await api("GET", `/api/snapshots/${sleep.snapshotId}`)).json;
