@@ -37,7 +37,7 @@ if (values.strategy && (command === "backup" || command === "restore")) {
   if (s && s.kind !== command) usage(`--strategy: ${s.name} is a ${s.kind} strategy, not a ${command} one${didYouMean(values.strategy, names)}`, listed);
   if (!s) usage(`--strategy: no ${command} strategy '${values.strategy}'${didYouMean(values.strategy, names)}`, listed);
 }
-const PRESETS = [...Object.keys(MATRIX_PRESETS), "peers", "forks"];
+const PRESETS = [...Object.keys(MATRIX_PRESETS), "peers", "forks", "sleep-wake"];
 if (command === "bench" && values.preset !== undefined && !PRESETS.includes(values.preset)) usage(`--preset: no preset '${values.preset}'${didYouMean(values.preset, PRESETS)}`, `one of ${PRESETS.join(", ")}`);
 if (command === "report" && values.from) {
   // A peers race's results (they have datasets, not a matrix summary) are rewritten by their own writer.
@@ -75,6 +75,25 @@ if (command === "bench" && values.preset === "forks") {
     ...FORKS_DEFAULTS, forks, addedBytes: added,
     datasets: dataset === "all" ? FORKS_DEFAULTS.datasets : [dataset as "npm-workspace" | "added-data"],
     name: values.name ?? FORKS_DEFAULTS.name, out: values.out ?? FORKS_DEFAULTS.out,
+  }));
+}
+
+if (command === "bench" && values.preset === "sleep-wake") {
+  // Issue 24's sleep/wake cycles on a private stack: layered wakes, sleeps of what changed since, the chain's depth.
+  const { runSleepWake, SLEEP_WAKE_DEFAULTS } = await import("./bench/sleep-wake/run-sleep-wake.ts");
+  const dataset = values.dataset ?? SLEEP_WAKE_DEFAULTS.dataset;
+  if (!["npm-workspace", "node-modules"].includes(dataset)) usage(`--dataset: one of npm-workspace, node-modules (not '${dataset}')`);
+  const whole = (v: string | undefined, fallback: number, flag: string, min: number) => {
+    const n = v === undefined ? fallback : Number(v);
+    if (!Number.isInteger(n) || n < min) usage(`${flag} must be a whole number of at least ${min}`);
+    return n;
+  };
+  process.exit(await runSleepWake({
+    ...SLEEP_WAKE_DEFAULTS, dataset: dataset as "npm-workspace" | "node-modules",
+    cycles: whole(values.cycles, SLEEP_WAKE_DEFAULTS.cycles, "--cycles", 1),
+    changeBytes: whole(values.bytes, SLEEP_WAKE_DEFAULTS.changeBytes, "--bytes", 0),
+    files: whole(values.files, SLEEP_WAKE_DEFAULTS.files, "--files", 1),
+    name: values.name ?? `sleep-wake-${dataset}`, out: values.out ?? SLEEP_WAKE_DEFAULTS.out,
   }));
 }
 

@@ -264,10 +264,24 @@ const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "a SHA-256 in lowercase hex
 const StoredManifest = z.object({ url: z.string(), sha256: Sha256Hex.optional() }).strict();
 
 /**
- * A manifest the agent reads itself: a file in the sandbox, or the store over a presigned GET (the Worker stays out
- * of the byte path). A layer (version 2) comes with its base's manifest, which the agent applies it to.
+ * The longest chain of overlay deltas over one image (an overlay delta of an overlay delta…: a workspace slept and
+ * woken again). Why 32: a wake downloads and extracts every delta of the chain before the tree answers, so its cost
+ * grows with the chain's sum of changes (32 cycles of 10 MB: 320 MB, a third of the npm workspace's image), and its
+ * verify fetches and applies each layer manifest in turn; the kernel's own bounds are far off (500 lower layers, and
+ * the layers are named relative to their shared directory in one page of mount options). Past it a workspace is
+ * backed up whole again (compaction, not built yet: docs/lifecycle.md).
  */
-export const ManifestSource = z.union([z.object({ file: z.string() }).strict(), StoredManifest.extend({ base: StoredManifest.optional() }).strict()]);
+export const MAX_OVERLAY_CHAIN = 32;
+
+/**
+ * A manifest the agent reads itself: a file in the sandbox, or the store over a presigned GET (the Worker stays out
+ * of the byte path). A layer (version 2) comes with its base's manifest, which the agent applies it to, and, in a
+ * chain of overlay deltas, with the layers between (`under`, oldest first), applied to the base before it.
+ */
+export const ManifestSource = z.union([
+  z.object({ file: z.string() }).strict(),
+  StoredManifest.extend({ base: StoredManifest.optional(), under: z.array(StoredManifest).max(MAX_OVERLAY_CHAIN - 1).optional() }).strict(),
+]);
 export type ManifestSource = z.infer<typeof ManifestSource>;
 
 export const VerifyTreeBody = z.object({
@@ -456,6 +470,7 @@ export type DownloadRangedBody = z.infer<typeof DownloadRangedBody>;
 //   POST   /v1/overlay      OverlayBody      a writable overlay over `lower` mounted at `path` → {upper, work, ms, mounted}
 //   POST   /v1/overlay/opaque OverlayOpaqueBody  mark a restored upper's opaque directories, as its layer
 //                                            manifest lists them → {marked, ms}
+//   POST   /v1/overlay/stack OverlayStackBody  a read-only overlay of several lowers (a delta chain) → {ms, mounted}
 //   GET    /v1/mounts                        the sandbox's mounts made through the agent → {mounts: MountEntry[]}
 //   DELETE /v1/mounts?path=                  unmount (overlays on top of it first) → {unmounted: paths}
 //   POST   /v1/clear        ClearBody        unmount what is mounted at each of `unmount` (nothing there is fine),
@@ -489,6 +504,13 @@ export const OverlayBody = z.object({
  * against the record's SHA-256): tar does not carry overlayfs' opaque mark, the manifest lists the directories that had it.
  */
 export const OverlayOpaqueBody = z.object({ upper: z.string(), layer: StoredManifest }).strict();
+
+/**
+ * POST /v1/overlay/stack: a read-only overlay of several lower directories (`lowers`, topmost first: an overlay
+ * delta chain's extracted layers, then its image's mount) mounted at `path`, which a writable overlay then uses as
+ * its lower. The kernel reads the layers' whiteouts and opaque marks; nothing is written to them.
+ */
+export const OverlayStackBody = z.object({ path: z.string(), lowers: z.array(z.string()).min(2).max(MAX_OVERLAY_CHAIN + 1) }).strict();
 
 /** Paths to clear before a mount is made again: unmounted in the order given, then deleted (never through a mount). */
 export const ClearBody = z.object({ unmount: z.array(z.string()).max(16).default([]), remove: z.array(z.string()).max(16).default([]) }).strict();

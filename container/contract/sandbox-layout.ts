@@ -59,6 +59,15 @@ export function overlayLayer(name: string): { layer: string; upper: string; work
   return { layer, upper: `${layer}/upper`, work: `${layer}/work` };
 }
 
+/**
+ * A woken overlay delta chain: each delta extracted into its own read-only layer directory (below the overlay's
+ * layer directory, side by side, so a mount can name them relative to their parent), and its image's mount, under
+ * the read-only overlay of them all at mountPath(id).
+ */
+export const chainLayersPath = (id: string) => `${SANDBOX_DIRS.overlays}/${id}/lower`;
+export const chainLayerPath = (id: string, i: number) => `${chainLayersPath(id)}/${i}`;
+export const chainImagePath = (id: string) => `${SANDBOX_DIRS.mnt}/${id}.image`;
+
 /** The marker recording which dataset spec the benchmark source `name` holds. */
 export const datasetMarkerPath = (name: string) => `${SANDBOX_DIRS.datasets}/${name}.json`;
 

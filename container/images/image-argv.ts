@@ -169,6 +169,18 @@ export function overlayKernelArgv(lower: string, upper: string, work: string, di
   return ["mount", "-t", "overlay", "overlay", "-o", `nosuid,nodev,${overlayOptions(lower, upper, work)}`, dir];
 }
 
+/**
+ * A read-only overlay of `lowers` (topmost first, no upper: the kernel mounts it read-only). Relative lowers are
+ * resolved from the mount's working directory: the kernel reads the options as one page (4096 bytes), and a chain's
+ * layers, named relative to the directory they share, stay far below it.
+ */
+export function overlayStackArgv(lowers: string[], dir: string): string[] {
+  return ["mount", "-t", "overlay", "overlay", "-o", `ro,nosuid,nodev,lowerdir=${lowers.join(":")}`, dir];
+}
+
+/** mount(2)'s data page, less its terminating NUL: options longer than this are cut by the kernel (E2BIG/EINVAL). */
+export const MOUNT_OPTIONS_MAX = 4095;
+
 export function overlayFuseArgv(lower: string, upper: string, work: string, dir: string): string[] {
   return ["fuse-overlayfs", "-o", `nosuid,nodev,${overlayOptions(lower, upper, work)}`, dir];
 }

@@ -15,8 +15,11 @@ import { checkUrl } from "../transfer/presigned.ts";
 import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest } from "../contract/protocol.ts";
 
 type Stored = { url: string; sha256?: string };
-/** A layer (version 2) names its base's manifest beside it: the tree's manifest is the base with the layer applied. */
-export type ManifestSource = { file: string } | (Stored & { base?: Stored });
+/**
+ * A layer (version 2) names its base's manifest beside it: the tree's manifest is the base with the layer applied;
+ * in a chain of overlay deltas, the layers between (`under`, oldest first) are applied to the base before it.
+ */
+export type ManifestSource = { file: string } | (Stored & { base?: Stored; under?: Stored[] });
 
 /** Writes the manifest as JSON; answers its size in bytes. */
 export async function writeManifest(file: string, manifest: Manifest): Promise<number> {
@@ -96,6 +99,14 @@ export async function loadManifest(source: ManifestSource, field: string): Promi
   if ((json as { version?: unknown } | null)?.version !== 2) return parsed(ManifestSchema, json, field);
   const layer = parsed(LayerManifestSchema, json, field);
   if ("file" in source || !source.base) throw new AgentError("bad_request", `${field}: a layer manifest (over snapshot ${layer.base}) needs its base's manifest beside it (${field}.base)`, `${field}.base`);
-  // The base is a whole manifest: layers never stack (an overlay delta is always taken against its base image).
-  return applyLayer(await loadManifest({ ...source.base }, `${field}.base`), layer);
+  // The base is a whole manifest (the chain's image); each layer below this one is applied to it in turn, oldest first.
+  // Fetched at once (each is small but one round trip), applied in order.
+  const under = source.under ?? [];
+  const [base, ...layers] = await Promise.all([loadManifest({ ...source.base }, `${field}.base`), ...under.map((stored, i) => loadLayerManifest(stored, `${field}.under[${i}]`))]);
+  let tree = base as Manifest;
+  for (const [i, below] of layers.entries()) {
+    if (!below) throw new AgentError("bad_request", `${field}.under[${i}]: not a layer manifest (version 2)`, `${field}.under[${i}]`);
+    tree = applyLayer(tree, below as LayerManifest);
+  }
+  return applyLayer(tree, layer);
 }

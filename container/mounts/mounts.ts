@@ -11,9 +11,11 @@ import { constants } from "node:fs";
 import { access, lstat, mkdir, readdir, readFile, realpath, rm } from "node:fs/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { findOnPath } from "../system/find-on-path.ts";
-import { checkOverlayPath, FUSE_IMAGE_TOOLS, mountFuseArgv, mountKernelArgv, overlayFuseArgv, overlayKernelArgv, unmountArgv } from "../images/image-argv.ts";
+import { dirname, relative } from "node:path";
+import { checkOverlayPath, FUSE_IMAGE_TOOLS, MOUNT_OPTIONS_MAX, mountFuseArgv, mountKernelArgv, overlayFuseArgv, overlayKernelArgv, overlayStackArgv, unmountArgv } from "../images/image-argv.ts";
 import { runQuiet } from "../images/images.ts";
 import { hasCapSysAdmin } from "../system/probe.ts";
+import { startTool } from "../system/run-tool.ts";
 import type { ImageFormat, MountEntry } from "../contract/protocol.ts";
 
 /** A registry entry: the public MountEntry plus the host paths it stands on. */
@@ -120,8 +122,8 @@ export async function prepareTarget(dir: string, field: string): Promise<string>
   return canonical;
 }
 
-async function runMount(argv: string[], hostPath: string): Promise<MountInfo> {
-  await runQuiet(argv);
+async function runMount(argv: string[], hostPath: string, cwd?: string): Promise<MountInfo> {
+  await (cwd ? startTool(argv, { stdout: "ignore", cwd }).done : runQuiet(argv));
   const info = (await readMountinfo()).findLast((m) => m.mountPoint === hostPath);
   if (!info) throw new AgentError("tool_failed", `${argv.join(" ")} succeeded but nothing is mounted at ${hostPath}`);
   return info;
@@ -195,6 +197,42 @@ export async function mountOverlay(registry: MountRegistry, sandboxId: string, r
     since: new Date().toISOString(), upper: r.upperPath, work: r.workPath,
   };
   registry.add(sandboxId, { entry, hostPath, hostSources: [lower, upper, work], fuse: r.how === "fuse" });
+  return entry;
+}
+
+export interface OverlayStackRequest {
+  /** host and sandbox paths of the lowers, topmost first, and of the mount point */
+  lowers: string[];
+  lowerPaths: string[];
+  dir: string;
+  path: string;
+}
+
+/**
+ * Mounts a read-only overlay of several lowers (an overlay delta chain's layers over its image) and registers it;
+ * the same stack already mounted at `dir` (a retried step) is answered as made. The kernel's overlayfs only: the
+ * layers' whiteouts and opaque marks are its own format.
+ */
+export async function mountOverlayStack(registry: MountRegistry, sandboxId: string, r: OverlayStackRequest): Promise<MountEntry> {
+  const source = r.lowerPaths.join(":");
+  const same = await mountedAt(registry, sandboxId, r.dir, (e) => e.kind === "overlay" && e.source === source && !e.upper);
+  if (same) return same;
+  await requireKernelFs("overlay");
+  const lowers: string[] = [];
+  for (const [i, l] of r.lowers.entries()) {
+    if (!(await lstat(l).catch(() => null))?.isDirectory()) throw new AgentError("not_found", `lowers[${i}]: no directory there`, `lowers[${i}]`);
+    lowers.push(checkOverlayPath(await realpath(l), `lowers[${i}]`));
+  }
+  const hostPath = checkOverlayPath(await prepareTarget(r.dir, "path"), "path");
+  // Layers that share the top layer's directory are named relative to it (the mount runs there): the options stay
+  // within the kernel's page whatever the sandbox root's length.
+  const cwd = dirname(lowers[0]!);
+  const named = lowers.map((l) => (dirname(l) === cwd ? relative(cwd, l) : l));
+  const argv = overlayStackArgv(named, hostPath);
+  if (argv[5]!.length > MOUNT_OPTIONS_MAX) throw new AgentError("bad_request", `lowers: ${lowers.length} layers make overlay options of ${argv[5]!.length} bytes, more than the kernel reads (${MOUNT_OPTIONS_MAX})`, "lowers");
+  const info = await runMount(argv, hostPath, cwd);
+  const entry: MountEntry = { path: r.path, kind: "overlay", source, how: "kernel", tool: "mount", fstype: info.fstype, since: new Date().toISOString() };
+  registry.add(sandboxId, { entry, hostPath, hostSources: lowers, fuse: false });
   return entry;
 }
 

@@ -20,7 +20,8 @@ export async function requestedManifest(c: Ctx, source: P.ManifestSource | undef
   // A manifest URL is fetched like any other: only from the store's origin.
   if ("file" in source) return loadManifest({ file: await c.path(source.file, `${field}.file`) }, field);
   const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
-  return loadManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}) }, field);
+  const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
+  return loadManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field);
 }
 
 /** The in-stream check a restore request asks for, if any. */

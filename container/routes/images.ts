@@ -1,6 +1,7 @@
 // Routes for filesystem images and what is mounted from them: build a squashfs/erofs image from a tree,
 // materialize an image (check it, then extract it or mount it with the kernel or squashfuse), lay a writable
-// overlay over a mounted lower dir (and mark a restored upper's opaque directories), list this sandbox's mounts
+// overlay over a mounted lower dir (and mark a restored upper's opaque directories; stack a delta chain's layers
+// read-only under it), list this sandbox's mounts
 // and unmount one. Mounts are recorded in the agent's registry so a sandbox's mounts can be listed and undone in
 // order.
 import { createHash } from "node:crypto";
@@ -11,7 +12,7 @@ import { refuseIfMounted } from "../mounts/mount-guard.ts";
 import { checkImage, extractImage, makeImage } from "../images/images.ts";
 import { makeImageWithManifest } from "../images/image-with-manifest.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
-import { listMounts, mountImage, mountOverlay, unmountPath } from "../mounts/mounts.ts";
+import { listMounts, mountImage, mountOverlay, mountOverlayStack, unmountPath } from "../mounts/mounts.ts";
 import { markOpaqueDirs } from "../mounts/overlay-opaque.ts";
 import * as P from "../contract/protocol.ts";
 import { overlayLayer } from "../contract/sandbox-layout.ts";
@@ -49,6 +50,16 @@ export const imageRoutes: Routes = {
   "POST /v1/overlay/opaque": async (c) => {
     const body = await c.json(P.OverlayOpaqueBody);
     return markOpaqueDirs(await existingDir(await c.path(body.upper, "upper"), "upper"), body.layer);
+  },
+
+  "POST /v1/overlay/stack": async (c) => {
+    const started = performance.now();
+    const body = await c.json(P.OverlayStackBody);
+    const lowerPaths = body.lowers.map((l, i) => checkSandboxPath(l, `lowers[${i}]`));
+    const lowers = await Promise.all(lowerPaths.map((l, i) => c.path(l, `lowers[${i}]`)));
+    const path = checkSandboxPath(body.path, "path");
+    const mounted = await mountOverlayStack(c.agent.mounts, c.sandboxId, { lowers, lowerPaths, dir: await c.path(path, "path"), path });
+    return { ms: Math.round(performance.now() - started), mounted };
   },
 
   "GET /v1/mounts": async (c) => ({ mounts: await listMounts(c.agent.mounts, c.sandboxId) }),

@@ -41,8 +41,10 @@ export async function resolveSandboxPath(root: SandboxRoot, path: unknown, field
     } catch (e) {
       if (e instanceof AgentError) throw e;
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
-      // A dangling symlink: writing through it would create its target, wherever that is.
+      // A dangling symlink: writing through it would create its target, wherever that is. Something there that
+      // resolves now was made between the two calls (another request making the same parent): looked at again.
       if (await lstat(probe).then(() => true, () => false)) {
+        if (await realpath(probe).then(() => true, () => false)) continue;
         throw new AgentError("path_outside_root", `${field} '${normal}' leads through a dangling symlink`, field);
       }
       const parent = posix.dirname(probe);

@@ -14,7 +14,7 @@ export const FLAGS = {
   limit: { type: "string" }, cursor: { type: "string" }, cascade: { type: "boolean" }, delete: { type: "boolean" },
   "keep-last": { type: "string" }, "grace-seconds": { type: "string" }, "dry-run": { type: "boolean" }, "keep-daily": { type: "string" }, "keep-weekly": { type: "string" },
   exclude: { type: "string", multiple: true }, gitignore: { type: "boolean" }, "exclude-caches": { type: "boolean" },
-  preset: { type: "string" }, spec: { type: "string" }, dataset: { type: "string" }, files: { type: "string" }, bytes: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, out: { type: "string" },
+  preset: { type: "string" }, spec: { type: "string" }, dataset: { type: "string" }, files: { type: "string" }, bytes: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, cycles: { type: "string" }, out: { type: "string" },
 } as const satisfies Record<string, Option>;
 
 export type Flag = keyof typeof FLAGS;
@@ -131,7 +131,7 @@ restore: before every byte is local) and complete, and where it went.
     flags: ["out", "from"],
   },
   bench: {
-    usage: "bench [--preset smoke|seeds|seed-003|peers|forks | --spec FILE] [--name N] [--runs N] [--out DIR]",
+    usage: "bench [--preset smoke|seeds|seed-003|peers|forks|sleep-wake | --spec FILE] [--name N] [--runs N] [--out DIR]",
     summary: "run a benchmark matrix or race and write results/<name>.{json,md,svg} (the run it replaces moves to results/archive/)",
     details: `A matrix (a preset or --spec FILE) runs on the stack: progress, then the summary and the machine's description.
   --preset peers [--dataset npm-workspace|node-modules|all] [--runs N] [--files N --bytes N]
@@ -139,8 +139,13 @@ restore: before every byte is local) and complete, and where it went.
       other load first). --files/--bytes size the generated node-modules tree (default 34500 / 692000000).
   --preset forks [--dataset npm-workspace|added-data|all] [--runs N] [--bytes N]
       issue 10's race on a private stack: a lazy restore's usable moment, first use, forks, the chunk store.
-      --runs: the number of forks (default 10); --bytes: added-data's added bytes (default 5 GB).`,
-    flags: ["preset", "spec", "name", "runs", "out", "dataset", "files", "bytes"],
+      --runs: the number of forks (default 10); --bytes: added-data's added bytes (default 5 GB).
+  --preset sleep-wake [--dataset npm-workspace|node-modules] [--cycles N] [--bytes N] [--files N]
+      issue 24's cycles on a private stack: a chunked base, then N times wake the latest snapshot
+      (lazy-overlay-restore), first use, change (--bytes new, default 10 MB; an edit, a delete, a directory
+      deleted and made again), sleep (overlay-delta). Each wake is compared with an independent walk (hashes
+      included) of what slept: exit 1 on any difference. --cycles default 100; --files: node-modules' file count.`,
+    flags: ["preset", "spec", "name", "runs", "cycles", "out", "dataset", "files", "bytes"],
   },
   load: {
     usage: "load [--out DIR]",

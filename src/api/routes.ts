@@ -42,6 +42,7 @@ import { cancelRun } from "../runs/cancel-run.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
+import { chainOf, chainOver } from "../snapshots/overlay-chain.ts";
 import { runDoctor } from "../doctor/doctor.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
 import { defaultMarks, defaultRestore } from "./default-restore.ts";
@@ -158,17 +159,15 @@ const routes: [string, string, Handler][] = [
     if (base && tenantOf(base) !== body.tenant) base = null;
     if (body.baseSnapshotId && !base) throw apiError("not_found", `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
     if (strategy.delta === "overlay-upper" && base?.delta?.kind === "overlay-upper") {
-      // A fork of a fork: restoring the named overlay delta extracted its upper into this overlay's upper, so the
-      // upper holds its changes too and this delta is taken against its base image. Deltas never chain.
-      base = await readSnapshot(d.store, d.kv, base.delta.base);
-      if (!base) throw apiError("not_found", `baseSnapshotId: ${body.baseSnapshotId} is an overlay delta whose base image does not exist any more`, "baseSnapshotId");
-      body.baseSnapshotId = base.id;
+      // A sleep of a workspace woken from an overlay delta: the wake laid the delta's chain read-only under an empty
+      // upper, so this delta is what changed since, over the named one. Every link is checked, and the depth bounded.
+      await chainOver(d, base, "baseSnapshotId");
     }
     if (strategy.delta === "changed-files" && base?.delta?.kind === "overlay-upper") {
       // Its manifest is a layer over its base image's, and a chain of tar layers cannot end in an image.
       throw apiError("bad_request", `baseSnapshotId: ${base.id} is an overlay delta; a changed-files delta builds on a tar snapshot (take the fork's next delta with overlay-delta)`, "baseSnapshotId");
     }
-    if (strategy.delta === "overlay-upper" && base && base.format.kind !== "squashfs") {
+    if (strategy.delta === "overlay-upper" && base && !base.delta && base.format.kind !== "squashfs") {
       throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs base image; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }
     const id = newId("bk");
@@ -188,7 +187,8 @@ const routes: [string, string, Handler][] = [
     // caller that the id exists. Snapshots from before tenants are the default tenant's.
     const snapshot = found && tenantOf(found) === body.tenant ? found : null;
     if (!snapshot) throw apiError("not_found", `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
-    const base = snapshot.delta?.kind === "overlay-upper" ? await readSnapshot(d.store, d.kv, snapshot.delta.base) : null;
+    // An overlay delta is restored over its chain's image: its format says which restores can mount it.
+    const base = snapshot.delta?.kind === "overlay-upper" ? await readSnapshot(d.store, d.kv, chainOf(snapshot)[0]!) : null;
     const fits = restoresForSnapshot(snapshot, base?.format);
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
     const strategy = body.strategy ?? defaultRestore(fits)?.name;

@@ -32,8 +32,9 @@ export interface ArchiveResult extends StepResult {
   staged?: string;
   /** a delta: the list of changed entries in the sandbox, and what it holds */
   delta?: { list: string; changed: number; deleted: number; changedBytes: number };
-  /** an overlay delta: the upper directory archived instead of `path` */
+  /** an overlay delta: the upper directory archived instead of `path`, and the chain it lays over (overlay-chain.ts) */
   archiveRoot?: string;
+  chain?: string[];
   /** absent when the manifest is made during transfer (a single-pass streaming backup): the transfer has it */
   manifest?: ManifestTotals;
   /** the archive is made in one read of the source during transfer, which then stores the manifest */

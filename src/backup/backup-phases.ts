@@ -52,8 +52,8 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   if (isImage(s.format) && !s.delta && !BACKUP_TRANSFERS[s.path].streamsArchive) return imageArchivePhase(d, p, s, agent, t);
   if (s.delta === "overlay-upper") {
     // The merged view is what a restore must reproduce; the upper directory is what changed, so only it is read.
-    const { manifest, archiveRoot, layer } = await storeOverlayLayer(d, p, agent);
-    return { ...(await archiveTail(d, p, s, agent, t, manifest, undefined, archiveRoot)), layer };
+    const { manifest, archiveRoot, chain, layer } = await storeOverlayLayer(d, p, agent);
+    return { ...(await archiveTail(d, p, s, agent, t, manifest, undefined, archiveRoot)), chain, layer };
   }
   // Tar deltas on paths without single pass: the manifest is a walk of its own (a second read). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
   let text: string;
@@ -216,7 +216,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     manifest: { key: manifestKey(p.snapshotId), ...totals },
     ...(sent.chunks ? { chunks: chunkRecordOf(sent.chunks) } : {}),
     ...(delta ? { delta: { kind: "changed-files" as const, base: p.baseSnapshotId!, changed: delta.changed, deleted: delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),
-    ...(archived.archiveRoot ? { delta: { kind: "overlay-upper" as const, base: p.baseSnapshotId! } } : {}),
+    ...(archived.archiveRoot ? { delta: { kind: "overlay-upper" as const, base: p.baseSnapshotId!, ...(archived.chain ? { chain: archived.chain } : {}) } } : {}),
     ...(p.name ? { name: p.name } : {}),
     ...(p.labels ? { labels: p.labels } : {}),
     ...(p.ttl ? { expiresAt: new Date(now.getTime() + p.ttl * 1000).toISOString() } : {}),

@@ -9,7 +9,8 @@ import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
-import { manifestKey, readSnapshot } from "../snapshots/records.ts";
+import { getJson, manifestKey, readSnapshot, restoreRecordKey } from "../snapshots/records.ts";
+import { chainOver } from "../snapshots/overlay-chain.ts";
 import { checkManifestBounds } from "./manifest-bounds.ts";
 import { uploadExpirySeconds } from "./transfer/presigned-put.ts";
 import type { ArchiveResult, BackupParams } from "./backup-params.ts";
@@ -18,12 +19,16 @@ import type { ArchiveResult, BackupParams } from "./backup-params.ts";
  * The layer manifest stored, the directory to archive (the upper itself, whiteouts included), and what the layer
  * holds, for the step's result.
  */
-export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentClient): Promise<Required<Pick<ArchiveResult, "manifest" | "archiveRoot">> & { layer: Record<string, number> }> {
+export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentClient): Promise<Required<Pick<ArchiveResult, "manifest" | "archiveRoot" | "chain">> & { layer: Record<string, number> }> {
   const overlay = (await agent.mounts()).mounts.find((m) => m.kind === "overlay" && m.path === p.path);
   if (!overlay?.upper) throw new SnapflowError("bad_request", `no overlay is mounted at ${p.path} in sandbox ${p.sandboxId}; restore the base snapshot there with overlay-restore first`, { field: "path" });
-  // The API took the base's record as it was (a squashfs image); a base deleted since cannot be built on.
+  // The API took the base's record as it was (a squashfs image, or an overlay delta: the parent the workspace was
+  // woken from); a base deleted since cannot be built on, and its chain is checked again.
   const base = await readSnapshot(d.store, d.kv, p.baseSnapshotId!);
   if (!base) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId} does not exist any more`);
+  await checkWokenFrom(d, p, overlay.source);
+  const chain = await chainOver(d, base, "baseSnapshotId");
+  // The parent's totals are the whole tree's as it was woken (a delta's record keeps the tree's, not its layer's).
   const { files, dirs, symlinks, bytes } = base.manifest;
   const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
   const layer = await agent.overlayLayer({ path: p.path, upper: overlay.upper, lower: overlay.source, base: base.id, baseTotals: { files, dirs, symlinks, bytes }, manifestOut });
@@ -46,5 +51,20 @@ export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentCl
   await agent.deleteFile(manifestOut).catch(() => {});
   const manifest = { ...layer.manifest.totals, manifestBytes: layer.manifest.bytes, ms: layer.ms, storeMs: since(storeStarted), sha256: layer.manifest.sha256, layerOf: base.id };
   const { entries, removed, opaque } = layer.manifest;
-  return { manifest, archiveRoot: overlay.upper, layer: { entries, removed, opaque, changedBytes: layer.changedBytes } };
+  return { manifest, archiveRoot: overlay.upper, chain, layer: { entries, removed, opaque, changedBytes: layer.changedBytes, depth: chain.length } };
+}
+
+/**
+ * The overlay at the path was laid by a restore (its lower is that restore's mount, sandbox-layout.ts mountPath):
+ * when the restore is recorded, it must have restored the snapshot this delta names as its parent, or the layer
+ * would be recorded over a tree it was not taken on (its restore would then fail its verify). An overlay laid
+ * otherwise (by hand, through POST /v1/overlay) is taken at the caller's word.
+ */
+async function checkWokenFrom(d: Deps, p: BackupParams, lower: string): Promise<void> {
+  const restoreId = /^\/snapflow\/mnt\/(rs-\d{14}-[0-9a-f]{8})$/.exec(lower)?.[1];
+  if (!restoreId) return;
+  const restore = await getJson<{ snapshotId?: unknown }>(d.store, restoreRecordKey(restoreId));
+  if (typeof restore?.snapshotId === "string" && restore.snapshotId !== p.baseSnapshotId) {
+    throw new SnapflowError("bad_request", `baseSnapshotId: the overlay at ${p.path} was woken from ${restore.snapshotId} (restore ${restoreId}), not ${p.baseSnapshotId}; name the snapshot it was woken from`, { field: "baseSnapshotId" });
+  }
 }

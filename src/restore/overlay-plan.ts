@@ -1,19 +1,24 @@
-// The overlay plan (overlay-restore): a writable workspace as a read-only base image plus a layer of changes, the
+// The overlay plan (overlay-restore): a writable workspace as a read-only base image plus layers of changes, the
 // seeds' incremental scheme. The base (a squashfs snapshot) is fetched and mounted with squashfuse; an
-// overlay-delta snapshot's archive (the upper directory it was taken from, whiteouts included) is extracted into
-// a new upper directory; overlayfs then joins them at the target, where writes land in the upper again, ready for
-// the next overlay-delta backup. Restoring a plain squashfs snapshot this way gives the same writable workspace
-// with an empty layer.
+// overlay-delta snapshot is the last link of a chain (overlay-chain.ts: the image, then each delta in the order
+// they were taken, each one the upper directory of a workspace woken from the one before, whiteouts included).
+// Each delta's archive is extracted into a read-only layer directory of its own (its opaque directories marked
+// again), a read-only overlay stacks them over the image, and a writable overlay with a fresh, empty upper joins
+// that at the target: writes land in the upper, which holds only what changes after this wake — the next
+// overlay-delta backup uploads that, with this snapshot as its parent. Restoring a plain squashfs snapshot this way
+// gives the same writable workspace over the image alone.
 //
 // A chunked base (lazy-overlay-restore) is not downloaded: the transfer brings its index, and the base is mounted
 // lazily (snapflow-lazy, as the lazy materialization does), so a fork — a chunked parent plus the few megabytes its
-// overlay delta holds — is usable before the parent is local: materialize swaps it in at once, with its overlay laid
+// overlay deltas hold — is usable before the parent is local: materialize swaps it in at once, with its overlay laid
 // at the target; verify walks it there and waits until every chunk is local.
 import { SnapflowError } from "../errors.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
-import { manifestKey, readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
+import { manifestKey, type SnapshotRecord } from "../snapshots/records.ts";
+import { readOverlayChain } from "../snapshots/overlay-chain.ts";
+import type { TarFormat } from "../../container/contract/protocol.ts";
 import { archiveFamily, formatName } from "../strategies/registry.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { Layer, RestoreProbeResult } from "./restore-params.ts";
@@ -21,27 +26,23 @@ import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
 import { afterLazySwap, startLazyMount, usableNow } from "./materialize/lazy.ts";
 
-const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive });
+const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive, manifest: { key: r.manifest.key, ...(r.manifest.sha256 ? { sha256: r.manifest.sha256 } : {}), ...(r.manifest.layerOf ? { layerOf: r.manifest.layerOf } : {}) } });
 
-/** The base image first, then the upper layer when the snapshot is an overlay delta. */
+/** The base image first, then each overlay delta of the snapshot's chain, the snapshot last (an image: itself alone). */
 async function overlayLayers({ d, s }: RestoreContext, snapshot: SnapshotRecord): Promise<Layer[]> {
+  if (snapshot.delta?.kind !== "overlay-upper" && snapshot.format.kind !== "squashfs") throw new SnapflowError("bad_request", `${s.name} mounts a squashfs base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
+  // Every link read and checked (it exists, same tenant, its own chain the one before it, a squashfs image first).
+  const { image, deltas } = await readOverlayChain(d, snapshot);
   // A whole image is downloaded and mounted (overlay-restore); a chunked one mounted lazily (lazy-overlay-restore).
-  const readable = (base: SnapshotRecord) => {
-    if (archiveFamily(base.format) !== archiveFamily(s.format)) {
-      throw new SnapflowError("bad_request", `${s.name} mounts a ${formatName(s.format)} base; ${base.id} is ${formatName(base.format)}${base.format.kind === "squashfs" ? `: restore it with ${base.format.chunks ? "lazy-overlay-restore" : "overlay-restore"}` : ""}`, { field: "strategy" });
-    }
-  };
-  if (snapshot.delta?.kind === "overlay-upper") {
-    const base = await readSnapshot(d.store, d.kv, snapshot.delta.base);
-    if (!base) throw new SnapflowError("snapshot_unusable", `overlay delta ${snapshot.id} is on ${snapshot.delta.base}, which does not exist any more`);
-    if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay delta ${snapshot.id}'s base ${base.id} is ${formatName(base.format)}, not a squashfs image`);
-    readable(base);
-    return [layer(base), layer(snapshot)];
+  if (archiveFamily(image.format) !== archiveFamily(s.format)) {
+    throw new SnapflowError("bad_request", `${s.name} mounts a ${formatName(s.format)} base; ${image.id} is ${formatName(image.format)}${image.format.kind === "squashfs" ? `: restore it with ${image.format.chunks ? "lazy-overlay-restore" : "overlay-restore"}` : ""}`, { field: "strategy" });
   }
-  if (snapshot.format.kind !== "squashfs") throw new SnapflowError("bad_request", `${s.name} mounts a squashfs base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
-  readable(snapshot);
-  return [layer(snapshot)];
+  for (const delta of deltas) if (delta.format.kind !== "tar") throw new SnapflowError("snapshot_unusable", `overlay delta ${delta.id} is not a tar archive`);
+  return [image, ...deltas].map(layer);
 }
+
+/** Deltas extracted at once. */
+const EXTRACT_CONCURRENCY = 4;
 
 const isChunked = (l: Layer) => l.format.kind === "squashfs" && !!l.format.chunks;
 
@@ -54,25 +55,38 @@ export const overlayPlan: RestorePlan = {
     return { snapshot: { id, format, archive, manifest }, layers };
   },
 
-  async transfer({ d, p, agent }, { layers, snapshot }) {
+  async transfer({ d, p, agent }, { layers }) {
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
     const url = (l: Layer) => d.presigner.url(l.archive.key, "GET");
-    const [base, upper] = layers;
-    const got = [await agent.downloadFromUrl({ url: await url(base!), output: where.image })];
-    if (upper) {
-      if (upper.format.kind !== "tar") throw new SnapflowError("snapshot_unusable", `overlay delta ${upper.id} is not a tar archive`);
-      await agent.deleteFile(where.upper);
-      got.push(await agent.downloadFromUrl({ url: await url(upper), extract: { path: where.upper, format: upper.format } }));
-    }
-    got.forEach((g, i) => {
-      const want = layers[i]!.archive;
-      if (g.bytes !== want.bytes || g.sha256 !== want.sha256) throw new SnapflowError("transfer_damaged", `archive of ${layers[i]!.id} arrived damaged: sha256 ${g.sha256}, expected ${want.sha256}`);
-    });
-    // The upper's opaque directories (deleted and made again in the fork) lost overlayfs' mark in tar: the layer
-    // manifest lists them, and the agent marks them again before anything mounts the upper.
-    const opaque = upper && snapshot.manifest.layerOf ? await agent.markOpaque({ upper: where.upper, layer: { url: await d.presigner.url(manifestKey(snapshot.id), "GET"), ...(snapshot.manifest.sha256 ? { sha256: snapshot.manifest.sha256 } : {}) } }) : undefined;
-    return { ms: since(t), bytes: got.reduce((n, g) => n + g.bytes, 0), layers: layers.length, ...(opaque ? { opaque: opaque.marked } : {}) };
+    const [base, ...deltas] = layers;
+    const check = (l: Layer, g: { bytes: number; sha256: string }) => {
+      if (g.bytes !== l.archive.bytes || g.sha256 !== l.archive.sha256) throw new SnapflowError("transfer_damaged", `archive of ${l.id} arrived damaged: sha256 ${g.sha256}, expected ${l.archive.sha256}`);
+      return g.bytes;
+    };
+    // Each delta goes into a read-only layer of its own (an earlier attempt's is made again), its opaque
+    // directories (deleted and made again in that wake) marked again from the hash-checked layer manifest: tar
+    // does not carry overlayfs' mark. A delta from before layers has no list (its manifest is the whole tree's).
+    // An earlier attempt's layers go first, all in one call (a round trip per layer adds up on a deep chain).
+    if (deltas.length) await agent.clear({ remove: [where.chainLayers] });
+    let next = 0;
+    let opaque = 0;
+    const extract = async () => {
+      let bytes = 0;
+      while (next < deltas.length) {
+        const i = next++;
+        const l = deltas[i]!;
+        const dir = where.chainLayer(i + 1);
+        bytes += check(l, await agent.downloadFromUrl({ url: await url(l), extract: { path: dir, format: l.format as TarFormat } }));
+        if (l.manifest?.layerOf) opaque += (await agent.markOpaque({ upper: dir, layer: { url: await d.presigner.url(manifestKey(l.id), "GET"), ...(l.manifest.sha256 ? { sha256: l.manifest.sha256 } : {}) } })).marked;
+      }
+      return bytes;
+    };
+    const [baseBytes, ...deltaBytes] = await Promise.all([
+      agent.downloadFromUrl({ url: await url(base!), output: where.image }).then((g) => check(base!, g)),
+      ...Array.from({ length: Math.min(EXTRACT_CONCURRENCY, deltas.length) }, extract),
+    ]);
+    return { ms: since(t), bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}) };
   },
 
   async materialize(c, probed) {
@@ -83,24 +97,34 @@ export const overlayPlan: RestorePlan = {
     const base = layers[0]!;
     if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is not squashfs`);
     const lazy = sandboxPaths.lazy(p.restoreId);
+    // A chain's image is mounted beside the lower, which is then the read-only stack of the deltas over it.
+    const chained = layers.length > 1;
+    const imageAt = chained ? where.chainImage : where.lower;
+    const stack = async () => {
+      if (!chained) return undefined;
+      const lowers = [...layers.slice(1).map((_, i) => where.chainLayer(i + 1)).reverse(), where.chainImage];
+      return (await agent.mountOverlayStack({ path: where.lower, lowers })).ms;
+    };
     // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower, the lower
-    // with a lazy base's FUSE file), in one call. The upper layer is this restore's own (it follows the overlay
-    // to the target): a plain snapshot starts with an empty one, an overlay delta with what transfer extracted.
-    const clear = agent.clear({ unmount: [where.lower, `${lazy.work}/fuse`], remove: [swap.staged, ...(layers.length === 1 ? [where.upper] : [])] });
+    // with a lazy base's FUSE file), in one call. The upper is this restore's own (it follows the overlay to the
+    // target) and starts empty: what the next delta holds.
+    const clear = agent.clear({ unmount: [where.lower, ...(chained ? [where.chainImage] : []), `${lazy.work}/fuse`], remove: [swap.staged, where.upper] });
     if (isChunked(base)) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
       // Its tree is checked at the target (afterSwap), so it goes in now, its overlay laid at the target once: usable
       // at once.
-      const { signed, clearMs, mounted } = await startLazyMount(c, { snapshotId: base.id, index: where.image, format: base.format, lower: where.lower, clear });
+      const { signed, clearMs, mounted } = await startLazyMount(c, { snapshotId: base.id, index: where.image, format: base.format, lower: imageAt, clear });
+      const stackMs = await stack();
       const swapped = await swapInOverlay(c, probed);
       // The base mount's parts: the helper's start (exec → ready line) and the image mounted over its FUSE file.
-      return { ms: since(t), bytes: 0, clearMs, signedMs: signed.ms, baseMountMs: mounted.ms, baseFuseMs: mounted.fuseMs, baseImageMountMs: mounted.mountMs, upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+      return { ms: since(t), bytes: 0, clearMs, signedMs: signed.ms, baseMountMs: mounted.ms, baseFuseMs: mounted.fuseMs, baseImageMountMs: mounted.mountMs, ...(stackMs !== undefined ? { stackMs } : {}), upper: where.upper, lazy: true, ...usableNow(c, swapped) };
     }
     // A downloaded base's overlay goes beside the target, where verify checks it before the swap.
     await clear;
-    const baseMountMs = (await agent.materialize({ archive: where.image, path: where.lower, format: base.format, how: "mount-fuse" })).ms;
+    const baseMountMs = (await agent.materialize({ archive: where.image, path: imageAt, format: base.format, how: "mount-fuse" })).ms;
+    const stackMs = await stack();
     const overlay = await agent.mountOverlay({ lower: where.lower, path: swap.staged, how: "kernel", upper: where.upper });
-    return { ms: since(t), bytes: 0, baseMountMs, overlayMs: overlay.ms, upper: overlay.upper };
+    return { ms: since(t), bytes: 0, baseMountMs, ...(stackMs !== undefined ? { stackMs } : {}), overlayMs: overlay.ms, upper: overlay.upper };
   },
 
   swapIn: (c, probed) => swapInOverlay(c, probed),
@@ -113,10 +137,11 @@ export const overlayPlan: RestorePlan = {
     await agent.unmount(swap.staged).catch(() => {});
     if (await ownOverlayAt(c)) await agent.unmount(p.path);
     await agent.unmount(where.lower).catch(() => {});
+    await agent.unmount(where.chainImage).catch(() => {});
     // A lazy base's FUSE file (unmounting it stops its helper), and its work directory.
     const lazy = sandboxPaths.lazy(p.restoreId);
     await agent.unmount(`${lazy.work}/fuse`).catch(() => {});
-    for (const path of [where.image, where.lower, where.layer, lazy.work]) await agent.deleteFile(path).catch(() => {});
+    for (const path of [where.image, where.lower, where.chainImage, where.layer, lazy.work]) await agent.deleteFile(path).catch(() => {});
   },
 
   // A lazy base serves only chunks checked against their SHA-256, and its delta arrived hash-checked: the fork went in

@@ -33,7 +33,8 @@ export interface RestoreParams {
 }
 
 /** One archive to bring: a full snapshot's, or one layer of a delta chain (its deletions beside it). */
-export type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & { deletedKey?: string };
+/** `manifest`: an overlay chain's layers carry theirs, which verify applies in turn (manifest-source.ts). */
+export type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & { deletedKey?: string; manifest?: Pick<SnapshotRecord["manifest"], "key" | "sha256" | "layerOf"> };
 
 export interface RestoreProbeResult extends StepResult {
   snapshot: Pick<SnapshotRecord, "id" | "format" | "archive" | "manifest">;

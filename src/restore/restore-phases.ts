@@ -122,7 +122,9 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
     return { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "image-sha256", metadata: "image", by: "the image's SHA-256 on arrival; its content was checked against the manifest once, so the mount is not walked" } };
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
-  const expected = await manifestSource(d.presigner, probed.snapshot.manifest);
+  // An overlay chain's layers (the image, each delta, this one last) carry their manifests: all but this one lie under it.
+  const chain = probed.layers.length > 1 && probed.layers.every((l) => l.manifest) ? probed.layers.slice(0, -1).map((l) => l.manifest!) : undefined;
+  const expected = await manifestSource(d.presigner, probed.snapshot.manifest, chain);
   // Every file hashed when asked, or when the image alone is not trusted here (content-check.ts).
   const deep = probed.contentCheck !== undefined;
   // Holes are compared unless this pair cannot show them (a FUSE mount that reports every block: fidelity.ts).

@@ -272,6 +272,10 @@ export class AgentClient {
   markOpaque(body: z.input<typeof P.OverlayOpaqueBody>) {
     return this.json(z.looseObject({ marked: z.number(), ms: z.number() }), "mark opaque directories", "/v1/overlay/opaque", body);
   }
+  /** A read-only overlay of an overlay delta chain's layers (topmost first) over its image's mount. */
+  mountOverlayStack(body: z.input<typeof P.OverlayStackBody>) {
+    return this.json(z.looseObject({ ms: z.number(), mounted: A.MountEntryAnswer }), "mount overlay stack", "/v1/overlay/stack", body);
+  }
   mounts() {
     return this.json(z.looseObject({ mounts: z.array(A.MountEntryAnswer) }), "list mounts", "/v1/mounts", undefined, "GET", "short");
   }

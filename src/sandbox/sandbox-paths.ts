@@ -2,7 +2,7 @@
 // user's tree. The layout itself is container/contract/sandbox-layout.ts, shared with the agent; this adds the Worker's
 // naming (by snapshot or restore id and archive format).
 import { extensionOf, type ArchiveFormat } from "../../container/contract/protocol.ts";
-import { datasetMarkerPath, deltaListPath, imagePath, lazyWorkPath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/contract/sandbox-layout.ts";
+import { chainImagePath, chainLayerPath, chainLayersPath, datasetMarkerPath, deltaListPath, imagePath, lazyWorkPath, mountPath, overlayLayer, SANDBOX_DIRS, stagingPath } from "../../container/contract/sandbox-layout.ts";
 
 export const sandboxPaths = {
   /** an archive staged before upload, or downloaded before extraction */
@@ -14,10 +14,14 @@ export const sandboxPaths = {
   resultOut: (id: string) => stagingPath(id, "result.json"),
   /** a downloaded image: it backs its mount for as long as the mount lives, so it has its own place */
   image: (id: string, format: ArchiveFormat) => imagePath(id, extensionOf(format)),
-  /** overlay-restore: the squashfs base image, its FUSE mount (the overlay's lower) and the overlay's layer */
+  /**
+   * overlay-restore: the squashfs base image, its FUSE mount (the overlay's lower) and the overlay's layer; for an
+   * overlay delta chain, the image's mount is `chainImage` and the lower is a read-only overlay of it under each
+   * delta's layer directory (`chainLayer(1)` the oldest)
+   */
   overlay: (restoreId: string) => {
     const { layer, upper } = overlayLayer(restoreId);
-    return { image: imagePath(restoreId, "sqsh"), lower: mountPath(restoreId), layer, upper };
+    return { image: imagePath(restoreId, "sqsh"), lower: mountPath(restoreId), layer, upper, chainImage: chainImagePath(restoreId), chainLayers: chainLayersPath(restoreId), chainLayer: (i: number) => chainLayerPath(restoreId, i) };
   },
   /** a chunked backup's index of its staged image, read by the chunk upload */
   chunkIndex: (id: string) => stagingPath(id, "index.json"),

@@ -52,9 +52,12 @@ export interface SnapshotRecord {
   chunks?: ChunkRecord;
   /**
    * a delta: the snapshot it applies on top of. changed-files deltas keep their deletions beside the archive;
-   * an overlay-upper delta is the overlay's upper directory, whose whiteouts are its deletions.
+   * an overlay-upper delta is the overlay's upper directory, whose whiteouts are its deletions. Its `base` is its
+   * parent, the snapshot its workspace was woken from: the image, or the overlay delta before it; `chain` lists what
+   * it lays over, the image first, ending with `base` (absent: `[base]`, a delta from before chains). See
+   * overlay-chain.ts.
    */
-  delta?: { kind: "changed-files"; base: string; changed: number; deleted: number; deletedKey: string } | { kind: "overlay-upper"; base: string; deletedKey?: undefined };
+  delta?: { kind: "changed-files"; base: string; changed: number; deleted: number; deletedKey: string } | { kind: "overlay-upper"; base: string; chain?: string[]; deletedKey?: undefined };
   name?: string;
   labels?: Labels;
   /** from the backup's ttl: the cron trigger deletes the snapshot after this (unless a kept snapshot builds on it) */

@@ -47,7 +47,7 @@ it("a bad flag is one line naming the flag and the command's help, exit 2, no st
   }
 });
 
-it("did you mean: commands, strategies (of the right kind) and bench presets, peers and forks among them", () => {
+it("did you mean: commands, strategies (of the right kind) and bench presets, peers, forks and sleep-wake among them", () => {
   expect(snapflow("bakup", "--sandbox", "a").err.trim()).toBe("snapflow: unknown command 'bakup'; did you mean backup? (see: npx snapflow --help)");
   expect(snapflow("help", "restor").err.trim()).toMatch(/no command 'restor'; did you mean restore\?/);
   const typo = snapflow("backup", "--sandbox", "a", "--strategy", "tar-zst-pip");
@@ -57,8 +57,9 @@ it("did you mean: commands, strategies (of the right kind) and bench presets, pe
   expect(snapflow("restore", "--snapshot", "x", "--sandbox", "a", "--strategy", "lazy-squashfss").err).toMatch(/did you mean lazy-squashfs\?/);
   const preset = snapflow("bench", "--preset", "smok");
   expect(preset.code).toBe(2);
-  expect(preset.err.trim()).toMatch(/^snapflow bench: --preset: no preset 'smok'; did you mean smoke\? \(one of smoke, seeds, .*peers, forks\)$/);
+  expect(preset.err.trim()).toMatch(/^snapflow bench: --preset: no preset 'smok'; did you mean smoke\? \(one of smoke, seeds, .*peers, forks, sleep-wake\)$/);
   expect(snapflow("bench", "--preset", "forkz").err).toMatch(/did you mean forks\?/);
+  expect(snapflow("bench", "--preset", "sleep-wak").err).toMatch(/did you mean sleep-wake\?/);
   // Far from everything: no guess.
   expect(closest("zzzzzzzz", ["backup", "restore"])).toBeUndefined();
   expect(closest("snap", ["snapshots", "status"])).toBe("snapshots");

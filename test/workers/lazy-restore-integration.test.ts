@@ -219,7 +219,7 @@ describe("squashfs-chunked → lazy restores", () => {
 
     const child = await run("backup", { sandboxId: fork, path: APP, strategy: "overlay-delta", baseSnapshotId: parent.snapshotId });
     const childRecord = await record(child.snapshotId);
-    expect(childRecord.delta).toEqual({ kind: "overlay-upper", base: parent.snapshotId });
+    expect(childRecord.delta).toEqual({ kind: "overlay-upper", base: parent.snapshotId, chain: [parent.snapshotId] });
     // Only the changes travel: a small fraction of the image.
     expect(childRecord.archive.bytes).toBeLessThan(imageBytes / 10);
     console.log(`fork as an overlay delta: ${childRecord.archive.bytes} bytes stored (the image: ${imageBytes}), backup wall ${child.wallMs ?? "?"} ms`);
@@ -232,10 +232,13 @@ describe("squashfs-chunked → lazy restores", () => {
     expect(restored.steps.verify.completeMs).toBeGreaterThan(0);
     expect((await manifest(dst)).entries).toEqual(forked.entries);
 
-    // A fork of the fork: its delta is taken against the parent image (the upper holds both forks' changes).
+    // A fork of the fork: the restore laid the child's delta read-only under an empty upper, so the grandchild's
+    // delta holds only its own change, over the child (overlay-chain.ts).
     await putFile(dst, `${APP}/zz-fork/second.txt`, "the second fork's work\n");
     const grandchild = await run("backup", { sandboxId: dst, path: APP, strategy: "overlay-delta", baseSnapshotId: child.snapshotId });
-    expect((await record(grandchild.snapshotId)).delta).toEqual({ kind: "overlay-upper", base: parent.snapshotId });
+    const grandchildRecord = await record(grandchild.snapshotId);
+    expect(grandchildRecord.delta).toEqual({ kind: "overlay-upper", base: child.snapshotId, chain: [parent.snapshotId, child.snapshotId] });
+    expect(grandchildRecord.archive.bytes).toBeLessThan(childRecord.archive.bytes);
     const dst2 = sandbox("dst");
     await run("restore", { snapshotId: grandchild.snapshotId, sandboxId: dst2, path: APP });
     expect((await manifest(dst2)).entries).toEqual((await manifest(dst)).entries);

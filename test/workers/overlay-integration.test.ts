@@ -43,7 +43,7 @@ it("overlay-restore gives a writable workspace; overlay-delta keeps only its cha
 
   const delta = await run("backup", { sandboxId: work, path: "/workspace/app", strategy: "overlay-delta", baseSnapshotId: base.snapshotId });
   const record = (await api("GET", `/api/snapshots/${delta.snapshotId}`)).json;
-  expect(record.delta).toEqual({ kind: "overlay-upper", base: base.snapshotId });
+  expect(record.delta).toEqual({ kind: "overlay-upper", base: base.snapshotId, chain: [base.snapshotId] });
   // The delta holds the changes, not the tree: far smaller than the base image.
   expect(record.archive.bytes).toBeLessThan(base.steps.transfer.bytes);
 
@@ -52,14 +52,16 @@ it("overlay-restore gives a writable workspace; overlay-delta keeps only its cha
   expect(restored.steps.transfer.opaque).toBe(1);
   expect((await manifest(dst)).entries).toEqual(expected.entries);
 
-  // The API lists the restore's mounts and takes them down (the overlay with its lower).
+  // The API lists the restore's mounts — the image, the read-only stack of the delta over it, the writable overlay
+  // — and takes them down (what stands on the image first).
   const listed = await api("GET", `/api/sandboxes/${dst}/mounts`);
   const paths = listed.json.mounts.map((m: any) => m.path);
-  expect(paths).toHaveLength(2);
+  expect(paths).toHaveLength(3);
   expect(paths).toEqual(expect.arrayContaining(["/workspace/app", expect.stringMatching(/^\/snapflow\/mnt\//)]));
-  const lower = listed.json.mounts.find((m: any) => m.kind === "image").path;
-  const down = await api("DELETE", `/api/sandboxes/${dst}/mounts?path=${encodeURIComponent(lower)}`);
-  expect(down.json.unmounted).toEqual(["/workspace/app", lower]);
+  const image = listed.json.mounts.find((m: any) => m.kind === "image").path;
+  const stack = listed.json.mounts.find((m: any) => m.kind === "overlay" && !m.upper).path;
+  const down = await api("DELETE", `/api/sandboxes/${dst}/mounts?path=${encodeURIComponent(image)}`);
+  expect(down.json.unmounted).toEqual(["/workspace/app", stack, image]);
   expect((await api("GET", `/api/sandboxes/${dst}/mounts`)).json.mounts).toEqual([]);
   expect((await api("DELETE", `/api/sandboxes/${dst}/mounts?path=/etc`)).json.error.field).toBe("path");
 });

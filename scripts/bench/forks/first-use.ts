@@ -38,7 +38,7 @@ export function toUsable(steps: Record<string, unknown>): Record<string, number>
   }
   const m = (steps.materialize ?? {}) as Record<string, unknown>;
   // The lazy materializations' parts, and the overlay plan's (a fork: its base's lazy mount, then the overlay).
-  for (const k of ["clearMs", "signedMs", "presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "servingAfterStepMs", "baseMountMs", "baseFuseMs", "baseImageMountMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
+  for (const k of ["clearMs", "signedMs", "presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "servingAfterStepMs", "baseMountMs", "baseFuseMs", "baseImageMountMs", "stackMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
   // The swap at the end of a lazy materialize (usableNow), and from that step's start to usable.
   for (const k of ["swapMs", "mountAtMs", "usableAfterMaterializeMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
   // The materialize step's whole attempt, its clearing calls included.

@@ -1,0 +1,139 @@
+// `npx snapflow bench --preset sleep-wake`: issue 24's cycles, on a private local stack (as the forks race).
+//
+//   base    the dataset backed up as a squashfs-chunked image into an empty store
+//   cycle   N times: wake the latest snapshot in a fresh sandbox (lazy-overlay-restore: the chain laid read-only
+//           under an empty upper) — request → usable, first use, request → complete —; compare the woken tree with
+//           an independent walk of what slept (tree-digest.ts, hashes included); change it (cycle-change.ts);
+//           sleep it (overlay-delta over the woken snapshot): wall time, bytes uploaded, the chain's depth; the
+//           store's total against the base plus the sum of the changes.
+//   depth   a chain holds at most MAX_OVERLAY_CHAIN deltas and compaction is not built: a sleep that would pass it
+//           is a whole squashfs-chunked backup instead (its new chunks uploaded), and the next chain starts there.
+// Each operation after a `sync`. Exit 1 when a woken tree differs or a step fails.
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { MAX_OVERLAY_CHAIN } from "../../../container/contract/protocol.ts";
+import { apiClient } from "../../cli/api-client.ts";
+import { machineDescription } from "../matrix-bench.ts";
+import { removePrivateStackData } from "../../stack/private-stack-data.ts";
+import { ensureNpmWorkspace } from "../peers/npm-workspace.ts";
+import { peerStore, RCLONE_REMOTE, rcloneEnv } from "../peers/peer-store.ts";
+import { q, requireTools, sh } from "../peers/shell.ts";
+import { CHUNKED_BACKUP, snapflowRuns } from "../peers/snapflow-runs.ts";
+import { BUCKET, freePort, PROJECT, startStack, STATE, type Stack } from "../../stack/stack.ts";
+import { measureFirstUse } from "../forks/first-use.ts";
+import { currentResultsStem } from "../results-files.ts";
+import { applyCycleChange, chooseBase, CYCLE_DIR } from "./cycle-change.ts";
+import { sleepWakeMarkdown, type SleepWakeResults } from "./sleep-wake-report.ts";
+import { compareDigests, digestTree, type TreeDigest } from "./tree-digest.ts";
+
+export interface SleepWakeOptions {
+  dataset: "npm-workspace" | "node-modules";
+  cycles: number;
+  changeBytes: number;
+  /** node-modules: the generated tree's file count (its bytes scale with it) */
+  files: number;
+  name: string;
+  out: string;
+}
+
+export const SLEEP_WAKE_DEFAULTS: SleepWakeOptions = { dataset: "npm-workspace", cycles: 100, changeBytes: 10_000_000, files: 5000, name: "sleep-wake-npm-workspace", out: join(PROJECT, "results") };
+
+const WAKE = "lazy-overlay-restore";
+const SLEEP = "overlay-delta";
+
+/** First use: a file whose presence says the tree answers, and the command run in it. */
+const FIRST_USE = {
+  "npm-workspace": { marker: "node_modules/typescript/package.json", command: `node -e "require('typescript')"`, keep: ["node_modules/typescript"] },
+  // sed, not head: head would close the pipe early, and find's SIGPIPE fails the pipeline (pipefail).
+  "node-modules": { marker: "node_modules", command: "find node_modules -maxdepth 3 -name package.json | sed -n 1,50p | xargs cat > /dev/null", keep: [] as string[] },
+} as const;
+
+export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => void = (l) => console.error(l)): Promise<number> {
+  await requireTools(["rclone", "sync", "node", ...(o.dataset === "npm-workspace" ? ["npm", "git"] : [])]);
+  const stackDir = join(STATE, "sleep-wake", "stack");
+  rmSync(stackDir, { recursive: true, force: true });
+  const npmWorkspace = o.dataset === "npm-workspace" ? await ensureNpmWorkspace(log) : undefined;
+  let stack: Stack | undefined;
+  const errors: string[] = [];
+  try {
+    stack = await startStack({ port: await freePort(), privateDir: stackDir, log });
+    const api = apiClient(stack.apiUrl, stack.apiToken);
+    const snap = snapflowRuns(api);
+    const store = peerStore(stackDir, stack.s3Endpoint, BUCKET);
+    const storedBytes = async () => (JSON.parse((await sh(`rclone size --json ${q(`${RCLONE_REMOTE}:${BUCKET}`)}`, { env: rcloneEnv(store) })).stdout) as { bytes: number }).bytes;
+    const workspace = (id: string) => join(stackDir, "sandboxes", id, "workspace");
+    const firstUse = FIRST_USE[o.dataset];
+
+    const source = `sw-${o.dataset}`;
+    const dir = workspace(source);
+    if (npmWorkspace) {
+      mkdirSync(dir, { recursive: true });
+      await sh(`cp -a --reflink=never ${q(npmWorkspace + "/.")} ${q(dir + "/")}`);
+    } else {
+      await api.generateDataset(source, { path: "/workspace", kind: "node-modules", seed: 24, files: o.files, bytes: o.files * 20_000 });
+    }
+    const [entries, bytes] = (await sh(`find . | wc -l; du -sb . | cut -f1`, { cwd: dir })).stdout.trim().split("\n").map(Number);
+    log(`sleep-wake: ${o.dataset}: ${(bytes! / 1e6).toFixed(0)} MB, ${entries} entries; ${o.cycles} cycles of ${(o.changeBytes / 1e6).toFixed(1)} MB`);
+    const baseChoices = await chooseBase(dir, [...firstUse.keep, CYCLE_DIR]);
+    await sh("sync");
+    const base = await snap.backup(source, CHUNKED_BACKUP);
+    const baseChunks = base.raw.transfer?.chunks as { imageBytes: number; uploadedBytes: number };
+    const results: SleepWakeResults = {
+      name: o.name, date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), dataset: o.dataset,
+      bytes: bytes!, entries: entries!, changeBytes: o.changeBytes, maxDepth: MAX_OVERLAY_CHAIN, firstUse: firstUse.command,
+      base: { ms: base.wallMs, imageBytes: baseChunks.imageBytes, uploadedBytes: baseChunks.uploadedBytes, storedBytes: await storedBytes() },
+      cycles: [], errors, load: { start: loadavg(), end: [], cores: cpus().length },
+    };
+    log(`sleep-wake: base ${(base.wallMs / 1000).toFixed(2)} s, image ${(baseChunks.imageBytes / 1e6).toFixed(1)} MB`);
+    let slept: TreeDigest = await digestTree(dir);
+    await api.destroySandbox(source).catch(() => {});
+    let latest = base.snapshotId!;
+    let depth = 0;
+    let changed = 0;
+
+    for (let k = 1; k <= o.cycles; k++) {
+      const sandbox = `${source}-${k}`;
+      try {
+        await sh("sync");
+        const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE, marker: firstUse.marker, command: firstUse.command });
+        const diff = compareDigests(slept, await digestTree(workspace(sandbox)));
+        if (diff.count) errors.push(`cycle ${k}: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
+        const written = await applyCycleChange(workspace(sandbox), k, o.changeBytes, baseChoices);
+        changed += written;
+        await sh("sync");
+        // Past the bound a delta is refused (overlay-chain.ts): the workspace is backed up whole instead.
+        const rebase = depth >= MAX_OVERLAY_CHAIN;
+        const sleep = rebase ? await snap.backup(sandbox, CHUNKED_BACKUP) : await snap.backup(sandbox, SLEEP, latest);
+        const uploaded = rebase ? (sleep.raw.transfer?.chunks as { uploadedBytes: number }).uploadedBytes : (sleep.raw.transfer?.bytes as number);
+        const manifestBytes = (sleep.raw.archive?.manifest as { manifestBytes?: number } | undefined)?.manifestBytes ?? 0;
+        slept = await digestTree(workspace(sandbox));
+        depth = rebase ? 0 : depth + 1;
+        latest = sleep.snapshotId!;
+        const row = {
+          cycle: k, usableSeenMs: woke.usableSeenMs, usableMs: woke.usableMs, firstUseMs: woke.commandMs, firstUseDoneMs: woke.firstUseDoneMs, completeMs: woke.completeMs, toUsable: woke.toUsable ?? {},
+          differences: diff.count,
+          changedBytes: written, sleepMs: sleep.wallMs, uploadedBytes: uploaded, manifestBytes, depth, rebase, storedBytes: await storedBytes(), changedTotal: changed,
+        };
+        results.cycles.push(row);
+        log(`sleep-wake: cycle ${k}: usable ${woke.usableSeenMs} ms, first use ${woke.commandMs} ms, complete ${woke.completeMs} ms${diff.count ? `, ${diff.count} DIFFERENCES` : ", exact"}; sleep ${sleep.wallMs} ms, ${(uploaded / 1e6).toFixed(2)} MB up${rebase ? " (whole: the chain was full)" : ""}, depth ${depth}, store ${(row.storedBytes / 1e6).toFixed(1)} MB`);
+      } catch (e) {
+        errors.push(`cycle ${k}: ${(e as Error).message}`);
+        log(`sleep-wake: cycle ${k} FAILED: ${(e as Error).message}`);
+        break;
+      } finally {
+        await snap.dispose(sandbox, true).catch(() => api.destroySandbox(sandbox).catch(() => {}));
+      }
+    }
+    results.load.end = loadavg();
+    const stem = currentResultsStem(o.out, o.name);
+    writeFileSync(`${stem}.json`, JSON.stringify(results, null, 1) + "\n");
+    writeFileSync(`${stem}.md`, sleepWakeMarkdown(results));
+    console.log(sleepWakeMarkdown(results));
+    log(`sleep-wake: wrote ${stem}.{json,md}`);
+    return errors.length ? 1 : 0;
+  } finally {
+    await stack?.stop();
+    await removePrivateStackData(stackDir, (l) => log(`sleep-wake: ${l}`));
+  }
+}

@@ -1,0 +1,147 @@
+// Layered sleep/wake (issue 24): a workspace woken from its latest snapshot (lazy-overlay-restore) lays the chain —
+// the chunked image, then each overlay delta — read-only under a fresh upper, so each sleep (overlay-delta) uploads
+// what changed since that wake, not since the image. Three cycles of wake → change (new files, an edit, a delete
+// of an earlier cycle's file, a directory deleted and made again) → sleep; every wake is compared with an
+// independent walk (Python's os.lstat and hashlib, test/fixtures/fidelity-tree.py) of the tree that slept. Then the
+// chain's links are protected from deletion, and a chain past MAX_OVERLAY_CHAIN or with a missing link is refused.
+import { env } from "cloudflare:workers";
+import { afterAll, expect, it } from "vitest";
+import { MAX_OVERLAY_CHAIN } from "../../container/contract/protocol.ts";
+import { agent, api, freshSandbox, putFile as put, runWorkflow as run, testStore } from "./helpers.ts";
+
+const PATH = "/workspace/app";
+const used: string[] = [];
+afterAll(async () => {
+  for (const sandbox of used) await agent(sandbox, "DELETE", "/v1/sandbox").catch(() => {});
+});
+
+type Walked = { type: string; mode: number; uid: number; gid: number; size: number; mtimeNs: string; sha256?: string; target?: string };
+
+/** The tree at PATH as Python sees it: what a restore must give back (mtimes in whole seconds: squashfs keeps those). */
+async function walk(sandboxId: string): Promise<Record<string, Omit<Walked, "mtimeNs"> & { mtime: string }>> {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__fidelity`, { method: "POST", body: JSON.stringify({ op: "walk", sandboxId, path: PATH }) });
+  if (!r.ok) throw new Error(await r.text());
+  const tree = (await r.json()) as Record<string, Walked>;
+  return Object.fromEntries(Object.entries(tree).map(([p, e]) => [p, { type: e.type, mode: e.mode, uid: e.uid, gid: e.gid, size: e.type === "dir" ? 0 : e.size, mtime: e.mtimeNs.slice(0, -9), ...(e.sha256 ? { sha256: e.sha256 } : {}), ...(e.target ? { target: e.target } : {}) }]));
+}
+
+/** Text that does not compress much (hex of a hash chain), `bytes` long. */
+async function noise(seed: string, bytes: number): Promise<string> {
+  let out = "";
+  let h = new TextEncoder().encode(seed);
+  while (out.length < bytes) {
+    h = new Uint8Array(await crypto.subtle.digest("SHA-512", h));
+    out += [...h].map((b) => b.toString(16).padStart(2, "0")).join("");
+  }
+  return out.slice(0, bytes);
+}
+
+const del = (sandbox: string, path: string) => agent(sandbox, "DELETE", `/v1/files?path=${encodeURIComponent(`${PATH}/${path}`)}`);
+
+it("three sleep/wake cycles: each wake equals what slept, each sleep uploads its own change, links cannot be deleted", { timeout: 600_000 }, async () => {
+  const src = freshSandbox("chain-src");
+  used.push(src);
+  await agent(src, "POST", "/v1/datasets", { path: PATH, kind: "node-modules", seed: 24, files: 300, bytes: 8 * 2 ** 20 });
+  const image = await run("backup", { sandboxId: src, path: PATH, strategy: "squashfs-chunked" });
+  const first = await walk(src);
+  const files = Object.keys(first).filter((p) => first[p]!.type === "file");
+  const baseFile = files[0]!;
+  const within = (p: string, d: string) => p.startsWith(`${d}/`);
+  const dirs = Object.keys(first).filter((d) => first[d]!.type === "dir" && files.some((f) => within(f, d)) && !within(baseFile, d));
+  const dirA = dirs[0]!;
+  const dirB = dirs.find((d) => d !== dirA && !within(d, dirA) && !within(dirA, d))!;
+  const deletedFirst = files.find((f) => f !== baseFile && !within(f, dirA) && !within(f, dirB))!;
+  expect([dirA, dirB, deletedFirst].every(Boolean)).toBe(true);
+
+  let latest: string = image.snapshotId;
+  let slept = first;
+  const uploaded: number[] = [];
+  const chains: string[][] = [];
+  for (let cycle = 1; cycle <= 3; cycle++) {
+    // Wake in a fresh sandbox from the latest snapshot: the tree must be exactly what slept.
+    const work = freshSandbox(`chain-w${cycle}`);
+    used.push(work);
+    const woken = await run("restore", { snapshotId: latest, sandboxId: work, path: PATH, strategy: "lazy-overlay-restore" });
+    expect(woken.steps.transfer.layers).toBe(cycle);
+    expect(await walk(work)).toEqual(slept);
+
+    // Change it: 256 KiB new, one file edited, one deleted (cycles 2 and 3: a file the cycle before made), one
+    // directory deleted and made again (cycle 2: the one cycle 1 made, so its mark hides a delta layer, not the image).
+    await put(work, `${PATH}/cycle-${cycle}/new.txt`, await noise(`new ${cycle}`, 256 * 1024));
+    await put(work, `${PATH}/cycle-${cycle}/kept.txt`, `cycle ${cycle}\n`);
+    await put(work, `${PATH}/${baseFile}`, `edited in cycle ${cycle}\n`);
+    await del(work, cycle === 1 ? deletedFirst : `cycle-${cycle - 1}/kept.txt`);
+    const remade = cycle === 1 ? dirA : cycle === 2 ? "remade-1" : dirB;
+    await del(work, remade);
+    await put(work, `${PATH}/${remade}/again.txt`, `made again in cycle ${cycle}\n`);
+    if (cycle === 1) await put(work, `${PATH}/remade-1/old.txt`, "made in cycle 1\n");
+    expect(Object.keys(await walk(work)).filter((p) => p.startsWith(`${remade}/`))).toEqual([`${remade}/again.txt`]);
+
+    // A sleep that names another parent than the snapshot the workspace was woken from is refused: its layer would
+    // be recorded over a tree it was not taken on.
+    if (cycle === 2) {
+      const wrong = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: image.snapshotId }, "errored");
+      expect(wrong.error).toContain(`was woken from ${latest}`);
+    }
+    // Sleep: only the upper, with the woken snapshot as its parent.
+    const sleep = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: latest });
+    const record = (await api("GET", `/api/snapshots/${sleep.snapshotId}`)).json;
+    expect(record.delta.base).toBe(latest);
+    chains.push(record.delta.chain);
+    uploaded.push(record.archive.bytes);
+    slept = await walk(work);
+    latest = sleep.snapshotId;
+  }
+  // The chain grows by one link a cycle: the image, then each earlier delta.
+  expect(chains.map((c) => c.length)).toEqual([1, 2, 3]);
+  expect(chains[2]!.slice(0, 2)).toEqual(chains[1]);
+  // Each sleep carries its own cycle's change (~256 KiB), not the sum of the cycles so far.
+  expect(uploaded[2]!).toBeLessThan(2 * uploaded[0]!);
+  console.log(`uploaded per sleep: ${uploaded.join(", ")} bytes`);
+
+  // The last wake: three deltas over the image; a file made in cycle 1 and deleted in cycle 2 stays deleted, the
+  // directory remade in cycle 2 holds only what cycle 2 put there.
+  const last = freshSandbox("chain-last");
+  used.push(last);
+  const woken = await run("restore", { snapshotId: latest, sandboxId: last, path: PATH, strategy: "lazy-overlay-restore" });
+  expect(woken.steps.transfer.layers).toBe(4);
+  const tree = await walk(last);
+  expect(tree).toEqual(slept);
+  expect(tree["cycle-1/kept.txt"]).toBeUndefined();
+  expect(tree["cycle-1/new.txt"]).toBeDefined();
+  expect(Object.keys(tree).filter((p) => p.startsWith("remade-1/"))).toEqual(["remade-1/again.txt"]);
+
+  // A link of the chain is not deleted while a later delta builds on it: 409 naming the child.
+  const [, d1, d2] = chains[2]!;
+  for (const [id, child] of [[image.snapshotId, d1], [d1, d2], [d2, latest]] as const) {
+    const refused = await api("DELETE", `/api/snapshots/${id}`);
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.message).toContain(child);
+  }
+});
+
+it("a chain past MAX_OVERLAY_CHAIN deltas, or with a link missing, is refused", async () => {
+  // Records as the record step writes them (the store is the truth), so the bound is reached without 32 sleeps.
+  const store = await testStore();
+  const stamp = `${Date.now()}`.slice(-8).padStart(8, "0");
+  const id = (i: number) => `bk-20261126${stamp.slice(0, 4)}${String(i).padStart(2, "0")}-${stamp.slice(4)}ab${String(i).padStart(2, "0")}`;
+  const squashfs = { kind: "squashfs", compression: "zstd", level: 3, blockKiB: 128, chunks: { avg: 524288 } };
+  const common = (i: number) => ({ id: id(i), status: "good", createdAt: new Date().toISOString(), source: { sandboxId: "chain-bound", path: PATH }, tenant: "default", steps: {} });
+  const put = (i: number, record: object) => store.put(`snapshots/${id(i)}/snapshot.json`, JSON.stringify(record));
+  await put(0, { ...common(0), strategy: "squashfs-chunked", format: squashfs, archive: { key: "x", bytes: 1, sha256: "0".repeat(64) }, manifest: { key: "m", files: 0, dirs: 0, symlinks: 0, bytes: 0 } });
+  for (let i = 1; i <= MAX_OVERLAY_CHAIN; i++) {
+    const chain = Array.from({ length: i }, (_, j) => id(j));
+    await put(i, { ...common(i), strategy: "overlay-delta", format: { kind: "tar", compression: "zstd", level: 3 }, archive: { key: "x", bytes: 1, sha256: "0".repeat(64) }, manifest: { key: "m", files: 0, dirs: 0, symlinks: 0, bytes: 0, layerOf: id(i - 1) }, delta: { kind: "overlay-upper", base: id(i - 1), chain } });
+  }
+  const body = (base: string) => ({ sandboxId: "chain-bound", path: PATH, strategy: "overlay-delta", baseSnapshotId: base });
+  const deepest = await api("POST", "/api/backups", body(id(MAX_OVERLAY_CHAIN)));
+  expect(deepest.status).toBe(400);
+  expect(deepest.json.error.field).toBe("baseSnapshotId");
+  expect(deepest.json.error.message).toMatch(/at most 32/);
+
+  // A link gone from the middle: the chain is unusable, for a sleep over it and for a wake of it.
+  await store.delete(`snapshots/${id(5)}/snapshot.json`);
+  const broken = await api("POST", "/api/backups", body(id(8)));
+  expect(broken.status).toBe(422);
+  expect(broken.json.error.message).toContain(id(5));
+});
