@@ -64,4 +64,10 @@ const watchdog = setInterval(() => {
 watchdog.unref();
 process.on("SIGINT", () => void stop("interrupted", 0));
 process.on("SIGTERM", () => void stop("terminated", 0));
+// The terminal closed: stop as for Ctrl-C. Writing to the closed terminal then fails (EIO); that must not end the
+// stop half-way.
+process.on("SIGHUP", () => {
+  for (const out of [process.stdout, process.stderr]) out.on("error", () => {});
+  void stop("its terminal closed", 0);
+});
 void stack.died.then((why) => stop(`${why}\n(logs in .snapflow/logs/)`, 1));

@@ -14,8 +14,15 @@ export interface Managed {
   kill(): Promise<void>;
 }
 
+/**
+ * `setpriv --pdeathsig TERM`, when the system has it: the process is told to stop when the Node process that started
+ * it dies without stopping it (SIGKILL, a crash). Each process is in its own group, so a terminal's signals reach
+ * only that Node process; without this, wrangler (and the workerd under it) and the agent outlived it as orphans.
+ */
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
+
 export function startManaged(name: string, argv: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; logFile: string; onLine?: (line: string) => void }): Managed {
-  const [cmd, ...args] = argv;
+  const [cmd, ...args] = SETPRIV ? [SETPRIV, "--pdeathsig", "TERM", "--", ...argv] : argv;
   const child = spawn(cmd!, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   const log = createWriteStream(options.logFile, { flags: "a" });
   let tail = "";

@@ -2,7 +2,9 @@
 // started has exited, so the next start finds its ports and the store's data free. Ten stops and starts in a row on
 // one state directory, as `npm run dev` after Ctrl-C would; then a start while the last store's weed is still
 // shutting down (SIGTERMed, its parent gone), which used to fail with weed's "resource temporarily unavailable" on
-// its data lock.
+// its data lock. And a stack whose Node process is SIGKILLed takes its processes with it (their death signal).
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -60,4 +62,25 @@ it("a store started while the last one's weed is still shutting down waits for i
   expect(lines.join("\n")).toMatch(/still running; waiting|still locked/);
   await second.stop();
   leftOver.pop();
+});
+
+it("a stack whose Node process is killed outright leaves no process behind", { timeout: 120_000 }, async () => {
+  const node = process.execPath;
+  const child = spawn(node, [join(import.meta.dirname, "../fixtures/stack-until-killed.ts"), join(dir, "killed")], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  while (!out.includes("\n")) {
+    if (child.exitCode !== null) throw new Error(`the stack did not start (exit ${child.exitCode})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const groups = JSON.parse(out) as Record<string, number>;
+  expect(Object.values(groups).every(groupAlive)).toBe(true);
+  child.kill("SIGKILL");
+  await once(child, "close");
+  // wrangler stops workerd and exits on SIGTERM in a second or two; weed in 2–5 s.
+  const until = Date.now() + 20_000;
+  while (Date.now() < until && Object.values(groups).some(groupAlive)) await new Promise((r) => setTimeout(r, 200));
+  const left = Object.entries(groups).filter(([, pgid]) => groupAlive(pgid)).map(([name]) => name);
+  for (const [, pgid] of Object.entries(groups)) if (groupAlive(pgid)) process.kill(-pgid, "SIGKILL");
+  expect(left, "parts still running 20 s after their stack's Node process was killed").toEqual([]);
 });
