@@ -1,7 +1,7 @@
 // Child processes for the local stack: each in its own process group, so that stopping it stops everything it
 // started (wrangler spawns workerd), and a readiness wait that fails with the process's own last words.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { createWriteStream, existsSync } from "node:fs";
 
 export interface Managed {
   name: string;
