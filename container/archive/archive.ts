@@ -22,6 +22,7 @@ import type { Readable, Writable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { startCompressor } from "./compressor.ts";
+import { engineBinary, enginePass, engineRequest, preferredEngine } from "./engine-pass.ts";
 import { classifyByMetadata, confirmSuspects, deltaList, mergeDeltaManifest } from "./delta.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { writeManifest } from "../manifest/manifest-file.ts";
@@ -69,6 +70,8 @@ export interface SinglePassOptions {
   resultOut?: string;
   /** a backup's selection (selection.ts): the walk leaves excluded entries out, and the manifest records it */
   selection?: CompiledSelection;
+  /** which pass to make when the native engine could (default: SNAPFLOW_PACK_ENGINE, else native) */
+  engine?: "native" | "node";
 }
 
 export interface SinglePassResult extends WrittenBytes {
@@ -76,6 +79,8 @@ export interface SinglePassResult extends WrittenBytes {
   /** entries tar archived and the agent hashed on the way */
   archived: { entries: number; tarBytes: number };
   delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };
+  /** which pass made it: the native engine (engine-pass.ts) or the agent's own (tar, node-tar, zstd) */
+  engine?: "native" | "node";
 }
 
 /** tar's words for a source that changed under it, as `tar: ./path: <words>` lines on stderr. */
@@ -179,8 +184,21 @@ function archiveSink(format: TarFormat, out: Writable): TarSink {
   };
 }
 
+/**
+ * The native engine makes the pass when it can (engine-pass.ts: tar with zstd, no base, a selection it reads alike,
+ * and the binary here); otherwise the agent's own pass does, with the same archive format and the same manifest.
+ */
 async function singlePass(dir: string, format: TarFormat, out: Writable, options: SinglePassOptions): Promise<SinglePassResult> {
-  return singlePassInto(dir, archiveSink(format, out), options);
+  const request = (options.engine ?? preferredEngine()) === "native" ? engineRequest(format, options) : undefined;
+  const bin = request ? await engineBinary() : null;
+  if (request && bin) {
+    const result = await enginePass(bin, dir, request, out, options);
+    if (options.resultOut) await writeFile(options.resultOut, JSON.stringify(result));
+    out.end();
+    await finished(out);
+    return result;
+  }
+  return { ...(await singlePassInto(dir, archiveSink(format, out), options)), engine: "node" };
 }
 
 /** One read of `dir`: the walk names entries to tar, the tar stream is parsed and hashed, then goes to `sink`. */

@@ -1,0 +1,433 @@
+// Package pack is the backup engine: one pass over a tree that makes its archive and its manifest together.
+//
+//	walk (descriptors, sorted as the agent sorts) ──▶ for each entry kept by the selection:
+//	    lstat (the manifest's stat key, the header's fields)
+//	    regular file: open beneath its directory, check it is the inode the walk saw,
+//	                  read it once: SHA-256 and the tar stream take the same bytes (sparse: only the data regions),
+//	                  fstat again: size, mtime or ctime moved → fail naming the file (no torn copy is kept)
+//	    tar header (PAX; GNU 1.0 sparse) ──▶ zstd (klauspost/compress, concurrent) ──▶ SHA-256 of the archive ──▶ out
+//	    manifest entry ──▶ manifest file (streamed; renamed into place once the archive is whole)
+//
+// It stands in for the agent's own single pass (container/archive/archive.ts: a Node walk naming entries to GNU tar,
+// node-tar parsing and hashing the tar stream, a zstd process, a second hash), which read every byte three times
+// across four processes; here each byte is read once, in one process. The manifest equals the agent's entry by
+// entry (same order, same fields), and the archive is what GNU tar and the agent's restore read.
+package pack
+
+import (
+	"archive/tar"
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sys/unix"
+
+	"snapflow/native/lazy/internal/beneath"
+)
+
+// Options: what to pack and how (the agent's TarFormat for zstd, and its compiled selection).
+type Options struct {
+	Root     string
+	Manifest string
+	// Level is zstd's level (3 by default, as `zstd -3`); Threads 0 means one per CPU (`zstd -T0`); Long a 128 MiB
+	// window (`zstd --long=27`).
+	Level     int
+	Threads   int
+	Long      bool
+	Selection *Selection
+}
+
+// Result is what a pass made (the agent's SinglePassResult is made of it).
+type Result struct {
+	Bytes     int64          `json:"bytes"`
+	Sha256    string         `json:"sha256"`
+	TarBytes  int64          `json:"tarBytes"`
+	Entries   int            `json:"entries"`
+	Totals    Totals         `json:"totals"`
+	JSONBytes int64          `json:"jsonBytes"`
+	Excluded  map[string]int `json:"excluded"`
+	WalkMs    int64          `json:"walkMs"`
+	Ms        int64          `json:"ms"`
+}
+
+// Error is a failure the agent answers with its own code (agent-error-codes.ts): a refused tree is bad_request
+// naming the field, a tree that changed under the pass is tool_failed.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func changed(rel, why string) error {
+	return &Error{Code: "tool_failed", Message: fmt.Sprintf("the tree changed while it was archived, so no consistent archive was made; try again. %s (%s)", rel, why)}
+}
+
+type packer struct {
+	opts     Options
+	sel      *selector
+	tar      *tarWriter
+	manifest *manifestWriter
+	hash     hash.Hash
+	buf      []byte
+	// firstName: the first name archived of each inode with more than one link (dev, ino), and its size.
+	firstName map[[2]uint64]linked
+}
+
+type linked struct {
+	path string
+	size int64
+}
+
+// Run packs opts.Root into out (the zstd-compressed archive) and writes the manifest to opts.Manifest. On failure the
+// manifest is not left behind, and out holds a torn archive the caller must discard.
+func Run(opts Options, out io.Writer) (Result, error) {
+	started := time.Now()
+	sel, err := compileSelection(opts.Selection)
+	if err != nil {
+		return Result{}, &Error{Code: "bad_request", Message: err.Error(), Field: "selection"}
+	}
+	root, err := beneath.OpenRoot(opts.Root)
+	if err != nil {
+		return Result{}, fmt.Errorf("open %s: %w", opts.Root, err)
+	}
+	defer unix.Close(root)
+
+	archive := &hashingWriter{w: out, h: sha256.New()}
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	level := opts.Level
+	if level == 0 {
+		level = 3
+	}
+	zopts := []zstd.EOption{zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(threads)}
+	if opts.Long {
+		zopts = append(zopts, zstd.WithWindowSize(1<<27))
+	}
+	z, err := zstd.NewWriter(archive, zopts...)
+	if err != nil {
+		return Result{}, err
+	}
+	buffered := bufio.NewWriterSize(z, 1<<20)
+	m, err := newManifestWriter(opts.Manifest)
+	if err != nil {
+		return Result{}, err
+	}
+	p := &packer{opts: opts, sel: sel, tar: newTarWriter(buffered), manifest: m, hash: sha256.New(), buf: make([]byte, 1<<20), firstName: map[[2]uint64]linked{}}
+	fail := func(err error) (Result, error) {
+		m.abandon()
+		return Result{}, err
+	}
+	if err := p.dir(root, "", opts.Root); err != nil {
+		return fail(err)
+	}
+	walkMs := time.Since(started).Milliseconds()
+	if err := p.tar.close(); err != nil {
+		return fail(err)
+	}
+	if err := buffered.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := z.Close(); err != nil {
+		return fail(err)
+	}
+	var record *Record
+	if opts.Selection != nil && opts.Selection.Record != nil {
+		r := *opts.Selection.Record
+		r.Excluded = sel.counts
+		if r.Warnings == nil {
+			r.Warnings = []string{}
+		}
+		if r.Excludes == nil {
+			r.Excludes = []string{}
+		}
+		record = &r
+	}
+	if err := m.finish(record); err != nil {
+		return fail(err)
+	}
+	return Result{
+		Bytes: archive.n, Sha256: hex.EncodeToString(archive.h.Sum(nil)), TarBytes: p.tar.raw.n, Entries: m.n, Totals: m.totals,
+		JSONBytes: m.bytes, Excluded: sel.counts, WalkMs: walkMs, Ms: time.Since(started).Milliseconds(),
+	}, nil
+}
+
+// dir packs the entries of the directory held by fd (rel below the root; host its path, for messages), depth first.
+func (p *packer) dir(fd int, rel, host string) error {
+	names, err := beneath.Names(fd)
+	if err != nil {
+		return fmt.Errorf("read directory %s: %w", host, err)
+	}
+	sortNames(names)
+	for _, name := range names {
+		if !utf8.ValidString(name) {
+			return &Error{Code: "bad_request", Field: "path", Message: fmt.Sprintf("path: %s holds a name that is not UTF-8 (read as %s); snapflow names entries in UTF-8 and would lose it: rename it, or exclude it", host, strconv.Quote(undecodable(name)))}
+		}
+		entryRel := name
+		if rel != "" {
+			entryRel = rel + "/" + name
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if gone(err) {
+				continue // removed since its directory was read: simply not there any more
+			}
+			return fmt.Errorf("lstat %s: %w", filepath.Join(host, name), err)
+		}
+		kind := st.Mode & unix.S_IFMT
+		if p.sel.excluded(entryRel, kind == unix.S_IFDIR, fd, name) {
+			continue
+		}
+		if err := p.entry(fd, name, entryRel, host, &st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func gone(err error) bool { return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) }
+
+// entry packs one entry the walk found.
+func (p *packer) entry(dirfd int, name, rel, host string, st *unix.Stat_t) error {
+	e := Entry{
+		Path: rel, Mode: st.Mode & 0o7777, Mtime: manifestSeconds(mtimeOf(st)), UID: st.Uid, GID: st.Gid,
+		Stat: Stat{
+			Ino: strconv.FormatUint(st.Ino, 10), Dev: strconv.FormatUint(st.Dev, 10),
+			MtimeNs: strconv.FormatInt(st.Mtim.Nano(), 10), CtimeNs: strconv.FormatInt(st.Ctim.Nano(), 10),
+		},
+	}
+	h := &tar.Header{Name: "./" + rel, Mode: int64(e.Mode), Uid: int(st.Uid), Gid: int(st.Gid), ModTime: mtimeOf(st)}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFSOCK:
+		return nil // a live endpoint, not content: tar leaves it out, and so does the manifest
+	case unix.S_IFDIR:
+		e.Type = "dir"
+		h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
+		if err := p.emit(&e, h); err != nil {
+			return err
+		}
+		sub, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if gone(err) || errors.Is(err, unix.ELOOP) {
+			return nil // removed or swapped for a symlink since: nothing below it to walk (never followed)
+		}
+		if err != nil {
+			return fmt.Errorf("open directory %s: %w", filepath.Join(host, name), err)
+		}
+		defer unix.Close(sub)
+		return p.dir(sub, rel, filepath.Join(host, name))
+	case unix.S_IFLNK:
+		target, err := readlinkat(dirfd, name)
+		if gone(err) || errors.Is(err, unix.EINVAL) {
+			return nil // removed (or replaced) since its lstat
+		}
+		if err != nil {
+			return fmt.Errorf("readlink %s: %w", filepath.Join(host, name), err)
+		}
+		e.Type, e.Target, e.Size = "symlink", target, int64(len(target))
+		h.Typeflag, h.Linkname = tar.TypeSymlink, target
+		return p.emit(&e, h)
+	case unix.S_IFREG:
+		return p.file(dirfd, name, rel, &e, h, st)
+	default:
+		e.Type = "other"
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFIFO:
+			h.Typeflag = tar.TypeFifo
+		case unix.S_IFCHR:
+			h.Typeflag = tar.TypeChar
+		case unix.S_IFBLK:
+			h.Typeflag = tar.TypeBlock
+		}
+		h.Devmajor, h.Devminor = int64(unix.Major(st.Rdev)), int64(unix.Minor(st.Rdev))
+		return p.emit(&e, h)
+	}
+}
+
+func (p *packer) emit(e *Entry, h *tar.Header) error {
+	if err := p.tar.header(h); err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	return p.manifest.add(e)
+}
+
+func mtimeOf(st *unix.Stat_t) time.Time { return time.Unix(st.Mtim.Sec, st.Mtim.Nsec) }
+
+func readlinkat(dirfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// file packs a regular file: a hard link to a name already archived, or its content read once.
+func (p *packer) file(dirfd int, name, rel string, e *Entry, h *tar.Header, st *unix.Stat_t) error {
+	e.Type, e.Size = "file", st.Size
+	if st.Nlink > 1 {
+		key := [2]uint64{st.Dev, st.Ino}
+		if first, ok := p.firstName[key]; ok {
+			e.Link, e.Size = first.path, first.size
+			h.Typeflag, h.Linkname = tar.TypeLink, "./"+first.path
+			return p.emit(e, h)
+		}
+		p.firstName[key] = linked{rel, st.Size}
+	}
+	testHook("open", rel)
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return changed(rel, "File removed before we read it")
+	}
+	if errors.Is(err, unix.ELOOP) {
+		return changed(rel, "file changed as we read it")
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", rel, err)
+	}
+	defer unix.Close(fd)
+	var now unix.Stat_t
+	if err := unix.Fstat(fd, &now); err != nil {
+		return err
+	}
+	if now.Dev != st.Dev || now.Ino != st.Ino || now.Mode&unix.S_IFMT != unix.S_IFREG {
+		return changed(rel, "file changed as we read it")
+	}
+	p.hash.Reset()
+	var regions []region
+	sparse := false
+	if looksSparse(st) && st.Size > 0 {
+		regions, sparse, err = dataRegions(fd, st.Size)
+		if err != nil {
+			return fmt.Errorf("map the holes of %s: %w", rel, err)
+		}
+	}
+	if sparse {
+		err = p.sparseBody(fd, rel, e, st, regions)
+	} else {
+		h.Typeflag, h.Size = tar.TypeReg, st.Size
+		if err = p.tar.header(h); err == nil {
+			err = p.copy(fd, rel, 0, st.Size)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	testHook("read", rel)
+	// What was read is what the walk saw only if nothing moved meanwhile (tar's own test, by ctime, plus size/mtime).
+	if err := unix.Fstat(fd, &now); err != nil {
+		return err
+	}
+	if now.Size != st.Size || now.Mtim != st.Mtim || now.Ctim != st.Ctim {
+		return changed(rel, "file changed as we read it")
+	}
+	e.Sha256 = hex.EncodeToString(p.hash.Sum(nil))
+	return p.manifest.add(e)
+}
+
+// sparseBody writes a sparse file as GNU PAX 1.0: header, map, then the regions' bytes; the hash is of the file as
+// it reads back (zeros in every hole), and the entry records the bytes no region covers.
+func (p *packer) sparseBody(fd int, rel string, e *Entry, st *unix.Stat_t, regions []region) error {
+	mapBytes := sparseMap(regions)
+	var data int64
+	for _, r := range regions {
+		data += r.length
+	}
+	body := int64(len(mapBytes)) + data
+	if err := p.tar.sparseHeader("./"+rel, int64(e.Mode), int(st.Uid), int(st.Gid), mtimeOf(st), st.Size, body); err != nil {
+		return err
+	}
+	if err := p.tar.rawWrite(mapBytes); err != nil {
+		return err
+	}
+	var pos int64
+	for _, r := range regions {
+		hashZeros(p.hash, r.offset-pos)
+		if err := p.copyRaw(fd, rel, r.offset, r.length); err != nil {
+			return err
+		}
+		pos = r.offset + r.length
+	}
+	hashZeros(p.hash, st.Size-pos)
+	if holes := st.Size - data; holes > 0 {
+		e.Holes = holes
+	}
+	return p.tar.padTo(body)
+}
+
+// copy reads [off, off+n) of the file into the hash and the current tar entry (archive/tar's).
+func (p *packer) copy(fd int, rel string, off, n int64) error {
+	return p.read(fd, rel, off, n, func(b []byte) error { _, err := p.tar.Write(b); return err })
+}
+
+// copyRaw is copy for a sparse entry, which is written around archive/tar.
+func (p *packer) copyRaw(fd int, rel string, off, n int64) error {
+	return p.read(fd, rel, off, n, p.tar.rawWrite)
+}
+
+func (p *packer) read(fd int, rel string, off, n int64, write func([]byte) error) error {
+	for n > 0 {
+		chunk := p.buf[:min(int64(len(p.buf)), n)]
+		got, err := unix.Pread(fd, chunk, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", rel, err)
+		}
+		if got == 0 {
+			return changed(rel, fmt.Sprintf("File shrank by %d bytes", n))
+		}
+		p.hash.Write(chunk[:got])
+		if err := write(chunk[:got]); err != nil {
+			return err
+		}
+		off += int64(got)
+		n -= int64(got)
+	}
+	return nil
+}
+
+// testHook lets the package's tests change the tree at a stage of a file's packing ("open": before it is opened,
+// "read": after its content was read); it does nothing otherwise.
+var testHook = func(stage, rel string) {}
+
+var zeros = make([]byte, 1<<20)
+
+func hashZeros(h hash.Hash, n int64) {
+	for n > 0 {
+		take := min(n, int64(len(zeros)))
+		h.Write(zeros[:take])
+		n -= take
+	}
+}
+
+// hashingWriter counts and hashes the compressed archive on its way out.
+type hashingWriter struct {
+	w io.Writer
+	h hash.Hash
+	n int64
+}
+
+func (w *hashingWriter) Write(b []byte) (int, error) {
+	n, err := w.w.Write(b)
+	w.h.Write(b[:n])
+	w.n += int64(n)
+	return n, err
+}
