@@ -112,6 +112,19 @@ describe("snapflow-lazy pack, against the agent's own single pass", () => {
     expect(native.manifest.entries.some((e) => e.path.startsWith("more/cache"))).toBe(false);
   });
 
+  it("without the binary on PATH the agent's own pass makes the default (same manifest)", async () => {
+    const path = process.env.PATH;
+    process.env.PATH = (path ?? "").split(":").filter((d) => !d.endsWith("native/lazy/bin")).join(":");
+    try {
+      const manifestOut = join(base, "fallback.json");
+      const r = await archiveWithManifestToFile(src, ZSTD, join(base, "fallback.tar.zst"), { manifestOut, engine: "native" });
+      expect(r.engine).toBe("node");
+      expect(readManifest(manifestOut).entries).toEqual(readManifest(join(base, "whole-native.json")).entries);
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
   it("refuses a name that is not UTF-8 as the agent does (bad_request on path), leaving no manifest", async () => {
     const odd = join(base, "odd");
     mkdirSync(join(odd, "d"), { recursive: true });
