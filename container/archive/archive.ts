@@ -22,7 +22,7 @@ import type { Readable, Writable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { startCompressor } from "./compressor.ts";
-import { engineBinary, enginePass, engineRequest, preferredEngine } from "./engine-pass.ts";
+import { EngineLacksPack, engineBinary, enginePass, engineRequest, preferredEngine } from "./engine-pass.ts";
 import { classifyByMetadata, confirmSuspects, deltaList, mergeDeltaManifest } from "./delta.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { writeManifest } from "../manifest/manifest-file.ts";
@@ -186,17 +186,23 @@ function archiveSink(format: TarFormat, out: Writable): TarSink {
 
 /**
  * The native engine makes the pass when it can (engine-pass.ts: tar with zstd, no base, a selection it reads alike,
- * and the binary here); otherwise the agent's own pass does, with the same archive format and the same manifest.
+ * and a binary here that has `pack`); otherwise the agent's own pass does, with the same archive format and the same
+ * manifest.
  */
 async function singlePass(dir: string, format: TarFormat, out: Writable, options: SinglePassOptions): Promise<SinglePassResult> {
   const request = (options.engine ?? preferredEngine()) === "native" ? engineRequest(format, options) : undefined;
   const bin = request ? await engineBinary() : null;
   if (request && bin) {
-    const result = await enginePass(bin, dir, request, out, options);
-    if (options.resultOut) await writeFile(options.resultOut, JSON.stringify(result));
-    out.end();
-    await finished(out);
-    return result;
+    const result = await enginePass(bin, dir, request, out, options).catch((e: unknown) => {
+      if (e instanceof EngineLacksPack) return undefined; // nothing was written: the agent's pass starts afresh
+      throw e;
+    });
+    if (result) {
+      if (options.resultOut) await writeFile(options.resultOut, JSON.stringify(result));
+      out.end();
+      await finished(out);
+      return result;
+    }
   }
   return { ...(await singlePassInto(dir, archiveSink(format, out), options)), engine: "node" };
 }

@@ -99,6 +99,8 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
     if (tool.child.exitCode === null) tool.child.kill("SIGTERM");
     throw new AgentError("tool_failed", `the stream from snapflow-lazy pack: ${(flowed.reason as Error).message}`);
   }
+  // A binary from before `pack` (a sandbox image older than the agent) answers its usage and exit 2 before a byte.
+  if (exited.status === "rejected" && tool.child.exitCode === 2 && relayed === 0 && !text) throw new EngineLacksPack();
   if (exited.status === "rejected") throw exited.reason;
   const parsed = EngineResult.safeParse(safeJson(text));
   if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy pack answered what is not a result: ${text.slice(0, 200)}`);
@@ -112,6 +114,13 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
     archived: { entries: r.entries, tarBytes: r.tarBytes },
     engine: "native",
   };
+}
+
+/** The snapflow-lazy here has no `pack` subcommand: the caller makes the agent's own pass instead. */
+export class EngineLacksPack extends Error {
+  constructor() {
+    super("snapflow-lazy here has no pack subcommand");
+  }
 }
 
 function safeJson(text: string): unknown {

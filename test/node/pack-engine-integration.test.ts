@@ -125,6 +125,26 @@ describe("snapflow-lazy pack, against the agent's own single pass", () => {
     }
   });
 
+  it("with a snapflow-lazy that has no pack (an older image's) the agent's own pass makes it, from the start", async () => {
+    // The real binary, asked for a subcommand it does not know, as a build from before pack would be asked for pack.
+    const older = join(base, "older-bin");
+    mkdirSync(older);
+    const real = execFileSync("sh", ["-c", "command -v snapflow-lazy"], { encoding: "utf8" }).trim();
+    writeFileSync(join(older, "snapflow-lazy"), `#!/bin/sh\n[ "$1" = pack ] && shift && exec ${real} pack-unknown "$@"\nexec ${real} "$@"\n`, { mode: 0o755 });
+    const path = process.env.PATH;
+    process.env.PATH = `${older}:${path}`;
+    try {
+      const manifestOut = join(base, "older.json");
+      const archive = join(base, "older.tar.zst");
+      const r = await archiveWithManifestToFile(src, ZSTD, archive, { manifestOut, engine: "native" });
+      expect(r.engine).toBe("node");
+      expect(r.bytes).toBe(statSync(archive).size);
+      expect(readManifest(manifestOut).entries).toEqual(readManifest(join(base, "whole-native.json")).entries);
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
   it("refuses a name that is not UTF-8 as the agent does (bad_request on path), leaving no manifest", async () => {
     const odd = join(base, "odd");
     mkdirSync(join(odd, "d"), { recursive: true });

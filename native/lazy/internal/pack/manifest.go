@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Entry is one manifest entry (protocol.ts ManifestEntry), its fields in the order the agent's single pass writes
@@ -69,6 +71,13 @@ type manifestWriter struct {
 	n          int
 	bytes      int64
 	totals     Totals
+	// self: the manifest file being written, which a walk of a tree holding it must not archive (the agent's pass
+	// writes its manifest after the walk, so its manifest is never in its archive either).
+	self unix.Stat_t
+}
+
+func (m *manifestWriter) is(st *unix.Stat_t) bool {
+	return st.Dev == m.self.Dev && st.Ino == m.self.Ino
 }
 
 func newManifestWriter(final string) (*manifestWriter, error) {
@@ -82,6 +91,11 @@ func newManifestWriter(final string) (*manifestWriter, error) {
 		return nil, err
 	}
 	m := &manifestWriter{final: final, tmp: tmp, f: f, w: bufio.NewWriterSize(f, 1<<20)}
+	if err := unix.Fstat(int(f.Fd()), &m.self); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
 	m.enc = json.NewEncoder(&m.buf)
 	m.enc.SetEscapeHTML(false) // as JSON.stringify writes '<', '>' and '&'
 	m.write([]byte(`{"version":1,"entries":[`))

@@ -188,6 +188,9 @@ func (p *packer) dir(fd int, rel, host string) error {
 			return fmt.Errorf("lstat %s: %w", filepath.Join(host, name), err)
 		}
 		kind := st.Mode & unix.S_IFMT
+		if kind == unix.S_IFREG && p.manifest.is(&st) {
+			continue
+		}
 		if p.sel.excluded(entryRel, kind == unix.S_IFDIR, fd, name) {
 			continue
 		}

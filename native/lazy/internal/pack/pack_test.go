@@ -317,3 +317,17 @@ func TestManifestSecondsAsNodeTarReadsThem(t *testing.T) {
 		}
 	}
 }
+
+// A manifest written inside the tree it describes (a backup of a directory that holds the staging area) is not
+// archived: the agent's pass writes its manifest after its walk, so it never archives it either.
+func TestPackLeavesOutItsOwnManifest(t *testing.T) {
+	root := tree(t)
+	var out bytes.Buffer
+	if _, err := Run(Options{Root: root, Manifest: filepath.Join(root, "d", "m.json")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	names, _, _ := read(t, out.Bytes())
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "d/m.json") }) {
+		t.Errorf("the archive holds the manifest: %v", names)
+	}
+}
