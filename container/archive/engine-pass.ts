@@ -92,15 +92,25 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
   // `out` failed (the client hung up, the disk filled): stop the engine, whose full pipe would otherwise hold it.
   relay.catch(() => tool.child.exitCode === null && tool.child.kill("SIGTERM"));
   const [exited, flowed, said] = await Promise.allSettled([tool.done, relay, answer]);
+  try {
+    return settle(exited, flowed, said, relayed, tool.child.exitCode, started);
+  } catch (e) {
+    // The engine removes its half-written manifest itself, unless it was killed outright (SIGKILL, the OOM killer).
+    await rm(`${options.manifestOut}.tmp-${tool.child.pid}`, { force: true });
+    throw e;
+  }
+}
+
+/** The pass's outcome from the engine's exit, the relay and the engine's answer on fd 3. */
+function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult<void>, said: PromiseSettledResult<string>, relayed: number, exitCode: number | null, started: number): SinglePassResult {
   const text = said.status === "fulfilled" ? said.value.trim() : "";
   const failure = text ? EngineFailure.safeParse(safeJson(text)) : undefined;
   if (failure?.success) throw new AgentError(failure.data.error.code, failure.data.error.message, failure.data.error.field);
   if (flowed.status === "rejected") {
-    if (tool.child.exitCode === null) tool.child.kill("SIGTERM");
     throw new AgentError("tool_failed", `the stream from snapflow-lazy pack: ${(flowed.reason as Error).message}`);
   }
   // A binary from before `pack` (a sandbox image older than the agent) answers its usage and exit 2 before a byte.
-  if (exited.status === "rejected" && tool.child.exitCode === 2 && relayed === 0 && !text) throw new EngineLacksPack();
+  if (exited.status === "rejected" && exitCode === 2 && relayed === 0 && !text) throw new EngineLacksPack();
   if (exited.status === "rejected") throw exited.reason;
   const parsed = EngineResult.safeParse(safeJson(text));
   if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy pack answered what is not a result: ${text.slice(0, 200)}`);

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"snapflow/native/lazy/internal/pack"
 )
@@ -44,6 +46,22 @@ func packCmd(args []string) error {
 		return fmt.Errorf("stdin: level %d or threads %d out of range", req.Level, req.Threads)
 	}
 	resultOut := os.NewFile(uintptr(*resultFd), "result")
+	// Stopped (the agent's reader went away and it sends SIGTERM): leave neither a half manifest nor a half archive.
+	// SIGPIPE is caught too, so a closed stdout fails the write (and the pass cleans up) instead of killing the process.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPIPE)
+	go func() {
+		for sig := range stop {
+			if sig == syscall.SIGPIPE {
+				continue
+			}
+			os.Remove(pack.TempManifest(*manifest))
+			if *outPath != "" {
+				os.Remove(*outPath)
+			}
+			os.Exit(1)
+		}
+	}()
 	var out io.Writer = os.Stdout
 	if *outPath != "" {
 		f, err := os.Create(*outPath)

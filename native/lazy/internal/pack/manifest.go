@@ -85,7 +85,7 @@ func newManifestWriter(final string) (*manifestWriter, error) {
 		return nil, err
 	}
 	os.Remove(final) // an earlier attempt's manifest must not speak for this one
-	tmp := final + ".tmp-" + strconv.Itoa(os.Getpid())
+	tmp := TempManifest(final)
 	f, err := os.Create(tmp)
 	if err != nil {
 		return nil, err
@@ -120,6 +120,9 @@ func (m *manifestWriter) add(e *Entry) error {
 	m.totals.add(e)
 	return nil
 }
+
+// TempManifest is where the manifest is written until the pass succeeds: beside final, named by the process.
+func TempManifest(final string) string { return final + ".tmp-" + strconv.Itoa(os.Getpid()) }
 
 // finish writes totals and the selection record, and renames the file into place.
 func (m *manifestWriter) finish(record *Record) error {
