@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -60,17 +62,22 @@ func (t *Totals) add(e *Entry) {
 	}
 }
 
-// manifestWriter streams the manifest JSON to a file beside its final name as entries are made (a 30k-entry
-// manifest is ~10 MB: never held whole), and renames it into place only when the archive succeeded.
+// manifestWriter streams the manifest JSON to a file as entries are made (a 30k-entry manifest is ~10 MB: never held
+// whole) and gives it its name only when the archive succeeded. The file is made nameless (O_TMPFILE) in the
+// manifest's directory and linked in at the end, so a pass killed outright (SIGKILL, with the agent's process group)
+// leaves nothing behind; where the filesystem cannot (EOPNOTSUPP), it is a named file beside it, renamed, and removed
+// on failure or SIGTERM.
 type manifestWriter struct {
-	final, tmp string
-	f          *os.File
-	w          *bufio.Writer
-	enc        *json.Encoder
-	buf        bytes.Buffer
-	n          int
-	bytes      int64
-	totals     Totals
+	final string
+	// tmp: the named file's path; "" when the file has no name
+	tmp    string
+	f      *os.File
+	w      *bufio.Writer
+	enc    *json.Encoder
+	buf    bytes.Buffer
+	n      int
+	bytes  int64
+	totals Totals
 	// self: the manifest file being written, which a walk of a tree holding it must not archive (the agent's pass
 	// writes its manifest after the walk, so its manifest is never in its archive either).
 	self unix.Stat_t
@@ -85,15 +92,22 @@ func newManifestWriter(final string) (*manifestWriter, error) {
 		return nil, err
 	}
 	os.Remove(final) // an earlier attempt's manifest must not speak for this one
-	tmp := TempManifest(final)
-	f, err := os.Create(tmp)
-	if err != nil {
+	var f *os.File
+	tmp := ""
+	fd, err := unix.Open(filepath.Dir(final), unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err == nil {
+		f = os.NewFile(uintptr(fd), final)
+	} else if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+		tmp = TempManifest(final)
+		if f, err = os.Create(tmp); err != nil {
+			return nil, err
+		}
+	} else {
 		return nil, err
 	}
 	m := &manifestWriter{final: final, tmp: tmp, f: f, w: bufio.NewWriterSize(f, 1<<20)}
 	if err := unix.Fstat(int(f.Fd()), &m.self); err != nil {
-		f.Close()
-		os.Remove(tmp)
+		m.abandon()
 		return nil, err
 	}
 	m.enc = json.NewEncoder(&m.buf)
@@ -121,7 +135,8 @@ func (m *manifestWriter) add(e *Entry) error {
 	return nil
 }
 
-// TempManifest is where the manifest is written until the pass succeeds: beside final, named by the process.
+// TempManifest is where the manifest is written until the pass succeeds when the filesystem has no O_TMPFILE: beside
+// final, named by the process.
 func TempManifest(final string) string { return final + ".tmp-" + strconv.Itoa(os.Getpid()) }
 
 // finish writes totals and the selection record, and renames the file into place.
@@ -139,16 +154,31 @@ func (m *manifestWriter) finish(record *Record) error {
 	if err := m.w.Flush(); err != nil {
 		return err
 	}
+	if m.tmp == "" {
+		// Linked through /proc (linkat with AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
+		err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(m.f.Fd())), unix.AT_FDCWD, m.final, unix.AT_SYMLINK_FOLLOW)
+		if errors.Is(err, unix.EEXIST) { // written there meanwhile: this pass's manifest is the one that counts
+			os.Remove(m.final)
+			err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(m.f.Fd())), unix.AT_FDCWD, m.final, unix.AT_SYMLINK_FOLLOW)
+		}
+		if err != nil {
+			m.f.Close()
+			return fmt.Errorf("link the manifest in as %s: %w", m.final, err)
+		}
+		return m.f.Close()
+	}
 	if err := m.f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(m.tmp, m.final)
 }
 
-// abandon removes the half-written manifest.
+// abandon drops the half-written manifest (a nameless one goes with its descriptor).
 func (m *manifestWriter) abandon() {
 	m.f.Close()
-	os.Remove(m.tmp)
+	if m.tmp != "" {
+		os.Remove(m.tmp)
+	}
 }
 
 // manifestSeconds is the whole seconds the agent's tar parser (node-tar) reads from the mtime this archive carries,

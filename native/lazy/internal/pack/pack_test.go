@@ -70,8 +70,8 @@ func packTree(t *testing.T, root string, sel *Selection) (packed, error) {
 	mpath := filepath.Join(t.TempDir(), "m.json")
 	r, err := Run(Options{Root: root, Manifest: mpath, Selection: sel}, &out)
 	if err != nil {
-		if _, statErr := os.Stat(mpath); statErr == nil {
-			t.Errorf("a failed pack left its manifest behind")
+		if left, _ := os.ReadDir(filepath.Dir(mpath)); len(left) != 0 {
+			t.Errorf("a failed pack left %v behind", left)
 		}
 		return p, err
 	}
