@@ -11,10 +11,9 @@
 // ~3.0 here (native/lazy/MEASUREMENTS.md "pack"). It takes what the engine reads alike: tar with zstd, no base
 // manifest (a delta keeps the agent's pass: it names a list, not a tree), a selection RE2 reads as JavaScript does.
 // Without the binary (an image built without it) the agent's pass runs instead: same archive format, same manifest.
-import { once } from "node:events";
 import { rm } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
-import { finished } from "node:stream/promises";
+import { pipeline } from "node:stream/promises";
 import { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
 import { ManifestTotals, type TarFormat } from "../contract/protocol.ts";
@@ -82,13 +81,10 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
   const answer = readAll(tool.child.stdio[3] as Readable);
   let relayed = 0;
   const stdout = tool.child.stdout!;
-  // A relay, not a pipeline through a Transform: pause when `out` is full, count, nothing else touches the bytes.
-  const relay = (async () => {
-    for await (const chunk of stdout) {
-      relayed += (chunk as Buffer).length;
-      if (!out.write(chunk)) await Promise.race([once(out, "drain"), finished(out)]);
-    }
-  })();
+  // A relay, not a pipeline through a Transform: the pipe pauses the engine when `out` is full, a listener counts,
+  // nothing else touches the bytes. `out` is ended by the caller, once the result is recorded.
+  const relay = pipeline(stdout, out, { end: false });
+  stdout.on("data", (chunk: Buffer) => (relayed += chunk.length));
   // `out` failed (the client hung up, the disk filled): stop the engine, whose full pipe would otherwise hold it.
   relay.catch(() => tool.child.exitCode === null && tool.child.kill("SIGTERM"));
   const [exited, flowed, said] = await Promise.allSettled([tool.done, relay, answer]);
