@@ -91,6 +91,16 @@ describe("snapflow-lazy pack, against the agent's own single pass", () => {
     expect(statSync(join(out, "more/sparse.img")).blocks * 512).toBeLessThan(MiB);
   });
 
+  it("makes the same manifest for the fidelity tree (foreign owners, set-id bits, xattrs, a FIFO, a socket, ns mtimes, a 255-byte name)", async () => {
+    const tree = join(base, "fidelity");
+    await generateDataset(tree, { kind: "tricky", seed: 5, replace: true });
+    execFileSync("python3", [join(import.meta.dirname, "../fixtures/fidelity-tree.py"), "make", tree]);
+    const { native, node } = await bothPasses(tree, "fidelity");
+    expect(native.result.engine).toBe("native");
+    expect(native.manifest).toEqual(node.manifest);
+    expect(native.manifest.entries.some((e) => e.path.length >= 255)).toBe(true);
+  });
+
   it("is accepted by the agent's verified extract (node-tar's in-stream check of every entry)", async () => {
     const manifestOut = join(base, "verified.json");
     const archive = join(base, "verified.tar.zst");
