@@ -31,6 +31,7 @@ import type { Manifest, ManifestEntry, TarFormat, WrittenBytes } from "../contra
 import { startTool, toolAndFlow, type RunningTool } from "../system/run-tool.ts";
 import { tarCreateArgv, tarCreateFromStdinArgv } from "./tar-argv.ts";
 import { TarManifestStream } from "./tar-manifest.ts";
+import type { SinglePassOptions, SinglePassResult } from "./single-pass.ts";
 import type { CompiledSelection } from "./selection.ts";
 import { walkAll, walkTree, type WalkEntry } from "../manifest/tree-walk.ts";
 
@@ -59,29 +60,7 @@ export function archiveToFile(dir: string, format: TarFormat, output: string, fi
   return toFileOrNothing(output, (out) => archiveToStream(dir, format, out, filesFrom));
 }
 
-export interface SinglePassOptions {
-  /** where the manifest is written (host path) */
-  manifestOut: string;
-  /** a delta: archive only what changed since this manifest */
-  base?: Manifest;
-  /** with base: compare content of every file whose metadata agrees (users who distrust timestamps) */
-  rehash?: boolean;
-  /** where the result JSON is written too (a streamed response cannot carry it) */
-  resultOut?: string;
-  /** a backup's selection (selection.ts): the walk leaves excluded entries out, and the manifest records it */
-  selection?: CompiledSelection;
-  /** which pass to make when the native engine could (default: SNAPFLOW_PACK_ENGINE, else native) */
-  engine?: "native" | "node";
-}
-
-export interface SinglePassResult extends WrittenBytes {
-  manifest: { totals: Manifest["totals"]; entries: number; jsonBytes: number; walkMs: number };
-  /** entries tar archived and the agent hashed on the way */
-  archived: { entries: number; tarBytes: number };
-  delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };
-  /** which pass made it: the native engine (engine-pass.ts) or the agent's own (tar, node-tar, zstd) */
-  engine?: "native" | "node";
-}
+export type { SinglePassOptions, SinglePassResult } from "./single-pass.ts";
 
 /** tar's words for a source that changed under it, as `tar: ./path: <words>` lines on stderr. */
 const CHANGED_UNDER_TAR = /tar: \.\/(.*?): (file changed as we read it|File shrank by \d+ bytes|Cannot stat: No such file or directory|Cannot open: No such file or directory|File removed before we read it)/g;

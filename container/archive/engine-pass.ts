@@ -19,7 +19,7 @@ import { AgentError } from "../http/agent-error.ts";
 import { ManifestTotals, type TarFormat } from "../contract/protocol.ts";
 import { findOnPath } from "../system/find-on-path.ts";
 import { startTool } from "../system/run-tool.ts";
-import type { SinglePassOptions, SinglePassResult } from "./archive.ts";
+import type { SinglePassOptions, SinglePassResult } from "./single-pass.ts";
 import type { EngineSelection } from "./selection.ts";
 
 /** Which pass the agent makes when both could: SNAPFLOW_PACK_ENGINE=node keeps its own (benchmarks compare the two). */
