@@ -6,9 +6,9 @@
 //          │ └──manifest──▶ options.manifestOut
 //          └──result JSON (fd 3)──▶ SinglePassResult
 //
-// Why: the agent's own pass (archive.ts singlePassInto) reads every byte three times in four processes (tar reads,
-// node-tar parses and hashes, zstd compresses, the agent hashes again): ~4.4 CPU-s for a 494 MB workspace against
-// ~3.0 here (native/lazy/MEASUREMENTS.md "pack"). It takes what the engine reads alike: tar with zstd, no base
+// Why: in the agent's own pass (archive.ts singlePassInto) every byte goes through tar, Node (node-tar parses it, SHA-256)
+// and zstd, and the archive through a second SHA-256: on the npm workspace (550 MB) 5.7–6.0 CPU-s for the agent and its
+// children against 4.0–4.4 with the engine (native/lazy/MEASUREMENTS.md "pack"). It takes what the engine reads alike: tar with zstd, no base
 // manifest (a delta keeps the agent's pass: it names a list, not a tree), a selection RE2 reads as JavaScript does.
 // Without the binary (an image built without it) the agent's pass runs instead: same archive format, same manifest.
 import { rm } from "node:fs/promises";
@@ -78,6 +78,7 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
   const tool = startTool([bin, "pack", "--root", dir, "--manifest", options.manifestOut, "--result-fd", "3"], { stdin: "pipe", fd3: "pipe" });
   tool.child.stdin!.on("error", () => {}); // it died early: its exit says why
   tool.child.stdin!.end(JSON.stringify(request));
+  // Awaited to its end, not to the engine's exit: under Bun, fd 3's data can arrive after the child's 'close' event.
   const answer = readAll(tool.child.stdio[3] as Readable);
   let relayed = 0;
   const stdout = tool.child.stdout!;
@@ -91,7 +92,8 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
   try {
     return settle(exited, flowed, said, relayed, tool.child.exitCode, started);
   } catch (e) {
-    // The engine removes its half-written manifest itself, unless it was killed outright (SIGKILL, the OOM killer).
+    // The engine's half-written manifest has no name (O_TMPFILE) except on a filesystem without it; there the engine
+    // removes it itself, unless it was killed outright (SIGKILL, the OOM killer).
     await rm(`${options.manifestOut}.tmp-${tool.child.pid}`, { force: true });
     throw e;
   }
