@@ -13,7 +13,8 @@ RUN bun install --production --ignore-scripts
 COPY container/ container/
 RUN bun build container/agent.ts --target=bun --outfile=/build/agent.js
 
-# Stage 2: snapflow-lazy, the FUSE helper for lazy restores (native/lazy): a static Go binary (CGO off).
+# Stage 2: snapflow-lazy (native/lazy): the FUSE helper for lazy restores and the backup engine (`pack`, the default
+# backup's single pass); a static Go binary (CGO off). Its modules (go-fuse, fastcdc, klauspost/compress) come from go.sum.
 FROM docker.io/library/golang:1.26 AS lazy-build
 WORKDIR /build
 COPY native/lazy/ ./

@@ -22,6 +22,7 @@ import type { Readable, Writable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { startCompressor } from "./compressor.ts";
+import { EngineLacksPack, engineBinary, enginePass, engineRequest, preferredEngine } from "./engine-pass.ts";
 import { classifyByMetadata, confirmSuspects, deltaList, mergeDeltaManifest } from "./delta.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { writeManifest } from "../manifest/manifest-file.ts";
@@ -30,6 +31,7 @@ import type { Manifest, ManifestEntry, TarFormat, WrittenBytes } from "../contra
 import { startTool, toolAndFlow, type RunningTool } from "../system/run-tool.ts";
 import { tarCreateArgv, tarCreateFromStdinArgv } from "./tar-argv.ts";
 import { TarManifestStream } from "./tar-manifest.ts";
+import type { SinglePassOptions, SinglePassResult } from "./single-pass.ts";
 import type { CompiledSelection } from "./selection.ts";
 import { walkAll, walkTree, type WalkEntry } from "../manifest/tree-walk.ts";
 
@@ -58,25 +60,7 @@ export function archiveToFile(dir: string, format: TarFormat, output: string, fi
   return toFileOrNothing(output, (out) => archiveToStream(dir, format, out, filesFrom));
 }
 
-export interface SinglePassOptions {
-  /** where the manifest is written (host path) */
-  manifestOut: string;
-  /** a delta: archive only what changed since this manifest */
-  base?: Manifest;
-  /** with base: compare content of every file whose metadata agrees (users who distrust timestamps) */
-  rehash?: boolean;
-  /** where the result JSON is written too (a streamed response cannot carry it) */
-  resultOut?: string;
-  /** a backup's selection (selection.ts): the walk leaves excluded entries out, and the manifest records it */
-  selection?: CompiledSelection;
-}
-
-export interface SinglePassResult extends WrittenBytes {
-  manifest: { totals: Manifest["totals"]; entries: number; jsonBytes: number; walkMs: number };
-  /** entries tar archived and the agent hashed on the way */
-  archived: { entries: number; tarBytes: number };
-  delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };
-}
+export type { SinglePassOptions, SinglePassResult } from "./single-pass.ts";
 
 /** tar's words for a source that changed under it, as `tar: ./path: <words>` lines on stderr. */
 const CHANGED_UNDER_TAR = /tar: \.\/(.*?): (file changed as we read it|File shrank by \d+ bytes|Cannot stat: No such file or directory|Cannot open: No such file or directory|File removed before we read it)/g;
@@ -179,8 +163,27 @@ function archiveSink(format: TarFormat, out: Writable): TarSink {
   };
 }
 
+/**
+ * The native engine makes the pass when it can (engine-pass.ts: tar with zstd, no base, a selection it reads alike,
+ * and a binary here that has `pack`); otherwise the agent's own pass does, with the same archive format and the same
+ * manifest.
+ */
 async function singlePass(dir: string, format: TarFormat, out: Writable, options: SinglePassOptions): Promise<SinglePassResult> {
-  return singlePassInto(dir, archiveSink(format, out), options);
+  const request = (options.engine ?? preferredEngine()) === "native" ? engineRequest(format, options) : undefined;
+  const bin = request ? await engineBinary() : null;
+  if (request && bin) {
+    const result = await enginePass(bin, dir, request, out, options).catch((e: unknown) => {
+      if (e instanceof EngineLacksPack) return undefined; // nothing was written: the agent's pass starts afresh
+      throw e;
+    });
+    if (result) {
+      if (options.resultOut) await writeFile(options.resultOut, JSON.stringify(result));
+      out.end();
+      await finished(out);
+      return result;
+    }
+  }
+  return { ...(await singlePassInto(dir, archiveSink(format, out), options)), engine: "node" };
 }
 
 /** One read of `dir`: the walk names entries to tar, the tar stream is parsed and hashed, then goes to `sink`. */

@@ -33,6 +33,27 @@ export interface CompiledSelection {
   exclude: Exclude;
   /** the rules and what they excluded so far (distinct paths, so walking twice counts once) */
   record(): SelectionRecord;
+  /** the same rules, compiled, for the native engine's walk (engine-pass.ts); undefined when it would not read them alike */
+  engineRules(): EngineSelection | undefined;
+}
+
+/** The selection as the native engine takes it (native/lazy/internal/pack/selection.go). */
+export interface EngineSelection {
+  patterns: { pattern: string; re: string; dirOnly: boolean }[];
+  ignored: string[];
+  excludeCaches: boolean;
+  /** the manifest's record less `excluded`, which the engine's walk counts */
+  record: Omit<SelectionRecord, "excluded">;
+}
+
+/**
+ * Whether Go's RE2 reads a globToRegExp expression as JavaScript does. They agree on everything globToRegExp writes
+ * from ordinary globs; they part on POSIX classes inside a bracket (`[[:alpha:]]` is a class to RE2, not to
+ * JavaScript) and on escaped letters (`\c`, `\k`, `\p` mean different things or nothing): such a selection stays
+ * with the agent's own walk.
+ */
+export function readsAlikeInRE2(source: string): boolean {
+  return !/\[[:=.]/.test(source) && !/\\[A-Za-z]/.test(source);
 }
 
 /** One glob pattern as a RegExp over a relative path, and whether it matches directories only. */
@@ -152,6 +173,10 @@ export async function compileSelection(root: string, spec: SelectionSpec | undef
   };
   return {
     exclude,
+    engineRules() {
+      if (!patterns.every((p) => readsAlikeInRE2(p.re.source))) return undefined;
+      return { patterns: patterns.map((p) => ({ pattern: p.pattern, re: p.re.source, dirOnly: p.dirOnly })), ignored: [...ignored], excludeCaches: spec.excludeCaches, record: { ...spec, warnings } };
+    },
     record() {
       const counts: Record<string, number> = {};
       for (const rule of excluded.values()) counts[rule] = (counts[rule] ?? 0) + 1;

@@ -1,6 +1,6 @@
 // Runs an external tool with its stdin/stdout as Node streams and turns a non-zero exit into an AgentError
 // that carries the tail of stderr, which is where tar and friends say what went wrong.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { finished, Writable } from "node:stream";
 import { AgentError, toolFailure } from "../http/agent-error.ts";
 
@@ -14,9 +14,11 @@ export interface RunningTool {
 
 const STDERR_TAIL = 4000;
 
-export function startTool(argv: string[], options: { stdin?: "pipe" | "ignore"; stdout?: "pipe" | "ignore"; cwd?: string } = {}): RunningTool {
+/** `fd3`: a fourth pipe (child.stdio[3]), for a tool whose stdout is its data and whose answer comes apart from it. */
+export function startTool(argv: string[], options: { stdin?: "pipe" | "ignore"; stdout?: "pipe" | "ignore"; cwd?: string; fd3?: "pipe" } = {}): RunningTool {
   const [cmd, ...args] = argv;
-  const child = spawn(cmd!, args, { stdio: [options.stdin ?? "ignore", options.stdout ?? "pipe", "pipe"], cwd: options.cwd });
+  const stdio: StdioOptions = [options.stdin ?? "ignore", options.stdout ?? "pipe", "pipe", ...(options.fd3 ? ["pipe" as const] : [])];
+  const child: ChildProcess = spawn(cmd!, args, { stdio, cwd: options.cwd });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-STDERR_TAIL);

@@ -9,3 +9,5 @@ require (
 )
 
 require github.com/goccy/go-json v0.12.0
+
+require github.com/klauspost/compress v1.20.4

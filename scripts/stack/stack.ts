@@ -264,7 +264,7 @@ export async function startAgent(options: {
     // The least it needs: no inherited credentials (S3 keys, API tokens in the developer's shell), only the
     // secret it checks sandbox tokens with.
     env: {
-      ...pick(process.env, ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SNAPFLOW_SANDBOX_ROOTS"]),
+      ...pick(process.env, ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SNAPFLOW_SANDBOX_ROOTS", "SNAPFLOW_PACK_ENGINE"]),
       // snapflow-lazy is built into the repository (native/lazy/build.sh), not installed: the agent finds it on PATH.
       PATH: `${join(PROJECT, "native/lazy/bin")}:${process.env.PATH ?? ""}`,
       SNAPFLOW_AGENT_SECRET: options.secret,

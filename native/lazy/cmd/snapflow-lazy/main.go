@@ -26,6 +26,7 @@
 // target) and remove (apply a delta's deletions), both by directory descriptors that never follow a symlink
 // (internal/beneath); opaque, the same way, marks a restored overlay upper's opaque directories; sanitize, relink and
 // setid clean an extracted tree, make an image's hard links one file again and give set-id bits back, the same way.
+// pack is the backup engine (internal/pack): a tree's tar.zst archive and its manifest from one read of each file.
 package main
 
 import (
@@ -44,6 +45,8 @@ const usage = `usage:
   snapflow-lazy relink --root DIR  < JSON [["first","other",…],…]                    {"relinked"} to stdout
   snapflow-lazy setid  --root DIR  < JSON [{"path","mode"},…]                        {"set","skipped"} to stdout
   snapflow-lazy sanitize --root DIR [--keep-owners]                                 {"devicesRemoved","setidCleared","ownersReset"}
+  snapflow-lazy pack   --root DIR --manifest FILE [--out FILE] [--result-fd N] < JSON {level,threads,long,selection}
+                                                                 tar.zst to stdout, result JSON to fd N
   snapflow-lazy version                                                           release, Go and commit, one line
 `
 
@@ -63,6 +66,7 @@ func main() {
 		"relink":   relinkCmd,
 		"setid":    setidCmd,
 		"sanitize": sanitizeCmd,
+		"pack":     packCmd,
 		"version":  versionCmd,
 	}
 	run, ok := commands[os.Args[1]]

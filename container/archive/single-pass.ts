@@ -1,0 +1,28 @@
+// What a single pass over a tree takes and answers (archive.ts makes it with tar and node-tar, engine-pass.ts with the
+// native engine): one module both import, so neither imports the other.
+import type { Manifest, WrittenBytes } from "../contract/protocol.ts";
+import type { CompiledSelection } from "./selection.ts";
+
+export interface SinglePassOptions {
+  /** where the manifest is written (host path) */
+  manifestOut: string;
+  /** a delta: archive only what changed since this manifest */
+  base?: Manifest;
+  /** with base: compare content of every file whose metadata agrees (users who distrust timestamps) */
+  rehash?: boolean;
+  /** where the result JSON is written too (a streamed response cannot carry it) */
+  resultOut?: string;
+  /** a backup's selection (selection.ts): the walk leaves excluded entries out, and the manifest records it */
+  selection?: CompiledSelection;
+  /** which pass to make when the native engine could (default: SNAPFLOW_PACK_ENGINE, else native) */
+  engine?: "native" | "node";
+}
+
+export interface SinglePassResult extends WrittenBytes {
+  manifest: { totals: Manifest["totals"]; entries: number; jsonBytes: number; walkMs: number };
+  /** entries tar archived and the agent hashed on the way */
+  archived: { entries: number; tarBytes: number };
+  delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };
+  /** which pass made it: the native engine (engine-pass.ts) or the agent's own (tar, node-tar, zstd) */
+  engine?: "native" | "node";
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"snapflow/native/lazy/internal/pack"
+)
+
+// packRequest is pack's stdin: the archive's zstd settings and the selection as the agent compiled it.
+type packRequest struct {
+	Level     int             `json:"level"`
+	Threads   int             `json:"threads"`
+	Long      bool            `json:"long"`
+	Selection *pack.Selection `json:"selection"`
+}
+
+// packCmd makes a tree's zstd-compressed tar archive (stdout, or --out) and its manifest (--manifest) in one pass
+// (internal/pack). The result, or {"error": {code, message, field}} when it failed, goes to --result-fd (or stderr):
+// stdout is the archive.
+func packCmd(args []string) error {
+	fs := newFlags("pack")
+	root := fs.String("root", "", "the tree to pack")
+	manifest := fs.String("manifest", "", "where the manifest JSON is written")
+	outPath := fs.String("out", "", "write the archive here instead of stdout")
+	resultFd := fs.Int("result-fd", 2, "the descriptor the result JSON is written to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := required(fs, "root", "manifest"); err != nil {
+		return err
+	}
+	var req packRequest
+	dec := json.NewDecoder(bufio.NewReader(os.Stdin))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("stdin: %w", err)
+	}
+	if req.Level < -7 || req.Level > 22 || req.Threads < 0 {
+		return fmt.Errorf("stdin: level %d or threads %d out of range", req.Level, req.Threads)
+	}
+	resultOut := os.NewFile(uintptr(*resultFd), "result")
+	// Stopped (the agent's reader went away and it sends SIGTERM): leave neither a half manifest nor a half archive.
+	// SIGPIPE is caught too, so a closed stdout fails the write (and the pass cleans up) instead of killing the process.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPIPE)
+	go func() {
+		for sig := range stop {
+			if sig == syscall.SIGPIPE {
+				continue
+			}
+			os.Remove(pack.TempManifest(*manifest))
+			if *outPath != "" {
+				os.Remove(*outPath)
+			}
+			os.Exit(1)
+		}
+	}()
+	var out io.Writer = os.Stdout
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	w := bufio.NewWriterSize(out, 256<<10)
+	result, err := pack.Run(pack.Options{Root: *root, Manifest: *manifest, Level: req.Level, Threads: req.Threads, Long: req.Long, Selection: req.Selection}, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		var known *pack.Error
+		if !errors.As(err, &known) {
+			known = &pack.Error{Code: "tool_failed", Message: err.Error()}
+		}
+		json.NewEncoder(resultOut).Encode(map[string]any{"error": known})
+		if *outPath != "" {
+			os.Remove(*outPath)
+		}
+		return err
+	}
+	return json.NewEncoder(resultOut).Encode(result)
+}
