@@ -23,9 +23,9 @@ import { finished, pipeline } from "node:stream/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { startCompressor } from "./compressor.ts";
 import { EngineLacksPack, engineBinary, enginePass, engineRequest, preferredEngine } from "./engine-pass.ts";
-import { classifyByMetadata, confirmSuspects, deltaList, mergeDeltaManifest } from "./delta.ts";
+import { classifyByMetadata, confirmSuspects, deltaLayer, deltaList, mergeDeltaManifest } from "./delta.ts";
 import { HashingStream } from "./hashing-stream.ts";
-import { writeManifest } from "../manifest/manifest-file.ts";
+import { writeManifestHashed } from "../manifest/manifest-file.ts";
 import { totalsOf } from "../manifest/manifest.ts";
 import type { Manifest, ManifestEntry, TarFormat, WrittenBytes } from "../contract/protocol.ts";
 import { startTool, toolAndFlow, type RunningTool } from "../system/run-tool.ts";
@@ -238,11 +238,12 @@ export async function singlePassInto(dir: string, sink: TarSink, options: Single
     }
   }
   const manifest: Manifest = { version: 1, entries, totals: totalsOf(entries), ...(options.selection ? { selection: options.selection.record() } : {}) };
-  const jsonBytes = await writeManifest(options.manifestOut, manifest);
+  const layerOf = classified ? options.layerOver : undefined;
+  const written = await writeManifestHashed(options.manifestOut, classified && layerOf ? deltaLayer(manifest, classified.base, classified.deleted, layerOf) : manifest);
   const result: SinglePassResult = {
     ...(await sink.written()),
     ms: Math.round(performance.now() - started),
-    manifest: { totals: manifest.totals, entries: entries.length, jsonBytes, walkMs },
+    manifest: { totals: manifest.totals, entries: entries.length, jsonBytes: written.bytes, walkMs, sha256: written.sha256, ...(layerOf ? { layerOf } : {}) },
     archived: { entries: parsing.entries.length, tarBytes: parsing.tarBytes },
     ...(delta ? { delta } : {}),
   };

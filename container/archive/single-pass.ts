@@ -10,6 +10,8 @@ export interface SinglePassOptions {
   base?: Manifest;
   /** with base: compare content of every file whose metadata agrees (users who distrust timestamps) */
   rehash?: boolean;
+  /** with base: write the manifest as a layer over this snapshot (the base) rather than the whole tree's */
+  layerOver?: string;
   /** where the result JSON is written too (a streamed response cannot carry it) */
   resultOut?: string;
   /** a backup's selection (selection.ts): the walk leaves excluded entries out, and the manifest records it */
@@ -19,7 +21,8 @@ export interface SinglePassOptions {
 }
 
 export interface SinglePassResult extends WrittenBytes {
-  manifest: { totals: Manifest["totals"]; entries: number; jsonBytes: number; walkMs: number };
+  /** `sha256`: of the manifest file (the record keeps it); `layerOf`: the file is a layer over that snapshot's */
+  manifest: { totals: Manifest["totals"]; entries: number; jsonBytes: number; walkMs: number; sha256?: string; layerOf?: string };
   /** entries tar archived and the agent hashed on the way */
   archived: { entries: number; tarBytes: number };
   delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };

@@ -53,15 +53,17 @@ export const archiveRoutes: Routes = {
   "GET /v1/archive": async (c) => {
     const q = c.query(P.ArchiveQuery);
     const dir = await existingDir(await c.path(q.path, "path"), "path");
-    const baseSource = oneOf(q.baseFile, q.baseUrl, "baseFile baseUrl");
+    if (q.baseSource !== undefined && (q.baseFile !== undefined || q.baseUrl !== undefined)) throw new AgentError("bad_request", "give at most one of baseFile baseUrl baseSource", "baseSource");
+    const baseSource = q.baseSource ?? oneOf(q.baseFile, q.baseUrl, "baseFile baseUrl");
     singlePassOnly({ ...q, base: baseSource });
+    if (q.layerOver !== undefined && baseSource === undefined) throw new AgentError("bad_request", "layerOver: a layer manifest needs a base (baseSource)", "layerOver");
     if (q.manifestOut !== undefined) {
       const manifestOut = await c.path(q.manifestOut, "manifestOut");
       const resultOut = q.resultOut === undefined ? undefined : await c.path(q.resultOut, "resultOut");
-      const base = await requestedManifest(c, baseSource, q.baseFile !== undefined ? "baseFile" : "baseUrl");
+      const base = await requestedManifest(c, baseSource, q.baseFile !== undefined ? "baseFile" : q.baseUrl !== undefined ? "baseUrl" : "baseSource");
       const selection = await requestedSelection(c, dir);
       c.res.writeHead(200, { "content-type": "application/octet-stream" });
-      await archiveWithManifest(dir, q, c.res, { manifestOut, base, rehash: q.rehash, resultOut, selection });
+      await archiveWithManifest(dir, q, c.res, { manifestOut, base, rehash: q.rehash, layerOver: q.layerOver, resultOut, selection });
       return STREAMED;
     }
     const filesFrom = q.filesFrom === undefined ? await selectedList(c, dir) : await c.path(q.filesFrom, "filesFrom");
@@ -81,7 +83,8 @@ export const archiveRoutes: Routes = {
     if (body.manifestOut !== undefined) {
       const manifestOut = await c.path(body.manifestOut, "manifestOut");
       const base = await requestedManifest(c, body.base, "base");
-      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, rehash: body.rehash, selection: await requestedSelection(c, dir) });
+      if (body.layerOver !== undefined && !base) throw new AgentError("bad_request", "layerOver: a layer manifest needs a base", "layerOver");
+      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, rehash: body.rehash, layerOver: body.layerOver, selection: await requestedSelection(c, dir) });
     }
     const filesFrom = body.filesFrom === undefined ? await selectedList(c, dir) : await c.path(body.filesFrom, "filesFrom");
     try {
@@ -93,8 +96,9 @@ export const archiveRoutes: Routes = {
 
   "PUT /v1/extract": async (c) => {
     const q = c.query(P.ExtractQuery);
-    const expected = oneOf(q.expectedFile, q.expectedUrl, "expectedFile expectedUrl");
-    const verify = await requestedVerification(c, { expected, complete: q.complete, walk: q.walk }, q.expectedFile !== undefined ? "expectedFile" : "expectedUrl");
+    if (q.expectedSource !== undefined && (q.expectedFile !== undefined || q.expectedUrl !== undefined)) throw new AgentError("bad_request", "give at most one of expectedFile expectedUrl expectedSource", "expectedSource");
+    const expected = q.expectedSource ?? oneOf(q.expectedFile, q.expectedUrl, "expectedFile expectedUrl");
+    const verify = await requestedVerification(c, { expected, complete: q.complete, walk: q.walk }, q.expectedFile !== undefined ? "expectedFile" : q.expectedUrl !== undefined ? "expectedUrl" : "expectedSource");
     const dir = await c.path(q.path, "path");
     // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
     return extractSafely(dir, verify, (into, v) => (v ? extractFromStream(c.req, q, into, v) : extractFromStream(c.req, q, into)), { keepOwnership: q.keepOwnership });

@@ -42,7 +42,8 @@ export interface SnapshotRecord {
   /**
    * `sha256`: the stored manifest's, where the backup bound its upload to it (a restore checks it on arrival);
    * `layerOf`: the manifest is a layer (version 2) over that snapshot's manifest, which a reader applies it to
-   * (an overlay delta's; snapshots from before layers hold the whole tree's manifest)
+   * (an overlay delta's, or a changed-files delta's: layer-chain.ts follows a chain of those; snapshots from before
+   * layers hold the whole tree's manifest)
    */
   manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number; sha256?: string; layerOf?: string };
   /**

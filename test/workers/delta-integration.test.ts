@@ -2,7 +2,14 @@
 // previous snapshot's manifest), restored as base + deltas into a fresh sandbox and verified against the tree
 // as it was at the last delta. Real agent, real tar/zstd, real S3 server.
 import { describe, expect, it } from "vitest";
-import { agent, api, freshSandbox, putFile as put, runWorkflow as run } from "./helpers.ts";
+import { agent, api, freshSandbox, putFile as put, runWorkflow as run, testStore } from "./helpers.ts";
+
+/** The stored manifest object of a snapshot: its size, and its JSON. */
+async function storedManifest(id: string): Promise<{ bytes: number; json: any }> {
+  const o = await (await testStore()).get(`snapshots/${id}/manifest.json`);
+  const text = await new Response(o!.body).text();
+  return { bytes: new TextEncoder().encode(text).byteLength, json: JSON.parse(text) };
+}
 
 
 const remove = (sandbox: string, path: string) => agent(sandbox, "DELETE", `/v1/files?path=${encodeURIComponent(path)}`);
@@ -28,6 +35,17 @@ describe("changed-files deltas", () => {
     expect(d1Record.delta.base).toBe(full.snapshotId);
     expect(d1Record.delta.deleted).toBeGreaterThanOrEqual(2);
     expect(d1Record.archive.bytes).toBeLessThan(full.steps.transfer.bytes / 4);
+    // Its stored manifest is a layer over the base's (what changed, and the deletions), not the whole tree again;
+    // the record keeps the tree's totals, the layer's SHA-256 and the snapshot it lies over.
+    const baseStored = await storedManifest(full.snapshotId);
+    const d1Stored = await storedManifest(d1.snapshotId);
+    expect(d1Record.manifest.layerOf).toBe(full.snapshotId);
+    expect(d1Record.manifest.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(d1Stored.json.version).toBe(2);
+    expect(d1Stored.json.removed).toContain("package.json");
+    expect(d1Stored.bytes).toBeLessThan(baseStored.bytes / 10);
+    expect(d1Record.manifest.files).toBe((await manifest(src)).totals.files);
+    const atD1 = await manifest(src);
 
     // Second round on top of the first delta.
     await put(src, "/workspace/app/src/new-dir/new-file.ts", "export const added = 2;\n");
@@ -35,6 +53,10 @@ describe("changed-files deltas", () => {
     const d2 = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-delta", baseSnapshotId: d1.snapshotId });
     expect(d2.status, d2.error).toBe("complete");
     const expected = await manifest(src);
+    // A delta of a delta: its layer lies over the first delta's layer, which lies over the full manifest.
+    const d2Record = (await api("GET", `/api/snapshots/${d2.snapshotId}`)).json;
+    expect(d2Record.manifest.layerOf).toBe(d1.snapshotId);
+    expect((await storedManifest(d2.snapshotId)).json.base).toBe(d1.snapshotId);
 
     for (const strategy of ["presigned-tar-zst-pipe", "restore-tar-zst-pipe"]) {
       const dst = freshSandbox("dst");
@@ -43,6 +65,11 @@ describe("changed-files deltas", () => {
       expect(r.steps.transfer.layers).toBe(3);
       expect((await manifest(dst)).entries).toEqual(expected.entries);
     }
+    // The first delta alone restores exactly too (base + one layer), every file hashed against base + layer.
+    const dst1 = freshSandbox("dst");
+    const r1 = await run("restore", { snapshotId: d1.snapshotId, sandboxId: dst1, path: "/workspace/app", strategy: "presigned-tar-zst-pipe", deepVerify: true });
+    expect(r1.steps.transfer.layers).toBe(2);
+    expect((await manifest(dst1)).entries).toEqual(atD1.entries);
   });
 
   it("a delta restore with a staged (non-pipe) strategy is refused with the reason", async () => {
