@@ -12,6 +12,10 @@ export interface SinglePassOptions {
   rehash?: boolean;
   /** with base: write the manifest as a layer over this snapshot (the base) rather than the whole tree's */
   layerOver?: string;
+  /** keep the tree's whole manifest in `dir` under snapshot `id` (manifest-kept.ts), for the next delta */
+  keep?: { dir: string; id: string };
+  /** with base: where the agent read it (its kept copy, or the store), for the result */
+  baseFrom?: "kept" | "store";
   /** where the result JSON is written too (a streamed response cannot carry it) */
   resultOut?: string;
   /** a backup's selection (selection.ts): the walk leaves excluded entries out, and the manifest records it */
@@ -21,11 +25,14 @@ export interface SinglePassOptions {
 }
 
 export interface SinglePassResult extends WrittenBytes {
-  /** `sha256`: of the manifest file (the record keeps it); `layerOf`: the file is a layer over that snapshot's */
-  manifest: { totals: Manifest["totals"]; entries: number; jsonBytes: number; walkMs: number; sha256?: string; layerOf?: string };
+  /**
+   * `sha256`: of the manifest file (the record keeps it); `layerOf`: the file is a layer over that snapshot's;
+   * `treeSha256`: of the whole-tree manifest kept beside a layer (a whole manifest's is `sha256`)
+   */
+  manifest: { totals: Manifest["totals"]; entries: number; jsonBytes: number; walkMs: number; sha256?: string; layerOf?: string; treeSha256?: string };
   /** entries tar archived and the agent hashed on the way */
   archived: { entries: number; tarBytes: number };
-  delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };
+  delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number; baseFrom?: "kept" | "store" };
   /** which pass made it: the native engine (engine-pass.ts) or the agent's own (tar, node-tar, zstd) */
   engine?: "native" | "node";
 }

@@ -320,6 +320,11 @@ const jsonQuery = <T extends z.ZodType>(schema: T) => z.preprocess((v) => {
 
 const queryBool = z.preprocess((v) => (v === "true" ? true : v === "false" ? false : v), z.boolean());
 
+/** A snapshot id, as a file name in the agent's area (manifest-kept.ts): no separators, no leading dot. */
+const KeptId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a snapshot id (letters, digits, '.', '_', '-')");
+/** A kept manifest asked for: the snapshot's id, and the SHA-256 its record keeps for its whole-tree manifest. */
+const BaseKept = z.object({ id: KeptId, sha256: Sha256Hex }).strict();
+
 /** Single-pass archive options (archive.ts archiveWithManifest). */
 export const SinglePassFields = {
   /** write the manifest made from the tar stream here; turns the single pass on */
@@ -330,6 +335,10 @@ export const SinglePassFields = {
   rehash: z.boolean().optional(),
   /** with base: write a layer manifest (version 2) over this snapshot, the base, instead of the whole tree's */
   layerOver: z.string().optional(),
+  /** with base: the base's whole-tree manifest as the agent may keep it (manifest-kept.ts), used instead of `base` when it has this SHA-256 */
+  baseKept: BaseKept.optional(),
+  /** keep the tree's whole manifest under this snapshot id, for the next delta */
+  keepAs: KeptId.optional(),
 };
 
 /** `filesFrom`: a NUL-separated list (from /v1/delta) of the entries to archive, instead of the whole tree. */
@@ -343,6 +352,8 @@ export const ArchiveQuery = TarFormat.extend({
   /** the base manifest as a ManifestSource in JSON: a layer with its base and the layers between (a delta of a delta) */
   baseSource: jsonQuery(ManifestSource).optional(),
   layerOver: z.string().optional(),
+  baseKept: jsonQuery(BaseKept).optional(),
+  keepAs: KeptId.optional(),
   rehash: queryBool.optional(),
   /** where the SinglePassResult JSON is written before the stream ends (the streamed response cannot carry it) */
   resultOut: z.string().optional(),

@@ -9,7 +9,8 @@ import { extractFromFile, extractFromStream, type ExtractVerification } from "..
 import { loadManifest } from "../manifest/manifest-file.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
 import * as P from "../contract/protocol.ts";
-import { stagingPath } from "../contract/sandbox-layout.ts";
+import { SANDBOX_DIRS, stagingPath } from "../contract/sandbox-layout.ts";
+import { keptManifest } from "../manifest/manifest-kept.ts";
 import { writeSelectedList } from "../archive/selection.ts";
 import { existingDir, STREAMED, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
@@ -22,6 +23,17 @@ export async function requestedManifest(c: Ctx, source: P.ManifestSource | undef
   const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
   const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
   return loadManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field);
+}
+
+/**
+ * A single pass's base: the copy this sandbox kept of it when that is the one the Worker names (id and SHA-256 from
+ * the base's record), else the store's (and its chain); and where this backup keeps its own manifest.
+ */
+async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: string, q: { baseKept?: { id: string; sha256: string }; keepAs?: string }) {
+  const dir = q.baseKept || q.keepAs ? await c.path(SANDBOX_DIRS.manifests, "keepAs") : undefined;
+  const kept = source && dir && q.baseKept ? await keptManifest(dir, q.baseKept.id, q.baseKept.sha256) : undefined;
+  const base = kept ?? (await requestedManifest(c, source, field));
+  return { base, ...(base ? { baseFrom: kept ? ("kept" as const) : ("store" as const) } : {}), ...(dir && q.keepAs ? { keep: { dir, id: q.keepAs } } : {}) };
 }
 
 /** The in-stream check a restore request asks for, if any. */
@@ -60,10 +72,10 @@ export const archiveRoutes: Routes = {
     if (q.manifestOut !== undefined) {
       const manifestOut = await c.path(q.manifestOut, "manifestOut");
       const resultOut = q.resultOut === undefined ? undefined : await c.path(q.resultOut, "resultOut");
-      const base = await requestedManifest(c, baseSource, q.baseFile !== undefined ? "baseFile" : q.baseUrl !== undefined ? "baseUrl" : "baseSource");
+      const { base, ...kept } = await deltaBase(c, baseSource, q.baseFile !== undefined ? "baseFile" : q.baseUrl !== undefined ? "baseUrl" : "baseSource", q);
       const selection = await requestedSelection(c, dir);
       c.res.writeHead(200, { "content-type": "application/octet-stream" });
-      await archiveWithManifest(dir, q, c.res, { manifestOut, base, rehash: q.rehash, layerOver: q.layerOver, resultOut, selection });
+      await archiveWithManifest(dir, q, c.res, { manifestOut, base, rehash: q.rehash, layerOver: q.layerOver, resultOut, selection, ...kept });
       return STREAMED;
     }
     const filesFrom = q.filesFrom === undefined ? await selectedList(c, dir) : await c.path(q.filesFrom, "filesFrom");
@@ -82,9 +94,9 @@ export const archiveRoutes: Routes = {
     singlePassOnly(body);
     if (body.manifestOut !== undefined) {
       const manifestOut = await c.path(body.manifestOut, "manifestOut");
-      const base = await requestedManifest(c, body.base, "base");
+      const { base, ...kept } = await deltaBase(c, body.base, "base", body);
       if (body.layerOver !== undefined && !base) throw new AgentError("bad_request", "layerOver: a layer manifest needs a base", "layerOver");
-      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, rehash: body.rehash, layerOver: body.layerOver, selection: await requestedSelection(c, dir) });
+      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, rehash: body.rehash, layerOver: body.layerOver, selection: await requestedSelection(c, dir), ...kept });
     }
     const filesFrom = body.filesFrom === undefined ? await selectedList(c, dir) : await c.path(body.filesFrom, "filesFrom");
     try {

@@ -2,7 +2,7 @@
 // previous snapshot's manifest), restored as base + deltas into a fresh sandbox and verified against the tree
 // as it was at the last delta. Real agent, real tar/zstd, real S3 server.
 import { describe, expect, it } from "vitest";
-import { agent, api, freshSandbox, putFile as put, runWorkflow as run, testStore } from "./helpers.ts";
+import { agent, api, freshSandbox, putFile as put, runWorkflow as run, storeRequests, testStore } from "./helpers.ts";
 
 /** The stored manifest object of a snapshot: its size, and its JSON. */
 async function storedManifest(id: string): Promise<{ bytes: number; json: any }> {
@@ -70,6 +70,39 @@ describe("changed-files deltas", () => {
     const r1 = await run("restore", { snapshotId: d1.snapshotId, sandboxId: dst1, path: "/workspace/app", strategy: "presigned-tar-zst-pipe", deepVerify: true });
     expect(r1.steps.transfer.layers).toBe(2);
     expect((await manifest(dst1)).entries).toEqual(atD1.entries);
+  });
+
+  it("the next delta reads its base from the manifest the sandbox kept, not the store; a changed copy is read from the store", async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 5, files: 200, bytes: 1_000_000 });
+    const full = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" });
+    const gets = async (id: string) => (await storeRequests(`snapshots/${id}/manifest.json`)).filter((r) => r.startsWith("GET"));
+    const delta = async (base: string, change: string) => {
+      await put(src, "/workspace/app/src/changed.ts", change);
+      const d = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-delta", baseSnapshotId: base });
+      expect(d.status, d.error).toBe("complete");
+      return d;
+    };
+
+    // After a full backup and a delta of it: no GET of either base manifest.
+    const d1 = await delta(full.snapshotId, "1");
+    const d2 = await delta(d1.snapshotId, "2");
+    expect(d1.steps.transfer.delta.baseFrom).toBe("kept");
+    expect(d2.steps.transfer.delta.baseFrom).toBe("kept");
+    expect([...(await gets(full.snapshotId)), ...(await gets(d1.snapshotId))]).toEqual([]);
+
+    // The kept copy of d2 changed on disk: its hash is not the record's, so the base is read from the store
+    // (d2's layer and the chain below it), and the delta is still exact.
+    await put(src, `/snapflow/manifests/${d2.snapshotId}.json`, JSON.stringify({ version: 1, entries: [], totals: { files: 0, dirs: 0, symlinks: 0, bytes: 0 } }));
+    const d3 = await delta(d2.snapshotId, "3");
+    expect(d3.steps.transfer.delta.baseFrom).toBe("store");
+    expect((await gets(d2.snapshotId)).length).toBeGreaterThan(0);
+    expect(d3.steps.transfer.delta.changed).toBeLessThan(5);
+    const expected = await manifest(src);
+    const dst = freshSandbox("dst");
+    const r = await run("restore", { snapshotId: d3.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "presigned-tar-zst-pipe" });
+    expect(r.steps.transfer.layers).toBe(4);
+    expect((await manifest(dst)).entries).toEqual(expected.entries);
   });
 
   it("a delta restore with a staged (non-pipe) strategy is refused with the reason", async () => {
