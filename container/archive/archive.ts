@@ -203,13 +203,15 @@ export async function singlePassInto(dir: string, sink: TarSink, options: Single
   let walkMs = 0;
   if (options.base) {
     // A delta needs the whole walk before naming anything (hard-link groups, deletions); it is small work.
-    walked.push(...(await walkAll(dir, { exclude: options.selection?.exclude })));
-    walkMs = Math.round(performance.now() - started);
-    classified = classifyByMetadata(walked, options.base, { rehash: options.rehash });
+    // The base manifest is read (and parsed: ~0.15 s for 31k entries) while the tree is walked.
+    const [entries, base] = await Promise.all([walkAll(dir, { exclude: options.selection?.exclude }).then((w) => ((walkMs = Math.round(performance.now() - started)), w)), options.base]);
+    walked.push(...entries);
+    classified = classifyByMetadata(walked, base, { rehash: options.rehash });
+    const baseFrom = options.baseFrom?.();
     const confirmed = await confirmSuspects(dir, classified);
     names = deltaList(walked, classified.changed);
     const changedBytes = walked.reduce((n, e) => n + (classified!.changed.has(e.path) && e.type === "file" ? e.size : 0), 0);
-    delta = { changed: classified.changed.size, changedBytes, deleted: classified.deleted, suspects: confirmed.hashed, suspectBytes: confirmed.hashedBytes, planMs: Math.round(performance.now() - started), ...(options.baseFrom ? { baseFrom: options.baseFrom } : {}) };
+    delta = { changed: classified.changed.size, changedBytes, deleted: classified.deleted, suspects: confirmed.hashed, suspectBytes: confirmed.hashedBytes, planMs: Math.round(performance.now() - started), ...(baseFrom ? { baseFrom } : {}) };
   } else {
     // The walk runs while tar archives what it has named so far; walkMs is when it ended.
     names = namesOfFullWalk(dir, walked, () => (walkMs = Math.round(performance.now() - started)), options.selection?.exclude);

@@ -6,16 +6,16 @@ import type { CompiledSelection } from "./selection.ts";
 export interface SinglePassOptions {
   /** where the manifest is written (host path) */
   manifestOut: string;
-  /** a delta: archive only what changed since this manifest */
-  base?: Manifest;
+  /** a delta: archive only what changed since this manifest (a promise: read while the tree is walked) */
+  base?: Manifest | Promise<Manifest>;
   /** with base: compare content of every file whose metadata agrees (users who distrust timestamps) */
   rehash?: boolean;
   /** with base: write the manifest as a layer over this snapshot (the base) rather than the whole tree's */
   layerOver?: string;
   /** keep the tree's whole manifest in `dir` under snapshot `id` (manifest-kept.ts), for the next delta */
   keep?: { dir: string; id: string };
-  /** with base: where the agent read it (its kept copy, or the store), for the result */
-  baseFrom?: "kept" | "store";
+  /** with base: where the agent read it (its kept copy, or the store), asked once it is read, for the result */
+  baseFrom?: () => "kept" | "store" | undefined;
   /** where the result JSON is written too (a streamed response cannot carry it) */
   resultOut?: string;
   /** a backup's selection (selection.ts): the walk leaves excluded entries out, and the manifest records it */

@@ -80,17 +80,6 @@ function parsed<T extends z.ZodType>(schema: T, json: unknown, field: string): z
   throw new AgentError("bad_request", `${field}: not a manifest (${issue.path.join(".")}: ${issue.message})`, field);
 }
 
-/** A whole-tree manifest (version 1) from its JSON, validated. */
-export function parseManifestText(text: string, field: string): Manifest {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new AgentError("bad_request", `${field}: not a JSON manifest`, field);
-  }
-  return parsed(ManifestSchema, json, field);
-}
-
 /** A stored layer manifest (version 2), validated; undefined for a whole-tree manifest (an overlay delta from before layers). */
 export async function loadLayerManifest(source: Stored, field: string): Promise<LayerManifest | undefined> {
   let json: unknown;

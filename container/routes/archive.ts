@@ -27,13 +27,21 @@ export async function requestedManifest(c: Ctx, source: P.ManifestSource | undef
 
 /**
  * A single pass's base: the copy this sandbox kept of it when that is the one the Worker names (id and SHA-256 from
- * the base's record), else the store's (and its chain); and where this backup keeps its own manifest.
+ * the base's record), else the store's (and its chain); and where this backup keeps its own manifest. The base is
+ * answered as a promise, read while the archiver walks the tree; a failure to read it fails the archive.
  */
-async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: string, q: { baseKept?: { id: string; sha256: string }; keepAs?: string }) {
-  const dir = q.baseKept || q.keepAs ? await c.path(SANDBOX_DIRS.manifests, "keepAs") : undefined;
-  const kept = source && dir && q.baseKept ? await keptManifest(dir, q.baseKept.id, q.baseKept.sha256) : undefined;
-  const base = kept ?? (await requestedManifest(c, source, field));
-  return { base, ...(base ? { baseFrom: kept ? ("kept" as const) : ("store" as const) } : {}), ...(dir && q.keepAs ? { keep: { dir, id: q.keepAs } } : {}) };
+function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: string, q: { baseKept?: { id: string; sha256: string }; keepAs?: string }) {
+  const dir = q.baseKept || q.keepAs ? c.path(SANDBOX_DIRS.manifests, "keepAs") : undefined;
+  let from: "kept" | "store" | undefined;
+  const read = async () => {
+    const kept = dir && q.baseKept ? await keptManifest(await dir, q.baseKept.id, q.baseKept.sha256) : undefined;
+    from = kept ? "kept" : "store";
+    return kept ?? (await requestedManifest(c, source, field))!;
+  };
+  const base = source ? read() : undefined;
+  // Awaited with the walk; marked handled here so that a walk failing first leaves no unhandled rejection.
+  base?.catch(() => {});
+  return { base, baseFrom: () => from, keep: async () => (dir && q.keepAs ? { dir: await dir, id: q.keepAs } : undefined) };
 }
 
 /** The in-stream check a restore request asks for, if any. */
@@ -72,10 +80,11 @@ export const archiveRoutes: Routes = {
     if (q.manifestOut !== undefined) {
       const manifestOut = await c.path(q.manifestOut, "manifestOut");
       const resultOut = q.resultOut === undefined ? undefined : await c.path(q.resultOut, "resultOut");
-      const { base, ...kept } = await deltaBase(c, baseSource, q.baseFile !== undefined ? "baseFile" : q.baseUrl !== undefined ? "baseUrl" : "baseSource", q);
+      const { base, baseFrom, keep } = deltaBase(c, baseSource, q.baseFile !== undefined ? "baseFile" : q.baseUrl !== undefined ? "baseUrl" : "baseSource", q);
       const selection = await requestedSelection(c, dir);
+      const kept = await keep();
       c.res.writeHead(200, { "content-type": "application/octet-stream" });
-      await archiveWithManifest(dir, q, c.res, { manifestOut, base, rehash: q.rehash, layerOver: q.layerOver, resultOut, selection, ...kept });
+      await archiveWithManifest(dir, q, c.res, { manifestOut, base, baseFrom, rehash: q.rehash, layerOver: q.layerOver, resultOut, selection, ...(kept ? { keep: kept } : {}) });
       return STREAMED;
     }
     const filesFrom = q.filesFrom === undefined ? await selectedList(c, dir) : await c.path(q.filesFrom, "filesFrom");
@@ -94,9 +103,10 @@ export const archiveRoutes: Routes = {
     singlePassOnly(body);
     if (body.manifestOut !== undefined) {
       const manifestOut = await c.path(body.manifestOut, "manifestOut");
-      const { base, ...kept } = await deltaBase(c, body.base, "base", body);
-      if (body.layerOver !== undefined && !base) throw new AgentError("bad_request", "layerOver: a layer manifest needs a base", "layerOver");
-      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, rehash: body.rehash, layerOver: body.layerOver, selection: await requestedSelection(c, dir), ...kept });
+      if (body.layerOver !== undefined && !body.base) throw new AgentError("bad_request", "layerOver: a layer manifest needs a base", "layerOver");
+      const { base, baseFrom, keep } = deltaBase(c, body.base, "base", body);
+      const kept = await keep();
+      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, baseFrom, rehash: body.rehash, layerOver: body.layerOver, selection: await requestedSelection(c, dir), ...(kept ? { keep: kept } : {}) });
     }
     const filesFrom = body.filesFrom === undefined ? await selectedList(c, dir) : await c.path(body.filesFrom, "filesFrom");
     try {
