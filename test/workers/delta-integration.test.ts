@@ -1,7 +1,12 @@
 // Changed-files deltas end to end: a full snapshot, then deltas holding only what changed (computed from the
 // previous snapshot's manifest), restored as base + deltas into a fresh sandbox and verified against the tree
 // as it was at the last delta. Real agent, real tar/zstd, real S3 server.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { baseManifestSource } from "../../src/backup/single-pass.ts";
+import { depsFrom } from "../../src/deps.ts";
+import { MAX_LAYER_CHAIN } from "../../src/snapshots/layer-chain.ts";
+import { getJson, manifestKey, putJson, snapshotRecordKey, type SnapshotRecord } from "../../src/snapshots/records.ts";
 import { agent, api, freshSandbox, putFile as put, runWorkflow as run, storeRequests, testStore } from "./helpers.ts";
 
 /** The stored manifest object of a snapshot: its size, and its JSON. */
@@ -103,6 +108,34 @@ describe("changed-files deltas", () => {
     const r = await run("restore", { snapshotId: d3.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "presigned-tar-zst-pipe" });
     expect(r.steps.transfer.layers).toBe(4);
     expect((await manifest(dst)).entries).toEqual(expected.entries);
+  });
+
+  it("a chain of layer manifests is followed to the whole one, and a delta past MAX_LAYER_CHAIN stores a whole manifest", async () => {
+    const d = depsFrom(env);
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "tricky", seed: 6 });
+    const full = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" });
+    const fullRecord = (await getJson<SnapshotRecord>(d.store, snapshotRecordKey(full.snapshotId)))!;
+    // Records of layered deltas, each over the one before (their manifests are not read: only the chain is).
+    const ids: string[] = [];
+    let below = full.snapshotId;
+    for (let i = 0; i < MAX_LAYER_CHAIN; i++) {
+      const id = `bk-20260101000000-${(0x10000000 + Date.now() % 0x1000000 * 64 + i).toString(16).slice(-8)}`;
+      await putJson(d.store, snapshotRecordKey(id), { ...fullRecord, id, manifest: { ...fullRecord.manifest, key: manifestKey(id), layerOf: below }, delta: { kind: "changed-files", base: below, changed: 1, deleted: 0, deletedKey: `snapshots/${id}/deleted.json` } });
+      await d.store.put(manifestKey(id), "{}");
+      ids.push(id);
+      below = id;
+    }
+    const params = (base: string) => ({ snapshotId: "bk-20260101000000-ffffffff", sandboxId: src, path: "/workspace/app", baseSnapshotId: base, startedAt: new Date().toISOString() });
+    // Over a delta 31 layers deep: a layer again, read as the whole manifest and the 31 layers under it.
+    const under31 = (await baseManifestSource(d, params(ids[MAX_LAYER_CHAIN - 2]!)))!;
+    expect(under31.layerOver).toBe(ids[MAX_LAYER_CHAIN - 2]);
+    expect("under" in under31.source && under31.source.under!.length).toBe(MAX_LAYER_CHAIN - 2);
+    // Over one 32 deep: a whole manifest, so no reader ever applies more than 32 layers.
+    expect((await baseManifestSource(d, params(ids[MAX_LAYER_CHAIN - 1]!)))!.layerOver).toBeUndefined();
+    // A link gone: the chain is unusable, naming it.
+    await d.store.delete(snapshotRecordKey(ids[3]!));
+    await expect(baseManifestSource(d, params(ids[10]!))).rejects.toThrow(new RegExp(`layer over ${ids[3]}, which does not exist`));
   });
 
   it("a delta restore with a staged (non-pipe) strategy is refused with the reason", async () => {
