@@ -17,9 +17,10 @@
 //      and are removed before extraction on restore.
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { AgentError } from "../http/agent-error.ts";
 import { hashFile, holesOf, totalsOf } from "../manifest/manifest.ts";
-import type { Manifest, ManifestEntry } from "../contract/protocol.ts";
+import type { LayerManifest, Manifest, ManifestEntry } from "../contract/protocol.ts";
 import { walkAll, type WalkEntry, type WalkOptions } from "../manifest/tree-walk.ts";
 
 const CHEAP = ["type", "mode", "size", "mtime", "target", "link"] as const satisfies (keyof ManifestEntry & keyof WalkEntry)[];
@@ -130,6 +131,19 @@ export function mergeDeltaManifest(walk: WalkEntry[], base: Map<string, Manifest
     }
   }
   return out;
+}
+
+/**
+ * The delta's manifest as a layer over its base's (version 2, manifest-layer.ts applies it): the entries the merged
+ * manifest holds otherwise than the base did (archived ones, and unchanged files whose lstat key moved: a suspect
+ * whose content agreed) and the deleted paths. Stored instead of the whole tree's, it costs what changed.
+ */
+export function deltaLayer(merged: Manifest, base: Map<string, ManifestEntry>, deleted: string[], baseId: string): LayerManifest {
+  const entries = merged.entries.filter((e) => {
+    const old = base.get(e.path);
+    return !old || !isDeepStrictEqual(old, e);
+  });
+  return { version: 2, base: baseId, entries, removed: deleted, opaque: [], totals: merged.totals, ...(merged.selection ? { selection: merged.selection } : {}) };
 }
 
 export interface DeltaPlan {

@@ -38,7 +38,7 @@ export const SinglePassAnswer = z.looseObject({
   bytes: count,
   sha256: SHA256,
   ms,
-  manifest: z.looseObject({ totals: ManifestTotals, entries: count, jsonBytes: count, walkMs: ms }),
+  manifest: z.looseObject({ totals: ManifestTotals, entries: count, jsonBytes: count, walkMs: ms, sha256: SHA256.optional(), layerOf: z.string().optional(), treeSha256: SHA256.optional() }),
   delta: z.looseObject({ changed: count, changedBytes: count, deleted: z.array(z.string()), suspects: count, suspectBytes: count, planMs: ms }).optional(),
 });
 export const ImageAnswer = SinglePassAnswer.extend({ onePass: z.boolean() });

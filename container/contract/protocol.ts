@@ -233,9 +233,10 @@ export const ManifestSchema = z.object({
 export type Manifest = z.infer<typeof ManifestSchema>;
 
 /**
- * Version 2: a layer over a base snapshot's (version 1) manifest, what an overlay delta stores. It lists only what
- * the overlay's upper directory holds: `entries` as the merged tree shows them (files hashed), `removed` the paths
- * whose base entry and everything below it are gone (whiteouts), `opaque` the directories whose base contents are
+ * Version 2: a layer over a base snapshot's manifest, what an overlay delta stores, and a tar (changed-files) delta
+ * too (archive/delta.ts deltaLayer: the entries that differ from the base's, its deletions as `removed`, no `opaque`;
+ * its base may be a layer itself: ManifestSource's `under`). An overlay's lists only what the upper directory holds:
+ * `entries` as the merged tree shows them (files hashed), `removed` the paths whose base entry and everything below it are gone (whiteouts), `opaque` the directories whose base contents are
  * all hidden. The tree's manifest is the base with the layer applied (manifest-layer.ts), made where it is read, so
  * a backup neither reads the base manifest nor walks the base image. `totals` are the whole tree's.
  */
@@ -247,6 +248,8 @@ export const LayerManifestSchema = z.object({
   removed: z.array(z.string()),
   opaque: z.array(z.string()),
   totals: ManifestTotals,
+  /** a tar delta's selection (absent: the base's holds) */
+  selection: SelectionRecord.optional(),
 });
 export type LayerManifest = z.infer<typeof LayerManifestSchema>;
 
@@ -305,7 +308,22 @@ export const ExtractExpectation = {
   walk: z.boolean().optional(),
 };
 
+/** A query parameter holding JSON (a ManifestSource with its base and layers does not fit in flat fields). */
+const jsonQuery = <T extends z.ZodType>(schema: T) => z.preprocess((v) => {
+  if (typeof v !== "string") return v;
+  try {
+    return JSON.parse(v);
+  } catch {
+    return v;
+  }
+}, schema);
+
 const queryBool = z.preprocess((v) => (v === "true" ? true : v === "false" ? false : v), z.boolean());
+
+/** A snapshot id, as a file name in the agent's area (manifest-kept.ts): no separators, no leading dot. */
+const KeptId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a snapshot id (letters, digits, '.', '_', '-')");
+/** A kept manifest asked for: the snapshot's id, and the SHA-256 its record keeps for its whole-tree manifest. */
+const BaseKept = z.object({ id: KeptId, sha256: Sha256Hex }).strict();
 
 /** Single-pass archive options (archive.ts archiveWithManifest). */
 export const SinglePassFields = {
@@ -315,6 +333,12 @@ export const SinglePassFields = {
   base: ManifestSource.optional(),
   /** with base: compare the content of every file whose metadata agrees */
   rehash: z.boolean().optional(),
+  /** with base: write a layer manifest (version 2) over this snapshot, the base, instead of the whole tree's */
+  layerOver: z.string().optional(),
+  /** with base: the base's whole-tree manifest as the agent may keep it (manifest-kept.ts), used instead of `base` when it has this SHA-256 */
+  baseKept: BaseKept.optional(),
+  /** keep the tree's whole manifest under this snapshot id, for the next delta */
+  keepAs: KeptId.optional(),
 };
 
 /** `filesFrom`: a NUL-separated list (from /v1/delta) of the entries to archive, instead of the whole tree. */
@@ -325,6 +349,11 @@ export const ArchiveQuery = TarFormat.extend({
   /** the base manifest of a delta, as a sandbox file or a presigned GET URL */
   baseFile: z.string().optional(),
   baseUrl: z.string().optional(),
+  /** the base manifest as a ManifestSource in JSON: a layer with its base and the layers between (a delta of a delta) */
+  baseSource: jsonQuery(ManifestSource).optional(),
+  layerOver: z.string().optional(),
+  baseKept: jsonQuery(BaseKept).optional(),
+  keepAs: KeptId.optional(),
   rehash: queryBool.optional(),
   /** where the SinglePassResult JSON is written before the stream ends (the streamed response cannot carry it) */
   resultOut: z.string().optional(),
@@ -355,6 +384,8 @@ export const ExtractQuery = TarFormat.extend({
   path: z.string(),
   expectedFile: z.string().optional(),
   expectedUrl: z.string().optional(),
+  /** the expected manifest as a ManifestSource in JSON (a tar delta's layer, with the manifests below it) */
+  expectedSource: jsonQuery(ManifestSource).optional(),
   complete: queryBool.optional(),
   walk: queryBool.optional(),
   keepOwnership: queryBool.optional(),

@@ -36,6 +36,11 @@ export const SANDBOX_DIRS = {
    * back, and the new and old trees of a target that is itself a root (it has no sibling inside the roots)
    */
   swaps: "/snapflow/swaps",
+  /**
+   * the whole-tree manifests of this sandbox's last backups, by snapshot id (manifest-kept.ts): the next delta's
+   * base, read here instead of from the store when its SHA-256 is the one the base's record keeps
+   */
+  manifests: "/snapflow/manifests",
 } as const;
 
 /** A lazy mount's own directory. */

@@ -23,10 +23,15 @@ export type ManifestSource = { file: string } | (Stored & { base?: Stored; under
 
 /** Writes the manifest as JSON; answers its size in bytes. */
 export async function writeManifest(file: string, manifest: Manifest): Promise<number> {
-  const text = JSON.stringify(manifest);
+  return (await writeManifestHashed(file, manifest)).bytes;
+}
+
+/** Writes a manifest (whole or a layer) as JSON; answers its size and SHA-256, which the record keeps. */
+export async function writeManifestHashed(file: string, manifest: Manifest | LayerManifest): Promise<{ bytes: number; sha256: string }> {
+  const text = Buffer.from(JSON.stringify(manifest));
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, text);
-  return Buffer.byteLength(text);
+  return { bytes: text.byteLength, sha256: createHash("sha256").update(text).digest("hex") };
 }
 
 async function readText(source: { file: string } | Stored, field: string): Promise<string> {

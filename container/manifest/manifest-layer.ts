@@ -59,5 +59,6 @@ export function applyLayer(base: Manifest, layer: LayerManifest): Manifest {
     const takeBase = j === layerEntries.length || (i < regrouped.length && walkOrder(regrouped[i]!.path, layerEntries[j]!.path) < 0);
     entries.push(takeBase ? regrouped[i++]! : layerEntries[j++]!);
   }
-  return { version: 1, entries, totals: totalsOf(entries), ...(base.selection ? { selection: base.selection } : {}) };
+  const selection = layer.selection ?? base.selection;
+  return { version: 1, entries, totals: totalsOf(entries), ...(selection ? { selection } : {}) };
 }

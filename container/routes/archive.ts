@@ -9,7 +9,8 @@ import { extractFromFile, extractFromStream, type ExtractVerification } from "..
 import { loadManifest } from "../manifest/manifest-file.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
 import * as P from "../contract/protocol.ts";
-import { stagingPath } from "../contract/sandbox-layout.ts";
+import { SANDBOX_DIRS, stagingPath } from "../contract/sandbox-layout.ts";
+import { keptManifest } from "../manifest/manifest-kept.ts";
 import { writeSelectedList } from "../archive/selection.ts";
 import { existingDir, STREAMED, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
@@ -22,6 +23,25 @@ export async function requestedManifest(c: Ctx, source: P.ManifestSource | undef
   const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
   const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
   return loadManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field);
+}
+
+/**
+ * A single pass's base: the copy this sandbox kept of it when that is the one the Worker names (id and SHA-256 from
+ * the base's record), else the store's (and its chain); and where this backup keeps its own manifest. The base is
+ * answered as a promise, read while the archiver walks the tree; a failure to read it fails the archive.
+ */
+function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: string, q: { baseKept?: { id: string; sha256: string }; keepAs?: string }) {
+  const dir = q.baseKept || q.keepAs ? c.path(SANDBOX_DIRS.manifests, "keepAs") : undefined;
+  let from: "kept" | "store" | undefined;
+  const read = async () => {
+    const kept = dir && q.baseKept ? await keptManifest(await dir, q.baseKept.id, q.baseKept.sha256) : undefined;
+    from = kept ? "kept" : "store";
+    return kept ?? (await requestedManifest(c, source, field))!;
+  };
+  const base = source ? read() : undefined;
+  // Awaited with the walk; marked handled here so that a walk failing first leaves no unhandled rejection.
+  base?.catch(() => {});
+  return { base, baseFrom: () => from, keep: async () => (dir && q.keepAs ? { dir: await dir, id: q.keepAs } : undefined) };
 }
 
 /** The in-stream check a restore request asks for, if any. */
@@ -53,15 +73,18 @@ export const archiveRoutes: Routes = {
   "GET /v1/archive": async (c) => {
     const q = c.query(P.ArchiveQuery);
     const dir = await existingDir(await c.path(q.path, "path"), "path");
-    const baseSource = oneOf(q.baseFile, q.baseUrl, "baseFile baseUrl");
+    if (q.baseSource !== undefined && (q.baseFile !== undefined || q.baseUrl !== undefined)) throw new AgentError("bad_request", "give at most one of baseFile baseUrl baseSource", "baseSource");
+    const baseSource = q.baseSource ?? oneOf(q.baseFile, q.baseUrl, "baseFile baseUrl");
     singlePassOnly({ ...q, base: baseSource });
+    if (q.layerOver !== undefined && baseSource === undefined) throw new AgentError("bad_request", "layerOver: a layer manifest needs a base (baseSource)", "layerOver");
     if (q.manifestOut !== undefined) {
       const manifestOut = await c.path(q.manifestOut, "manifestOut");
       const resultOut = q.resultOut === undefined ? undefined : await c.path(q.resultOut, "resultOut");
-      const base = await requestedManifest(c, baseSource, q.baseFile !== undefined ? "baseFile" : "baseUrl");
+      const { base, baseFrom, keep } = deltaBase(c, baseSource, q.baseFile !== undefined ? "baseFile" : q.baseUrl !== undefined ? "baseUrl" : "baseSource", q);
       const selection = await requestedSelection(c, dir);
+      const kept = await keep();
       c.res.writeHead(200, { "content-type": "application/octet-stream" });
-      await archiveWithManifest(dir, q, c.res, { manifestOut, base, rehash: q.rehash, resultOut, selection });
+      await archiveWithManifest(dir, q, c.res, { manifestOut, base, baseFrom, rehash: q.rehash, layerOver: q.layerOver, resultOut, selection, ...(kept ? { keep: kept } : {}) });
       return STREAMED;
     }
     const filesFrom = q.filesFrom === undefined ? await selectedList(c, dir) : await c.path(q.filesFrom, "filesFrom");
@@ -80,8 +103,10 @@ export const archiveRoutes: Routes = {
     singlePassOnly(body);
     if (body.manifestOut !== undefined) {
       const manifestOut = await c.path(body.manifestOut, "manifestOut");
-      const base = await requestedManifest(c, body.base, "base");
-      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, rehash: body.rehash, selection: await requestedSelection(c, dir) });
+      if (body.layerOver !== undefined && !body.base) throw new AgentError("bad_request", "layerOver: a layer manifest needs a base", "layerOver");
+      const { base, baseFrom, keep } = deltaBase(c, body.base, "base", body);
+      const kept = await keep();
+      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, baseFrom, rehash: body.rehash, layerOver: body.layerOver, selection: await requestedSelection(c, dir), ...(kept ? { keep: kept } : {}) });
     }
     const filesFrom = body.filesFrom === undefined ? await selectedList(c, dir) : await c.path(body.filesFrom, "filesFrom");
     try {
@@ -93,8 +118,9 @@ export const archiveRoutes: Routes = {
 
   "PUT /v1/extract": async (c) => {
     const q = c.query(P.ExtractQuery);
-    const expected = oneOf(q.expectedFile, q.expectedUrl, "expectedFile expectedUrl");
-    const verify = await requestedVerification(c, { expected, complete: q.complete, walk: q.walk }, q.expectedFile !== undefined ? "expectedFile" : "expectedUrl");
+    if (q.expectedSource !== undefined && (q.expectedFile !== undefined || q.expectedUrl !== undefined)) throw new AgentError("bad_request", "give at most one of expectedFile expectedUrl expectedSource", "expectedSource");
+    const expected = q.expectedSource ?? oneOf(q.expectedFile, q.expectedUrl, "expectedFile expectedUrl");
+    const verify = await requestedVerification(c, { expected, complete: q.complete, walk: q.walk }, q.expectedFile !== undefined ? "expectedFile" : q.expectedUrl !== undefined ? "expectedUrl" : "expectedSource");
     const dir = await c.path(q.path, "path");
     // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
     return extractSafely(dir, verify, (into, v) => (v ? extractFromStream(c.req, q, into, v) : extractFromStream(c.req, q, into)), { keepOwnership: q.keepOwnership });

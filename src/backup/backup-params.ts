@@ -53,6 +53,8 @@ export interface ManifestTotals {
   /** the record keeps these: the stored manifest's SHA-256 (the store checked it), and the snapshot it is a layer over */
   sha256?: string;
   layerOf?: string;
+  /** beside a layer: the SHA-256 of the whole tree's manifest the sandbox keeps (the next delta's base, manifest-kept.ts) */
+  treeSha256?: string;
 }
 
 export interface TransferResult extends StepResult {

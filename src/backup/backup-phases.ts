@@ -95,7 +95,7 @@ async function singlePassArchivePhase(d: Deps, p: BackupParams, s: BackupStrateg
   if (BACKUP_TRANSFERS[s.path].streamsArchive) return { ms: since(t), bytes: 0, overlapped: true, singlePass: true };
   const staged = stagedArchive(p, s);
   const base = await baseManifestSource(d, p);
-  const made = await stagingFits(p, s, undefined, () => agent.archiveToFile({ path: p.path, output: staged, format: s.format as TarFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId), ...(base ? { base } : {}) }));
+  const made = await stagingFits(p, s, undefined, () => agent.archiveToFile({ path: p.path, output: staged, format: s.format as TarFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId), keepAs: p.snapshotId, ...(base ? { base: base.source, ...(base.layerOver ? { layerOver: base.layerOver } : {}), ...(base.baseKept ? { baseKept: base.baseKept } : {}) } : {}) }));
   const stored = await storeSinglePassManifest(d, p, agent, made);
   return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, singlePass: true, ...stored };
 }

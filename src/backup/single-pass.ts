@@ -7,25 +7,39 @@ import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import type { AgentClient, SinglePassResult } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
-import { deletedKey, manifestKey } from "../snapshots/records.ts";
+import { deletedKey, manifestKey, readSnapshot } from "../snapshots/records.ts";
+import { MAX_LAYER_CHAIN, treeManifestSource } from "../snapshots/layer-chain.ts";
+import type { ManifestSource } from "../../container/contract/protocol.ts";
 import type { BackupStrategy } from "../strategies/registry.ts";
 import type { ArchiveResult, BackupParams } from "./backup-params.ts";
 import { checkManifestBounds } from "./manifest-bounds.ts";
 
 
 
-/** Where the agent reads a delta's base manifest from: the store, over a presigned GET. */
-export async function baseManifestSource(d: Deps, p: BackupParams): Promise<{ url: string } | undefined> {
+/**
+ * Where the agent reads a delta's base manifest from: the store, over presigned GETs (a base that is itself a tar
+ * delta comes with the layers below it: layer-chain.ts). `layerOver`: the delta's manifest is stored as a layer
+ * over the base, unless the chain would grow past what a reader applies (then a whole manifest starts it afresh).
+ */
+export async function baseManifestSource(d: Deps, p: BackupParams): Promise<{ source: ManifestSource; layerOver?: string; baseKept?: { id: string; sha256: string } } | undefined> {
   if (!p.baseSnapshotId) return undefined;
-  const key = manifestKey(p.baseSnapshotId);
-  if (!(await d.store.head(key))) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId}'s manifest is missing from the store`);
-  return { url: await d.presigner.url(key, "GET") };
+  const base = await readSnapshot(d.store, d.kv, p.baseSnapshotId);
+  if (!base) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId} does not exist any more`);
+  if (!(await d.store.head(base.manifest.key))) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId}'s manifest is missing from the store`);
+  const { source, depth } = await treeManifestSource(d, base);
+  // The sandbox may keep the base's whole-tree manifest (container/manifest/manifest-kept.ts): it is used when its
+  // SHA-256 is the one the base's record keeps for it (a layer's record keeps the tree's beside its own).
+  const treeSha256 = base.manifest.layerOf ? base.manifest.treeSha256 : base.manifest.sha256;
+  return { source, ...(depth < MAX_LAYER_CHAIN ? { layerOver: base.id } : {}), ...(treeSha256 ? { baseKept: { id: base.id, sha256: treeSha256 } } : {}) };
 }
 
 /** A streamed archive's single-pass query fields: where the manifest and result go, and a delta's base manifest. */
 export async function singlePassQuery(d: Deps, p: BackupParams) {
   const base = await baseManifestSource(d, p);
-  return { manifestOut: sandboxPaths.manifestOut(p.snapshotId), resultOut: sandboxPaths.resultOut(p.snapshotId), ...(base ? { baseUrl: base.url } : {}) };
+  return {
+    manifestOut: sandboxPaths.manifestOut(p.snapshotId), resultOut: sandboxPaths.resultOut(p.snapshotId), keepAs: p.snapshotId,
+    ...(base ? { baseSource: JSON.stringify(base.source), ...(base.layerOver ? { layerOver: base.layerOver } : {}), ...(base.baseKept ? { baseKept: JSON.stringify(base.baseKept) } : {}) } : {}),
+  };
 }
 
 /**
@@ -43,11 +57,15 @@ export async function storeSinglePassManifest(d: Deps, p: BackupParams, agent: A
     await r.body?.cancel();
     throw new SnapflowError("transfer_damaged", `the manifest file ${file} is ${r.headers.get("content-length")} bytes; the archiver reported ${result.manifest.jsonBytes}`);
   }
-  await d.store.put(manifestKey(p.snapshotId), r.body!, { length, contentType: "application/json" });
+  // Bound to the SHA-256 the agent reported (the store refuses other bytes): the record keeps it, and every reader
+  // checks the manifest against it on arrival.
+  const { sha256, layerOf, treeSha256 } = result.manifest;
+  await d.store.put(manifestKey(p.snapshotId), r.body!, { length, contentType: "application/json", ...(sha256 ? { sha256 } : {}) });
   if (result.delta) await d.store.put(deletedKey(p.snapshotId), JSON.stringify(result.delta.deleted), { contentType: "application/json" });
   await agent.deleteFile(file).catch(() => {});
   await agent.deleteFile(sandboxPaths.resultOut(p.snapshotId)).catch(() => {});
-  const manifest = { ...result.manifest.totals, manifestBytes: result.manifest.jsonBytes, ms: result.manifest.walkMs, storeMs: Math.round(performance.now() - t) };
-  const delta = result.delta ? { list: "", changed: result.delta.changed, deleted: result.delta.deleted.length, changedBytes: result.delta.changedBytes } : undefined;
+  if (layerOf !== undefined && layerOf !== p.baseSnapshotId) throw new SnapflowError("transfer_damaged", `the agent wrote a layer manifest over ${layerOf}; this delta's base is ${p.baseSnapshotId}`);
+  const manifest = { ...result.manifest.totals, manifestBytes: result.manifest.jsonBytes, ms: result.manifest.walkMs, storeMs: Math.round(performance.now() - t), ...(sha256 ? { sha256 } : {}), ...(layerOf ? { layerOf, ...(treeSha256 ? { treeSha256 } : {}) } : {}) };
+  const delta = result.delta ? { list: "", changed: result.delta.changed, deleted: result.delta.deleted.length, changedBytes: result.delta.changedBytes, ...(result.delta.baseFrom ? { baseFrom: result.delta.baseFrom } : {}) } : undefined;
   return { manifest, ...(delta ? { delta } : {}) };
 }

@@ -7,7 +7,9 @@ import { AgentCallError } from "../sandbox/agent-client.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
-import { getJson, manifestKey, readSnapshot } from "../snapshots/records.ts";
+import { getJson, manifestKey, readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
+import { manifestSource } from "../snapshots/manifest-source.ts";
+import { tenantOf } from "../snapshots/tenant.ts";
 import { archiveFamily, formatName, isImage } from "../strategies/registry.ts";
 import { MATERIALIZATIONS } from "./materialize/index.ts";
 import type { RestoreContext } from "./restore-context.ts";
@@ -27,6 +29,11 @@ const stagingPath = (c: RestoreContext, format: ArchiveFormat) =>
 const materializationOf = (c: RestoreContext) => MATERIALIZATIONS[c.s.materialize === "overlay" ? "extract" : c.s.materialize];
 
 const manifestUrl = (c: RestoreContext, snapshotId: string) => c.d.presigner.url(manifestKey(snapshotId), "GET");
+const storedManifest = (m: SnapshotRecord["manifest"]) => ({ key: m.key, ...(m.sha256 ? { sha256: m.sha256 } : {}), ...(m.layerOf ? { layerOf: m.layerOf } : {}) });
+
+/** Layer i's tree manifest: its own, and for a tar delta's layer manifest, the manifests of the layers below it. */
+const layerManifest = (c: RestoreContext, layers: Layer[], i: number) =>
+  manifestSource(c.d.presigner, layers[i]!.manifest!, layers[i]!.manifest!.layerOf ? layers.slice(0, i).map((l) => l.manifest!) : undefined);
 
 /**
  * Where layer i goes. Piped: into tar at the target, each entry checked against that layer's snapshot manifest as
@@ -39,7 +46,7 @@ async function destinationOf(c: RestoreContext, probed: RestoreProbeResult, i: n
   const chain = probed.layers.length > 1;
   const last = i === probed.layers.length - 1;
   // The strategy's format picks the decompressor (gzip -d reads a pigz archive), matching its `requires`.
-  return { extract: { path: probed.swap.staged, format: s.format, expected: { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last, keepOwnership: c.p.keepOwnership } };
+  return { extract: { path: probed.swap.staged, format: s.format, expected: probed.layers[i]!.manifest ? await layerManifest(c, probed.layers, i) : { url: await manifestUrl(c, probed.layers[i]!.id) }, complete: !chain, walk: last, keepOwnership: c.p.keepOwnership } };
 }
 
 /** Is this restore's own image mounted at the target (a swap that got as far as mounting it there)? */
@@ -60,13 +67,14 @@ export const archivePlan: RestorePlan = {
     }
     checkStrategyRuns(s, await agent.probe(), p.sandboxId);
     await checkTarget(c);
-    const layers: Layer[] = [{ id: snapshot.id, format: snapshot.format, archive: snapshot.archive, deletedKey: snapshot.delta?.deletedKey }];
+    const layers: Layer[] = [{ id: snapshot.id, format: snapshot.format, archive: snapshot.archive, deletedKey: snapshot.delta?.deletedKey, manifest: storedManifest(snapshot.manifest) }];
     for (let base = snapshot.delta?.base; base; ) {
       if (layers.length >= MAX_LAYERS) throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} has more than ${MAX_LAYERS} layers of deltas`);
       const record = await readSnapshot(d.store, d.kv, base);
       if (!record) throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} is a delta on ${base}, which does not exist any more`);
       if (archiveFamily(record.format) !== archiveFamily(s.format)) throw new SnapflowError("snapshot_unusable", `base snapshot ${base} is ${formatName(record.format)}; ${s.name} restores ${formatName(s.format)}`);
-      layers.unshift({ id: record.id, format: record.format, archive: record.archive, deletedKey: record.delta?.deletedKey });
+      if (tenantOf(record) !== tenantOf(snapshot)) throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} is a delta on ${base}, another tenant's snapshot`);
+      layers.unshift({ id: record.id, format: record.format, archive: record.archive, deletedKey: record.delta?.deletedKey, manifest: storedManifest(record.manifest) });
       base = record.delta?.base;
     }
     if (layers.length > 1 && !RESTORE_TRANSFERS[s.path].piped) throw new SnapflowError("bad_request", `snapshot ${p.snapshotId} is a delta: restore it with a pipe strategy (e.g. presigned-tar-zst-pipe)`, { field: "strategy" });

@@ -54,8 +54,9 @@ export interface SinglePassResult {
   bytes: number;
   sha256: string;
   ms: number;
-  manifest: { totals: { files: number; dirs: number; symlinks: number; bytes: number }; entries: number; jsonBytes: number; walkMs: number };
-  delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number };
+  /** `sha256`: of the manifest file; `layerOf`: it is a layer over that snapshot's manifest (a tar delta's) */
+  manifest: { totals: { files: number; dirs: number; symlinks: number; bytes: number }; entries: number; jsonBytes: number; walkMs: number; sha256?: string; layerOf?: string; treeSha256?: string };
+  delta?: { changed: number; changedBytes: number; deleted: string[]; suspects: number; suspectBytes: number; planMs: number; baseFrom?: "kept" | "store" };
 }
 
 /** What the agent writes to a streamed archive's result file when the archive fails (container/archive/archive.ts). */

@@ -12,7 +12,7 @@ type StoredManifest = Pick<SnapshotRecord["manifest"], "key" | "sha256" | "layer
  * `chain`: the manifests an overlay delta lays over, the image's first, ending with its parent's (a restore's
  * layers); without it, a layer's base is the snapshot its record names.
  */
-export async function manifestSource(presigner: Presigner, manifest: SnapshotRecord["manifest"], chain?: StoredManifest[]): Promise<ManifestSource> {
+export async function manifestSource(presigner: Presigner, manifest: StoredManifest, chain?: StoredManifest[]): Promise<ManifestSource> {
   const stored = async (m: StoredManifest) => ({ url: await presigner.url(m.key, "GET"), ...(m.sha256 ? { sha256: m.sha256 } : {}) });
   const top = await stored(manifest);
   if (!manifest.layerOf) return top;

@@ -42,9 +42,11 @@ export interface SnapshotRecord {
   /**
    * `sha256`: the stored manifest's, where the backup bound its upload to it (a restore checks it on arrival);
    * `layerOf`: the manifest is a layer (version 2) over that snapshot's manifest, which a reader applies it to
-   * (an overlay delta's; snapshots from before layers hold the whole tree's manifest)
+   * (an overlay delta's, or a changed-files delta's: layer-chain.ts follows a chain of those; snapshots from before
+   * layers hold the whole tree's manifest); `treeSha256`: beside a layer, the SHA-256 of the whole tree's manifest
+   * the source sandbox keeps as the next delta's base (container/manifest/manifest-kept.ts)
    */
-  manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number; sha256?: string; layerOf?: string };
+  manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number; sha256?: string; layerOf?: string; treeSha256?: string };
   /**
    * a chunked snapshot: `archive` is its index (snapshots/<id>/archive.sqsh.index.json, its SHA-256 kept above), the
    * chunks are shared by the tenant's snapshots under its prefix (chunks/chunk-keys.ts); the image they make up, and what this backup uploaded of them

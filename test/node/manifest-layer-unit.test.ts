@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadManifest, writeManifest } from "../../container/manifest/manifest-file.ts";
 import { applyLayer, walkOrder } from "../../container/manifest/manifest-layer.ts";
+import { deltaLayer } from "../../container/archive/delta.ts";
 import { buildForkTrees, type ForkTrees } from "../fixtures/fork-trees.ts";
 
 let dir: string;
@@ -18,6 +19,20 @@ beforeAll(async () => {
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("deltaLayer (a tar delta's stored manifest)", () => {
+  it("holds only what differs from the base, and applied to the base gives the delta's whole manifest back", () => {
+    const base = new Map(t.baseManifest.entries.map((e) => [e.path, e]));
+    const kept = new Set(t.forkManifest.entries.map((e) => e.path));
+    const deleted = t.baseManifest.entries.map((e) => e.path).filter((p) => !kept.has(p));
+    const layer = deltaLayer(t.forkManifest, base, deleted, "bk-20260101000000-00000000");
+    expect(layer.entries.length).toBeLessThan(t.forkManifest.entries.length);
+    expect(layer.entries.every((e) => JSON.stringify(base.get(e.path)) !== JSON.stringify(e))).toBe(true);
+    const back = applyLayer(t.baseManifest, layer);
+    expect(back.entries).toEqual(t.forkManifest.entries);
+    expect(back.totals).toEqual(t.forkManifest.totals);
+  });
+});
 
 describe("applyLayer", () => {
   it("gives the fork's manifest: replaced, removed, hidden and added entries, in walk order", () => {

@@ -11,6 +11,6 @@ export const pushTransfer = (piped: boolean): RestoreTransfer => ({
     if (!("extract" in to)) return agent.writeFile(to.output, o.body);
     const { path, format, expected, complete, walk, keepOwnership } = to.extract;
     // A request body cannot also carry the manifest: the agent fetches it from its own presigned URL.
-    return agent.extractStream({ path, ...format, ...(expected ? { expectedUrl: expected.url } : {}), complete, walk, keepOwnership }, o.body);
+    return agent.extractStream({ path, ...format, ...(expected ? ("url" in expected && Object.keys(expected).length === 1 ? { expectedUrl: expected.url } : { expectedSource: JSON.stringify(expected) }) : {}), complete, walk, keepOwnership }, o.body);
   },
 });

@@ -2,6 +2,7 @@
 // either piped straight into the extractor at the target or written to a staging file. One module per way of
 // fetching (push, presigned, presigned-ranged), each giving a file and a pipe variant; index.ts gathers them by
 // the registry's RestorePath.
+import type { ManifestSource } from "../../../container/contract/protocol.ts";
 import type { TarFormat, WrittenBytes } from "../../../container/contract/protocol.ts";
 import type { RestoreContext } from "../restore-context.ts";
 import type { Layer } from "../restore-params.ts";
@@ -15,7 +16,7 @@ export type Destination = { extract: ExtractTo } | { output: string };
 export interface ExtractTo {
   path: string;
   format: TarFormat;
-  expected?: { url: string };
+  expected?: ManifestSource;
   complete?: boolean;
   walk?: boolean;
   /** the restore's keepOwnership (restore-params.ts) */

@@ -1,0 +1,50 @@
+// The agent keeps the whole-tree manifest of each of its sandbox's last backups (in /snapflow/manifests, by snapshot
+// id), so the next delta reads its base from here rather than GET it from the store (9.8 MB of JSON for the npm
+// workspace's 31k entries, with its chain of layers). A kept copy is used only when its SHA-256 is the one the
+// base's record keeps for the tree's manifest (the Worker sends it): a copy of a backup that never got recorded,
+// or one changed on disk, is not that, and the store's copy is read instead (and kept for next time).
+import { createHash } from "node:crypto";
+import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Manifest } from "../contract/protocol.ts";
+
+/** Kept: the last few, so a failed backup (kept at its archive, never recorded) does not push out the base. */
+const KEEP = 3;
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+const fileOf = (dir: string, id: string) => {
+  if (!ID.test(id)) throw new Error(`not a snapshot id: ${id}`);
+  return join(dir, `${id}.json`);
+};
+
+/** The kept manifest of snapshot `id` if its bytes have `sha256`; undefined when absent or different. */
+export async function keptManifest(dir: string, id: string, sha256: string): Promise<Manifest | undefined> {
+  const bytes = await readFile(fileOf(dir, id)).catch(() => undefined);
+  if (!bytes || createHash("sha256").update(bytes).digest("hex") !== sha256) return undefined;
+  // The bytes are the ones this sandbox's backup wrote and its recorded snapshot vouches for: parsed, not validated
+  // again (zod takes ~70 ms over 31k entries). A sandbox that forged both its copy and its record's hash can only
+  // spoil its own next delta; every restore reads the store's manifest and validates it.
+  try {
+    return JSON.parse(bytes.toString("utf8")) as Manifest;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Keeps a whole-tree manifest's JSON (`text`, or a copy of the file `from`) as snapshot `id`'s; the oldest beyond
+ * KEEP go. Never fails a backup: the next delta then reads its base from the store.
+ */
+export async function keepManifest(dir: string, id: string, what: { text: string } | { from: string }): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+    const file = fileOf(dir, id);
+    if ("text" in what) await writeFile(`${file}.tmp`, what.text);
+    else await copyFile(what.from, `${file}.tmp`);
+    await rename(`${file}.tmp`, file);
+    const kept = await Promise.all((await readdir(dir)).filter((n) => n.endsWith(".json")).map(async (n) => ({ n, t: (await stat(join(dir, n)).catch(() => null))?.mtimeMs ?? 0 })));
+    for (const { n } of kept.sort((a, b) => b.t - a.t).slice(KEEP)) await rm(join(dir, n), { force: true });
+  } catch (e) {
+    console.warn(`manifest of ${id} not kept: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
