@@ -12,25 +12,17 @@ import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
-import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
+import { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
 import { DEFAULT_TENANT } from "../snapshots/tenant.ts";
 import { archiveKey, chunkRecordOf, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
-import { isImage, type BackupStrategy } from "../strategies/registry.ts";
-import type { ImageFormat, TarFormat } from "../../container/contract/protocol.ts";
-import type { ArchiveResult, BackupParams, ManifestTotals, TransferResult } from "./backup-params.ts";
-import { checkManifestBounds, readManifestBounded } from "./manifest-bounds.ts";
-import { storeOverlayLayer } from "./overlay-layer.ts";
-import { baseManifestSource, storeSinglePassManifest } from "./single-pass.ts";
+import type { BackupStrategy } from "../strategies/registry.ts";
+import { ARCHIVE_PLANS, archivePlanOf, stagedArchive } from "./archive-plans.ts";
+import type { ArchiveResult, BackupParams, TransferResult } from "./backup-params.ts";
 import { backupAgent, checkSelection, selectionOf } from "./selection.ts";
 import { BACKUP_TRANSFERS } from "./transfer/index.ts";
-
-/** Tar archives of a tree are made in one pass; images and overlay uppers still take the manifest apart. */
-export const isSinglePass = (s: BackupStrategy) => s.format.kind === "tar" && s.delta !== "overlay-upper" && BACKUP_TRANSFERS[s.path].singlePass;
-
-const stagedArchive = (p: BackupParams, s: BackupStrategy) => sandboxPaths.staged(p.snapshotId, s.format);
 
 export async function probePhase(d: Deps, p: BackupParams, s: BackupStrategy): Promise<StepResult> {
   const t = performance.now();
@@ -44,98 +36,10 @@ export async function probePhase(d: Deps, p: BackupParams, s: BackupStrategy): P
   return { ms, bytes: 0, ...selection, cpus: probe.cpus, kernel: probe.kernel, runtime: probe.runtime, ...(caches ? { cachesDropped: caches.dropped, cacheDropMs: caches.ms, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
 }
 
+/** The archive phase: the strategy's plan (archive-plans.ts), chosen once. */
 export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy): Promise<ArchiveResult> {
-  const t = performance.now();
-  const agent = backupAgent(d, p);
-  if (isSinglePass(s)) return singlePassArchivePhase(d, p, s, agent, t);
-  // An image the transfer makes elsewhere (the SDK's backup) takes only the manifest here, as a streaming path does.
-  if (isImage(s.format) && !s.delta && !BACKUP_TRANSFERS[s.path].streamsArchive) return imageArchivePhase(d, p, s, agent, t);
-  if (s.delta === "overlay-upper") {
-    // The merged view is what a restore must reproduce; the upper directory is what changed, so only it is read.
-    const { manifest, archiveRoot, chain, layer } = await storeOverlayLayer(d, p, agent);
-    return { ...(await archiveTail(d, p, s, agent, t, manifest, undefined, archiveRoot)), chain, layer };
-  }
-  // Tar deltas on paths without single pass: the manifest is a walk of its own (a second read). It is small JSON (about 150 bytes a file), not archive bytes: buffering it is fine.
-  let text: string;
-  let bytes: number | undefined;
-  let delta: ArchiveResult["delta"];
-  if (s.delta) {
-    const planned = await planDelta(d, p, agent);
-    text = planned.manifestText;
-    delta = planned.delta;
-  } else {
-    ({ text, bytes } = await readManifestBounded(d.config, p, await agent.manifest(p.path)));
-  }
-  const walked = JSON.parse(text) as { totals: ManifestTotals; entries: unknown[] };
-  // The walk's bytes were counted as they came; a planned delta's manifest is the Worker's own serialisation.
-  checkManifestBounds(d.config, p, { bytes: bytes ?? new TextEncoder().encode(text).byteLength, entries: walked.entries.length });
-  const totals = walked.totals;
-  await d.store.put(manifestKey(p.snapshotId), text, { contentType: "application/json" });
-  return archiveTail(d, p, s, agent, t, { ...totals, manifestBytes: text.length, ms: since(t) }, delta);
-}
-
-/** Once the manifest is stored: a streaming path archives during transfer; a staging one archives to a file now. */
-async function archiveTail(d: Deps, p: BackupParams, s: BackupStrategy, agent: AgentClient, t: number, manifest: ManifestTotals, delta?: ArchiveResult["delta"], archiveRoot?: string): Promise<ArchiveResult> {
-  if (BACKUP_TRANSFERS[s.path].streamsArchive) {
-    // Streaming paths archive during transfer; this phase only took the manifest (and planned a delta).
-    return { ms: since(t), bytes: 0, overlapped: true, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
-  }
-  const staged = stagedArchive(p, s);
-  const made = await stagingFits(p, s, manifest.bytes, () => isImage(s.format)
-    ? agent.makeImage({ path: p.path, output: staged, format: s.format })
-    : agent.archiveToFile({ path: archiveRoot ?? p.path, output: staged, format: s.format, filesFrom: delta?.list }));
-  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
-}
-
-/**
- * Single pass: a staged archive and its manifest are made here in one read; a streaming path makes both during
- * transfer, so this phase only says so.
- */
-async function singlePassArchivePhase(d: Deps, p: BackupParams, s: BackupStrategy, agent: AgentClient, t: number): Promise<ArchiveResult> {
-  if (BACKUP_TRANSFERS[s.path].streamsArchive) return { ms: since(t), bytes: 0, overlapped: true, singlePass: true };
-  const staged = stagedArchive(p, s);
-  const base = await baseManifestSource(d, p);
-  const made = await stagingFits(p, s, undefined, () => agent.archiveToFile({ path: p.path, output: staged, format: s.format as TarFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId), keepAs: p.snapshotId, ...(base ? { base: base.source, ...(base.layerOver ? { layerOver: base.layerOver } : {}), ...(base.baseKept ? { baseKept: base.baseKept } : {}) } : {}) }));
-  const stored = await storeSinglePassManifest(d, p, agent, made);
-  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, singlePass: true, ...stored };
-}
-
-/**
- * An image and its manifest, made by the agent (from one read of the tree where the builder reads tar: squashfs
- * through tar2sqfs; image-with-manifest.ts), the manifest then moved to the store.
- */
-async function imageArchivePhase(d: Deps, p: BackupParams, s: BackupStrategy, agent: AgentClient, t: number): Promise<ArchiveResult> {
-  const staged = stagedArchive(p, s);
-  const made = await stagingFits(p, s, undefined, () => agent.makeImage({ path: p.path, output: staged, format: s.format as ImageFormat, manifestOut: sandboxPaths.manifestOut(p.snapshotId) }));
-  const stored = await storeSinglePassManifest(d, p, agent, made);
-  return { ms: since(t), bytes: made.bytes, sha256: made.sha256, archiveMs: made.ms, staged, singlePass: made.onePass, ...stored };
-}
-
-/**
- * A staged archive that filled the sandbox's disk (the agent's 507: it removed the partial file) is a permanent
- * failure saying what did not fit and that a streaming strategy stages nothing; any other failure passes through.
- */
-async function stagingFits<T>(p: BackupParams, s: BackupStrategy, treeBytes: number | undefined, make: () => Promise<T>): Promise<T> {
-  try {
-    return await make();
-  } catch (e) {
-    if (!(e instanceof AgentCallError) || e.status !== 507) throw e;
-    const tree = treeBytes === undefined ? "" : ` (the tree is ${treeBytes} bytes; the archive needs up to that much)`;
-    throw new SnapflowError("insufficient_space", `staging ${stagedArchive(p, s)} in sandbox ${p.sandboxId} for ${s.name} ran out of disk${tree}; free space there, or use a streaming strategy (e.g. tar-zst-pipe), which stages nothing. ${e.message}`, { cause: e });
-  }
-}
-
-/** What changed since the base snapshot: the agent compares the tree with the base's manifest. */
-async function planDelta(d: Deps, p: BackupParams, agent: AgentClient) {
-  const base = await d.store.get(manifestKey(p.baseSnapshotId!));
-  if (!base) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId}'s manifest is missing from the store`);
-  const list = sandboxPaths.deltaList(p.snapshotId);
-  const plan = await agent.delta(p.path, list, base.body);
-  await d.store.put(deletedKey(p.snapshotId), JSON.stringify(plan.deleted), { contentType: "application/json" });
-  return {
-    manifestText: JSON.stringify(plan.manifest),
-    delta: { list, changed: plan.changed, deleted: plan.deleted.length, changedBytes: plan.changedBytes },
-  };
+  const started = performance.now();
+  return ARCHIVE_PLANS[archivePlanOf(s)]({ d, p, s, agent: backupAgent(d, p), started });
 }
 
 export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult): Promise<TransferResult> {
