@@ -10,7 +10,7 @@ import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { getJson, manifestKey, readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
 import { manifestSource } from "../snapshots/manifest-source.ts";
 import { tenantOf } from "../snapshots/tenant.ts";
-import { archiveFamily, formatName, isImage } from "../strategies/registry.ts";
+import { archiveFamily, formatName, isImage, type RestoreStrategy } from "../strategies/registry.ts";
 import { MATERIALIZATIONS } from "./materialize/index.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { Layer, RestoreProbeResult } from "./restore-params.ts";
@@ -25,8 +25,12 @@ const MAX_LAYERS = 100;
 const stagingPath = (c: RestoreContext, format: ArchiveFormat) =>
   isImage(format) ? sandboxPaths.image(c.p.restoreId, format) : sandboxPaths.staged(c.p.restoreId, format);
 
-/** The materialization of an archive plan (overlay strategies never reach here: restore-plan.ts). */
-const materializationOf = (c: RestoreContext) => MATERIALIZATIONS[c.s.materialize === "overlay" ? "extract" : c.s.materialize];
+/** The materialization of an archive plan; an overlay strategy has the overlay plan (plans.ts planOf), never this one. */
+function materializationFor(s: RestoreStrategy) {
+  if (s.materialize === "overlay") throw new Error(`${s.name}: an overlay strategy reached the archive plan (plans.ts planOf chooses the overlay plan for it)`);
+  return MATERIALIZATIONS[s.materialize];
+}
+const materializationOf = (c: RestoreContext) => materializationFor(c.s);
 
 const manifestUrl = (c: RestoreContext, snapshotId: string) => c.d.presigner.url(manifestKey(snapshotId), "GET");
 const storedManifest = (m: SnapshotRecord["manifest"]) => ({ key: m.key, ...(m.sha256 ? { sha256: m.sha256 } : {}), ...(m.layerOf ? { layerOf: m.layerOf } : {}) });
@@ -59,6 +63,8 @@ async function ownMountAt(c: RestoreContext, probed: RestoreProbeResult): Promis
 }
 
 export const archivePlan: RestorePlan = {
+  keeps: (s) => materializationFor(s).keeps,
+  servesCheckedImage: (s) => materializationFor(s).keeps === "image",
   async probe(c, snapshot) {
     const { d, p, s, agent } = c;
     if (snapshot.delta?.kind === "overlay-upper") throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} is an overlay delta: restore it with overlay-restore`, { field: "strategy" });

@@ -47,6 +47,9 @@ const EXTRACT_CONCURRENCY = 4;
 const isChunked = (l: Layer) => l.format.kind === "squashfs" && !!l.format.chunks;
 
 export const overlayPlan: RestorePlan = {
+  keeps: () => "overlay",
+  // its tree is a merged view of the base image and the layers: walked (and hashed where content-check.ts asks)
+  servesCheckedImage: () => false,
   async probe(c, snapshot) {
     checkStrategyRuns(c.s, await c.agent.probe(), c.p.sandboxId);
     await checkTarget(c);

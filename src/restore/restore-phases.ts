@@ -26,7 +26,6 @@ import { releaseLease, takeLease } from "../snapshots/restore-leases.ts";
 import { pairFidelity } from "../strategies/fidelity.ts";
 import { findRestore, type RestoreStrategy } from "../strategies/registry.ts";
 import { contentCheckReason, recordContentChecked } from "./content-check.ts";
-import { MATERIALIZATIONS } from "./materialize/index.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { planOf } from "./plans.ts";
@@ -117,8 +116,8 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
   // content agrees with the manifest: checked once, by the first restore outside its source, or this is its source
   // (content-check.ts). A walk would only read every inode of the fresh mount again, about 1 s for 31k entries cold
   // (issue 23), to learn nothing. deepVerify still hashes every file.
-  // (Not the SDK's restore: its container downloads the image itself, unchecked, so its tree is walked.)
-  if (!probed.contentCheck && s.materialize !== "overlay" && s.path !== "sdk-restore" && MATERIALIZATIONS[s.materialize].keeps === "image") {
+  // (Not the SDK's restore: its container downloads the image itself, unchecked, so its tree is walked: sdk-plan.ts.)
+  if (!probed.contentCheck && planOf(s).servesCheckedImage(s)) {
     return { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "image-sha256", metadata: "image", by: "the image's SHA-256 on arrival; its content was checked against the manifest once, so the mount is not walked" } };
   }
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);

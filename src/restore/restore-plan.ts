@@ -5,8 +5,20 @@ import type { StepResult } from "../snapshots/records.ts";
 import type { SnapshotRecord } from "../snapshots/records.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreProbeResult } from "./restore-params.ts";
+import type { RestoreStrategy } from "../strategies/registry.ts";
 
 export interface RestorePlan {
+  /**
+   * What the restore keeps on the sandbox's disk, for its space check (space-check.ts): "tree", the restored files
+   * (and a staged archive, unless piped); "image", an image mounted from the images area; "overlay", a base image and
+   * the layers of an overlay under the images area.
+   */
+  keeps(s: RestoreStrategy): "tree" | "image" | "overlay";
+  /**
+   * Whether the tree it makes is the stored image served as it is, whose SHA-256 was checked on arrival: verify
+   * then need not walk it (restore-phases.ts).
+   */
+  servesCheckedImage(s: RestoreStrategy): boolean;
   /** Checks the snapshot fits, the sandbox can run the strategy and the target may be written; lists the layers. */
   probe(c: RestoreContext, snapshot: SnapshotRecord): Promise<Pick<RestoreProbeResult, "snapshot" | "layers">>;
   transfer(c: RestoreContext, probed: RestoreProbeResult): Promise<StepResult>;

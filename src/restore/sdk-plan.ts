@@ -41,6 +41,9 @@ export async function sdkRestoreUuid(restoreId: string): Promise<string> {
 const keysOf = async (c: RestoreContext) => sdkBackupKeys(await sdkRestoreUuid(c.p.restoreId));
 
 export const sdkPlan: RestorePlan = {
+  keeps: () => "image",
+  // the SDK's container downloads the image itself, unchecked: its tree is walked
+  servesCheckedImage: () => false,
   async probe(c, snapshot) {
     const { p, s, agent } = c;
     if (snapshot.delta) throw new SnapflowError("bad_request", `snapshot ${p.snapshotId} is a delta: ${s.name} restores a whole squashfs image`, { field: "strategy" });

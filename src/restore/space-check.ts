@@ -8,7 +8,7 @@ import { SANDBOX_DIRS } from "../../container/contract/sandbox-layout.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 import type { RestoreStrategy } from "../strategies/registry.ts";
 import type { RestoreProbeResult } from "./restore-params.ts";
-import { MATERIALIZATIONS } from "./materialize/index.ts";
+import { planOf } from "./plans.ts";
 import { RESTORE_TRANSFERS } from "./transfer/index.ts";
 
 /** Each entry can take up to a block more than its bytes (and a directory at least one): a bound, not a guess. */
@@ -27,8 +27,8 @@ interface Need {
 /** What a restore writes, and where. */
 export function restoreNeeds(s: RestoreStrategy, target: string, probed: Pick<RestoreProbeResult, "snapshot" | "layers">): Need[] {
   const archives = probed.layers.reduce((n, l) => n + l.archive.bytes, 0);
-  // The overlay plan keeps its base image and the layer's upper under the images area; a materialization says what it keeps.
-  const keeps = s.materialize === "overlay" ? "overlay" : MATERIALIZATIONS[s.materialize].keeps;
+  // The plan says what it keeps (its materialization's, for an archive).
+  const keeps = planOf(s).keeps(s);
   if (keeps === "overlay") return [{ path: SANDBOX_DIRS.images, bytes: archives, what: "the base image and the overlay's layer" }];
   if (keeps === "image") return [{ path: SANDBOX_DIRS.images, bytes: archives, what: "the image to mount" }];
   const tree: Need = { path: target, bytes: treeFootprint(probed.snapshot.manifest), what: "the restored tree" };

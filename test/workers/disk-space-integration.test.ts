@@ -93,4 +93,7 @@ it("the space check counts a staged archive and the tree together when they shar
     { path: "/snapflow/staging", bytes: 300, what: "the staged archive" },
   ]);
   expect(restoreNeeds(findRestore("presigned-tar-zst-pipe")!, "/workspace/app", probed)).toHaveLength(1);
+  // What a plan keeps, as it says (restore-plan.ts keeps): a mounted image, an overlay's base and layers.
+  expect(restoreNeeds(findRestore("presigned-squashfs-mount")!, "/workspace/app", probed)).toEqual([{ path: "/snapflow/images", bytes: 300, what: "the image to mount" }]);
+  expect(restoreNeeds(findRestore("overlay-restore")!, "/workspace/app", probed)).toEqual([{ path: "/snapflow/images", bytes: 300, what: "the base image and the overlay's layer" }]);
 });
