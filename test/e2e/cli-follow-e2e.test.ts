@@ -3,31 +3,21 @@
 // result line (exit 0) or the failure line (exit 1); Ctrl-C stops the following, not the run, and says how to
 // cancel it.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { AwsClient } from "aws4fetch";
-import { apiClient } from "../../scripts/cli/api-client.ts";
 import { loadSecrets } from "../../scripts/stack/stack-secrets.ts";
-import { BUCKET, freePort, startStack, type Stack } from "../../scripts/stack/stack.ts";
+import { BUCKET, type Stack } from "../../scripts/stack/stack.ts";
+import { startPrivateStack, type PrivateStack } from "./private-stack.ts";
 
 const CLI = new URL("../../scripts/cli.ts", import.meta.url).pathname;
 
 let stack: Stack;
 let dir: string;
-let api: ReturnType<typeof apiClient>;
+let api: PrivateStack["api"];
+let running: PrivateStack | undefined;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "snapflow-follow-"));
-  stack = await startStack({ port: await freePort(), privateDir: dir, log: () => {} });
-  api = apiClient(stack.apiUrl, stack.apiToken);
-}, 120_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+beforeAll(async () => void ({ stack, dir, api } = running = await startPrivateStack("snapflow-follow-")), 120_000);
+afterAll(() => running?.stop(), 60_000);
 
 interface Run { child: ChildProcess; out: () => string; err: () => string; exit: Promise<number | null> }
 

@@ -2,29 +2,21 @@
 // SNAPFLOW_URL/SNAPFLOW_TOKEN, as the CLI is), its snapshot is deleted and both sandboxes ended at the end; with
 // --keep it says what it kept and where; Ctrl-C mid-backup cancels the run and removes the rest, exit 130.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { apiClient } from "../../scripts/cli/api-client.ts";
-import { freePort, startStack, type Stack } from "../../scripts/stack/stack.ts";
+import type { Stack } from "../../scripts/stack/stack.ts";
+import { startPrivateStack, type PrivateStack } from "./private-stack.ts";
 
 const MAIN = new URL("../../scripts/main.ts", import.meta.url).pathname;
 
 let stack: Stack;
 let dir: string;
-let api: ReturnType<typeof apiClient>;
+let api: PrivateStack["api"];
+let running: PrivateStack | undefined;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "snapflow-start-"));
-  stack = await startStack({ port: await freePort(), privateDir: dir, log: () => {} });
-  api = apiClient(stack.apiUrl, stack.apiToken);
-}, 120_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+beforeAll(async () => void ({ stack, dir, api } = running = await startPrivateStack("snapflow-start-")), 120_000);
+afterAll(() => running?.stop(), 60_000);
 
 function npmStart(args: string[], onErr?: (err: string, child: ReturnType<typeof spawn>) => void) {
   const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, SNAPFLOW_URL: stack.apiUrl, SNAPFLOW_TOKEN: stack.apiToken } });

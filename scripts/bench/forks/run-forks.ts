@@ -21,7 +21,7 @@ import { machineDescription } from "../matrix-bench.ts";
 import { removePrivateStackData } from "../../stack/private-stack-data.ts";
 import { applyChange } from "../peers/change.ts";
 import { ensureNpmWorkspace } from "../peers/npm-workspace.ts";
-import { peerStore, RCLONE_REMOTE, rcloneEnv } from "../peers/peer-store.ts";
+import { peerStore, storedBytes } from "../peers/peer-store.ts";
 import { q, requireTools, sh } from "../peers/shell.ts";
 import { CHUNKED_BACKUP, DEFAULT_BACKUP, LAZY_RESTORE, MOUNT_BACKUP, MOUNT_RESTORE, snapflowRuns, type SnapflowRun } from "../peers/snapflow-runs.ts";
 import { BUCKET, freePort, PROJECT, startStack, STATE, type Stack } from "../../stack/stack.ts";
@@ -72,10 +72,7 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
     const api = apiClient(stack.apiUrl, stack.apiToken);
     const snap = snapflowRuns(api);
     const store = peerStore(stackDir, stack.s3Endpoint, BUCKET);
-    const storedBytes = async (prefix: string) => {
-      const out = (await sh(`rclone size --json ${q(`${RCLONE_REMOTE}:${BUCKET}/${prefix}`)}`, { env: rcloneEnv(store) })).stdout;
-      return (JSON.parse(out) as { bytes: number }).bytes;
-    };
+    const storedBelow = (prefix: string) => storedBytes(store, prefix);
     const sandboxDir = (id: string) => join(stackDir, "sandboxes", id);
     const results: ForksResults = { name: o.name, date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), forks: o.forks, changeBytes: o.changeBytes, datasets: [], errors, load: { start: loadavg(), end: [], cores: cpus().length } };
 
@@ -153,7 +150,7 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
       }
       // A delta's archive is what its backup uploaded (the default backup's archive sits under snapshots/ too).
       d.storedDeltaBytes = d.forks.reduce((n, f) => n + f.uploadedBytes, 0);
-      d.storedChunkBytes = await storedBytes("chunks/").catch((e: Error) => (errors.push(`${name}: sizing the chunk store: ${e.message}`), undefined));
+      d.storedChunkBytes = await storedBelow("chunks/").catch((e: Error) => (errors.push(`${name}: sizing the chunk store: ${e.message}`), undefined));
       // The next dataset starts from an empty chunk store again.
       for (const id of [parent.snapshotId!]) await api.call("DELETE", `/api/snapshots/${id}?cascade=true`).catch(() => {});
       const listed = await api.call<{ snapshots: { id: string }[] }>("GET", "/api/snapshots?limit=1000").catch(() => ({ snapshots: [] }));

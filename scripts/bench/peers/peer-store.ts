@@ -2,6 +2,7 @@
 // environment that rclone (RCLONE_CONFIG_<NAME>_* variables, no config file) and restic (its s3 backend) read.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { q, sh } from "./shell.ts";
 
 export interface PeerStore {
   endpoint: string;
@@ -51,4 +52,10 @@ export function resticEnv(s: PeerStore, prefix: string, cacheDir: string): NodeJ
     AWS_ACCESS_KEY_ID: s.accessKeyId,
     AWS_SECRET_ACCESS_KEY: s.secretAccessKey,
   };
+}
+
+/** The bytes the store holds below `prefix` of its bucket, as rclone counts them (`rclone size`). */
+export async function storedBytes(s: PeerStore, prefix = ""): Promise<number> {
+  const out = (await sh(`rclone size --json ${q(`${RCLONE_REMOTE}:${s.bucket}${prefix ? `/${prefix}` : ""}`)}`, { env: rcloneEnv(s) })).stdout;
+  return (JSON.parse(out) as { bytes: number }).bytes;
 }

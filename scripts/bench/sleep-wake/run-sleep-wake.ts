@@ -17,7 +17,7 @@ import { apiClient } from "../../cli/api-client.ts";
 import { machineDescription } from "../matrix-bench.ts";
 import { removePrivateStackData } from "../../stack/private-stack-data.ts";
 import { ensureNpmWorkspace } from "../peers/npm-workspace.ts";
-import { peerStore, RCLONE_REMOTE, rcloneEnv } from "../peers/peer-store.ts";
+import { peerStore, storedBytes } from "../peers/peer-store.ts";
 import { q, requireTools, sh } from "../peers/shell.ts";
 import { CHUNKED_BACKUP, snapflowRuns } from "../peers/snapflow-runs.ts";
 import { BUCKET, freePort, PROJECT, startStack, STATE, type Stack } from "../../stack/stack.ts";
@@ -61,7 +61,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     const api = apiClient(stack.apiUrl, stack.apiToken);
     const snap = snapflowRuns(api);
     const store = peerStore(stackDir, stack.s3Endpoint, BUCKET);
-    const storedBytes = async () => (JSON.parse((await sh(`rclone size --json ${q(`${RCLONE_REMOTE}:${BUCKET}`)}`, { env: rcloneEnv(store) })).stdout) as { bytes: number }).bytes;
+    const storeTotal = () => storedBytes(store);
     const workspace = (id: string) => join(stackDir, "sandboxes", id, "workspace");
     const firstUse = FIRST_USE[o.dataset];
 
@@ -82,7 +82,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     const results: SleepWakeResults = {
       name: o.name, date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), dataset: o.dataset,
       bytes: bytes!, entries: entries!, changeBytes: o.changeBytes, maxDepth: MAX_OVERLAY_CHAIN, firstUse: firstUse.command,
-      base: { ms: base.wallMs, imageBytes: baseChunks.imageBytes, uploadedBytes: baseChunks.uploadedBytes, storedBytes: await storedBytes() },
+      base: { ms: base.wallMs, imageBytes: baseChunks.imageBytes, uploadedBytes: baseChunks.uploadedBytes, storedBytes: await storeTotal() },
       cycles: [], errors, load: { start: loadavg(), end: [], cores: cpus().length },
     };
     log(`sleep-wake: base ${(base.wallMs / 1000).toFixed(2)} s, image ${(baseChunks.imageBytes / 1e6).toFixed(1)} MB`);
@@ -113,7 +113,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const row = {
           cycle: k, usableSeenMs: woke.usableSeenMs, usableMs: woke.usableMs, firstUseMs: woke.commandMs, firstUseDoneMs: woke.firstUseDoneMs, completeMs: woke.completeMs, toUsable: woke.toUsable ?? {},
           differences: diff.count,
-          changedBytes: written, sleepMs: sleep.wallMs, uploadedBytes: uploaded, manifestBytes, depth, rebase, storedBytes: await storedBytes(), changedTotal: changed,
+          changedBytes: written, sleepMs: sleep.wallMs, uploadedBytes: uploaded, manifestBytes, depth, rebase, storedBytes: await storeTotal(), changedTotal: changed,
         };
         results.cycles.push(row);
         log(`sleep-wake: cycle ${k}: usable ${woke.usableSeenMs} ms, first use ${woke.commandMs} ms, complete ${woke.completeMs} ms${diff.count ? `, ${diff.count} DIFFERENCES` : ", exact"}; sleep ${sleep.wallMs} ms, ${(uploaded / 1e6).toFixed(2)} MB up${rebase ? " (whole: the chain was full)" : ""}, depth ${depth}, store ${(row.storedBytes / 1e6).toFixed(1)} MB`);
