@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
@@ -179,11 +179,10 @@ async function singlePass(dir: string, format: TarFormat, out: Writable, options
       throw e;
     });
     if (result) {
-      if (options.keep) {
-        // The engine's manifest file, hashed (the record keeps its SHA-256: the next delta's kept base is checked against it) and kept.
-        result.manifest.sha256 = createHash("sha256").update(await readFile(options.manifestOut)).digest("hex");
-        await keepManifest(options.keep.dir, options.keep.id, { from: options.manifestOut });
-      }
+      // The engine hashed its manifest as it wrote it (the record keeps that SHA-256: the next delta's kept base is
+      // checked against it); kept for the next delta, or the hash is not asked for.
+      if (options.keep) await keepManifest(options.keep.dir, options.keep.id, { from: options.manifestOut });
+      else delete result.manifest.sha256;
       if (options.resultOut) await writeFile(options.resultOut, JSON.stringify(result));
       out.end();
       await finished(out);

@@ -43,6 +43,8 @@ const EngineResult = z.object({
   entries: count,
   totals: ManifestTotals,
   jsonBytes: count,
+  /** the manifest file's SHA-256, hashed by the engine as it wrote it */
+  jsonSha256: z.string().regex(/^[0-9a-f]{64}$/),
   excluded: z.record(z.string(), count).nullable(),
   walkMs: count,
   ms: count,
@@ -118,7 +120,7 @@ function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult
     bytes: r.bytes,
     sha256: r.sha256,
     ms: Math.round(performance.now() - started),
-    manifest: { totals: r.totals, entries: r.entries, jsonBytes: r.jsonBytes, walkMs: r.walkMs },
+    manifest: { totals: r.totals, entries: r.entries, jsonBytes: r.jsonBytes, walkMs: r.walkMs, sha256: r.jsonSha256 },
     archived: { entries: r.entries, tarBytes: r.tarBytes },
     engine: "native",
   };

@@ -3,9 +3,11 @@ package pack
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"os"
 	"path/filepath"
@@ -70,13 +72,15 @@ func (t *Totals) add(e *Entry) {
 type manifestWriter struct {
 	final string
 	// tmp: the named file's path; "" when the file has no name
-	tmp    string
-	f      *os.File
-	w      *bufio.Writer
-	enc    *json.Encoder
-	buf    bytes.Buffer
-	n      int
-	bytes  int64
+	tmp   string
+	f     *os.File
+	w     *bufio.Writer
+	enc   *json.Encoder
+	buf   bytes.Buffer
+	n     int
+	bytes int64
+	// sha: the SHA-256 of every byte written, so the agent need not read the file back (the record keeps it)
+	sha    hash.Hash
 	totals Totals
 	// self: the manifest file being written, which a walk of a tree holding it must not archive (the agent's pass
 	// writes its manifest after the walk, so its manifest is never in its archive either).
@@ -105,7 +109,7 @@ func newManifestWriter(final string) (*manifestWriter, error) {
 	} else {
 		return nil, err
 	}
-	m := &manifestWriter{final: final, tmp: tmp, f: f, w: bufio.NewWriterSize(f, 1<<20)}
+	m := &manifestWriter{final: final, tmp: tmp, f: f, w: bufio.NewWriterSize(f, 1<<20), sha: sha256.New()}
 	if err := unix.Fstat(int(f.Fd()), &m.self); err != nil {
 		m.abandon()
 		return nil, err
@@ -118,6 +122,7 @@ func newManifestWriter(final string) (*manifestWriter, error) {
 
 func (m *manifestWriter) write(p []byte) {
 	n, _ := m.w.Write(p) // a write error stays in the bufio.Writer; Flush reports it
+	m.sha.Write(p[:n])
 	m.bytes += int64(n)
 }
 

@@ -49,15 +49,17 @@ type Options struct {
 
 // Result is what a pass made (the agent's SinglePassResult is made of it).
 type Result struct {
-	Bytes     int64          `json:"bytes"`
-	Sha256    string         `json:"sha256"`
-	TarBytes  int64          `json:"tarBytes"`
-	Entries   int            `json:"entries"`
-	Totals    Totals         `json:"totals"`
-	JSONBytes int64          `json:"jsonBytes"`
-	Excluded  map[string]int `json:"excluded"`
-	WalkMs    int64          `json:"walkMs"`
-	Ms        int64          `json:"ms"`
+	Bytes     int64  `json:"bytes"`
+	Sha256    string `json:"sha256"`
+	TarBytes  int64  `json:"tarBytes"`
+	Entries   int    `json:"entries"`
+	Totals    Totals `json:"totals"`
+	JSONBytes int64  `json:"jsonBytes"`
+	// the manifest file's SHA-256, hashed as it was written
+	JSONSha256 string         `json:"jsonSha256"`
+	Excluded   map[string]int `json:"excluded"`
+	WalkMs     int64          `json:"walkMs"`
+	Ms         int64          `json:"ms"`
 }
 
 // Error is a failure the agent answers with its own code (agent-error-codes.ts): a refused tree is bad_request
@@ -161,7 +163,7 @@ func Run(opts Options, out io.Writer) (Result, error) {
 	}
 	return Result{
 		Bytes: archive.n, Sha256: hex.EncodeToString(archive.h.Sum(nil)), TarBytes: p.tar.raw.n, Entries: m.n, Totals: m.totals,
-		JSONBytes: m.bytes, Excluded: sel.counts, WalkMs: walkMs, Ms: time.Since(started).Milliseconds(),
+		JSONBytes: m.bytes, JSONSha256: hex.EncodeToString(m.sha.Sum(nil)), Excluded: sel.counts, WalkMs: walkMs, Ms: time.Since(started).Milliseconds(),
 	}, nil
 }
 

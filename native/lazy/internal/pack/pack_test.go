@@ -83,6 +83,9 @@ func packTree(t *testing.T, root string, sel *Selection) (packed, error) {
 	if err := json.Unmarshal(raw, &p.manifest); err != nil {
 		t.Fatal(err)
 	}
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != r.JSONSha256 || int64(len(raw)) != r.JSONBytes {
+		t.Errorf("the result says the manifest is %d bytes sha256 %s; the file is %d bytes sha256 %x", r.JSONBytes, r.JSONSha256, len(raw), sum)
+	}
 	return p, nil
 }
 
