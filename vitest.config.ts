@@ -44,6 +44,9 @@ function workersProject(name: string, include: string[], extraBindings: Record<s
               // tests' small images take the path big ones take: most URLs delivered after the tree is usable.
               LAZY_HEAD_CHUNKS: "1",
               LAZY_TAIL_BYTES: String(1024 * 1024),
+              // Every step retry's wait at a fifth of production's (workflows/step-config.ts): a fault test whose run
+              // fails after all its retries waits ~10 s instead of ~50 s; the retries themselves are production's.
+              STEP_RETRY_DELAY_FACTOR: "0.2",
               ...extraBindings,
             },
           },

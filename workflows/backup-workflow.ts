@@ -12,7 +12,7 @@ import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findBackup } from "../src/strategies/registry.ts";
 import { wallAndOverhead } from "../src/phases/phase-runner.ts";
-import { errorMessage, STEP_CONFIG, stepRunner, totalMs } from "./step-config.ts";
+import { errorMessage, stepConfigs, stepRunner, totalMs } from "./step-config.ts";
 
 export interface BackupOutput {
   snapshotId: string;
@@ -31,8 +31,9 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     const s = findBackup(p.strategy);
     if (!s) throw new NonRetryableError(`unknown backup strategy ${p.strategy}`);
     const d = depsFrom(this.env);
+    const configs = stepConfigs(this.env);
     const progress: RunProgress = { id: p.snapshotId, kind: "backup", status: "running", strategy: s.name, startedAt: p.startedAt ?? event.timestamp.toISOString(), steps: {}, snapshotId: p.snapshotId };
-    const run = stepRunner(step, { afterStep: (steps) => reportProgress(d.kv, { ...progress, steps }) });
+    const run = stepRunner(step, { configs, afterStep: (steps) => reportProgress(d.kv, { ...progress, steps }) });
     await reportProgress(d.kv, progress);
     let sent;
     try {
@@ -40,7 +41,7 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     } catch (e) {
       // The outcome is what the store says, not what threw: a backup whose record was written is good (its cleanup
       // removes only staging files), so nothing after `record` can undo it.
-      const cleaned = await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup, () => cleanupBackup(d, p, s));
+      const cleaned = await step.do(CLEANUP_STEP, configs.cleanup, () => cleanupBackup(d, p, s));
       if (!cleaned.recorded) {
         await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.snapshotId);
         await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });

@@ -21,7 +21,7 @@ import { sandboxPaths } from "../src/sandbox/sandbox-paths.ts";
 import { archiveKey, manifestKey, snapshotRecordKey } from "../src/snapshots/records.ts";
 import { leaseKey } from "../src/snapshots/restore-leases.ts";
 import { findBackup, findRestore } from "../src/strategies/registry.ts";
-import { errorMessage, STEP_CONFIG, stepRunner, totalMs } from "./step-config.ts";
+import { errorMessage, stepConfigs, stepRunner, totalMs } from "./step-config.ts";
 import { SnapflowError } from "../src/errors.ts";
 
 const since = (t: number) => Math.round(performance.now() - t);
@@ -30,7 +30,8 @@ export class BenchmarkCellWorkflow extends WorkflowEntrypoint<Env, CellParams> {
   async run(event: WorkflowEvent<CellParams>, step: WorkflowStep): Promise<{ runKey: string; ok: boolean; error?: string }> {
     const { matrixId, runKey, cell, run } = event.payload;
     const d = depsFrom(this.env);
-    const matrix = await step.do("matrix", STEP_CONFIG.record, async () => {
+    const configs = stepConfigs(this.env);
+    const matrix = await step.do("matrix", configs.record, async () => {
       const m = await readMatrix(d.store, matrixId);
       if (!m) throw new SnapflowError("not_found", `matrix ${matrixId} has no record`);
       return { spec: m.spec };
@@ -47,20 +48,20 @@ export class BenchmarkCellWorkflow extends WorkflowEntrypoint<Env, CellParams> {
     const r = findRestore(cell.restore)!;
     const result: RunResult = { matrixId, runKey, cell, run, ok: false, finishedAt: "" };
     let restoreProbed: RestoreProbeResult | undefined;
-    const backupRun = stepRunner(step, { prefix: "backup" });
-    const restoreRun = stepRunner(step, { prefix: "restore" });
+    const backupRun = stepRunner(step, { configs, prefix: "backup" });
+    const restoreRun = stepRunner(step, { configs, prefix: "restore" });
     const bp: BackupParams = { snapshotId: runKey, sandboxId: source, path: "/workspace/app", strategy: b.name, dropCaches: spec.dropCaches };
     const rp: RestoreParams = { restoreId: `${runKey}-restore`, snapshotId: runKey, sandboxId: target, path: "/workspace/app", strategy: r.name, replace: true, dropCaches: spec.dropCaches };
 
     try {
-      result.sandboxStartMs = (await step.do("sandbox", STEP_CONFIG.probe, async () => {
+      result.sandboxStartMs = (await step.do("sandbox", configs.probe, async () => {
         const t = performance.now();
         // The first request to a fresh sandbox starts it (in production, the container); that is the start time.
         await new AgentClient(d.transport, source).probe();
         return { ms: since(t), bytes: 0 };
       })).ms;
       const dataset = spec.datasets.find((x) => x.name === cell.dataset)!;
-      await step.do("dataset", STEP_CONFIG.archive, async () => {
+      await step.do("dataset", configs.archive, async () => {
         const agent = new AgentClient(d.transport, source);
         const { name, ...body } = dataset;
         // A marker records which spec the source holds, so a shared source is generated once.
@@ -82,11 +83,11 @@ export class BenchmarkCellWorkflow extends WorkflowEntrypoint<Env, CellParams> {
       result.error = errorMessage(e);
       // A restore that failed past its probe leaves its new tree beside the target and a swap journal: roll back.
       const touched = restoreProbed;
-      if (touched) await step.do("restore cleanup", STEP_CONFIG.cleanup, () => cleanupRestore(d, rp, r, touched)).catch((c) => console.warn(`restore cleanup of ${rp.restoreId} failed: ${errorMessage(c)}`));
+      if (touched) await step.do("restore cleanup", configs.cleanup, () => cleanupRestore(d, rp, r, touched)).catch((c) => console.warn(`restore cleanup of ${rp.restoreId} failed: ${errorMessage(c)}`));
       if (!result.backup && Object.keys(backupRun.steps).length) result.backup = { steps: backupRun.steps, totalMs: totalMs(backupRun.steps), archiveBytes: 0 };
     }
 
-    return step.do("result", STEP_CONFIG.record, async () => {
+    return step.do("result", configs.record, async () => {
       const finished: RunResult = { ...result, finishedAt: new Date().toISOString() };
       await writeRun(d.store, finished);
       await this.env.RESULTS_QUEUE.send({ type: "result", matrixId, runKey });

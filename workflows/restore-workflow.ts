@@ -14,7 +14,7 @@ import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findRestore } from "../src/strategies/registry.ts";
 import { wallAndOverhead } from "../src/phases/phase-runner.ts";
-import { errorMessage, STEP_CONFIG, stepRunner, totalMs } from "./step-config.ts";
+import { errorMessage, stepConfigs, stepRunner, totalMs } from "./step-config.ts";
 
 export interface RestoreOutput {
   restoreId: string;
@@ -32,8 +32,9 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
     const s = findRestore(p.strategy);
     if (!s) throw new NonRetryableError(`unknown restore strategy ${p.strategy}`);
     const d = depsFrom(this.env);
+    const configs = stepConfigs(this.env);
     const progress: RunProgress = { id: p.restoreId, kind: "restore", status: "running", strategy: s.name, startedAt: p.startedAt ?? event.timestamp.toISOString(), steps: {}, snapshotId: p.snapshotId };
-    const run = stepRunner(step, { afterStep: (steps) => reportProgress(d.kv, { ...progress, steps }) });
+    const run = stepRunner(step, { configs, afterStep: (steps) => reportProgress(d.kv, { ...progress, steps }) });
     await reportProgress(d.kv, progress);
     let probed: RestoreProbeResult | undefined;
     try {
@@ -42,7 +43,7 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
       const touched = probed;
       // The outcome is what the store says, not what threw: a restore whose record was written succeeded, and its
       // cleanup only finishes the commit (success is final).
-      const cleaned = touched ? await step.do(CLEANUP_STEP, STEP_CONFIG.cleanup, () => cleanupRestore(d, p, s, touched)) : { recorded: false };
+      const cleaned = touched ? await step.do(CLEANUP_STEP, configs.cleanup, () => cleanupRestore(d, p, s, touched)) : { recorded: false };
       if (!cleaned.recorded) {
         await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
         await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });

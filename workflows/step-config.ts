@@ -8,20 +8,37 @@ import type { PhaseRunner } from "../src/phases/phase-runner.ts";
 import type { StepResult } from "../src/snapshots/records.ts";
 
 type Duration = `${number} ${"second" | "seconds" | "minute" | "minutes"}`;
-const retry = (limit: number, delay: Duration, timeout: Duration): WorkflowStepConfig => ({
-  retries: { limit, delay, backoff: "exponential" },
-  timeout,
-});
+/** A phase's retries: `limit` more attempts, the first after `delaySeconds`, each later one after twice the last. */
+const retry = (limit: number, delaySeconds: number, timeout: Duration) => ({ limit, delaySeconds, timeout });
 
-export const STEP_CONFIG: Record<PhaseName, WorkflowStepConfig> = {
-  probe: retry(3, "2 seconds", "2 minutes"),
-  archive: retry(2, "5 seconds", "30 minutes"),
-  transfer: retry(3, "5 seconds", "60 minutes"),
-  materialize: retry(2, "5 seconds", "30 minutes"),
-  verify: retry(2, "5 seconds", "30 minutes"),
-  record: retry(5, "1 second", "1 minute"),
-  cleanup: retry(3, "2 seconds", "5 minutes"),
+const STEP_RETRIES: Record<PhaseName, ReturnType<typeof retry>> = {
+  probe: retry(3, 2, "2 minutes"),
+  archive: retry(2, 5, "30 minutes"),
+  transfer: retry(3, 5, "60 minutes"),
+  materialize: retry(2, 5, "30 minutes"),
+  verify: retry(2, 5, "30 minutes"),
+  record: retry(5, 1, "1 minute"),
+  cleanup: retry(3, 2, "5 minutes"),
 };
+
+/**
+ * The step settings of each phase. STEP_RETRY_DELAY_FACTOR scales every retry's wait (default 1): the test projects
+ * set it to 0.2 (vitest.config.ts) so that the fault tests' failing runs, which wait out every retry, take seconds
+ * rather than a minute each; what is retried, how often and the timeouts are production's.
+ */
+export function stepConfigs(env: object = {}): Record<PhaseName, WorkflowStepConfig> {
+  // Optional and absent from wrangler.jsonc (as AGENT_IDLE_SECONDS is), so not on Env's type.
+  const factor = Number((env as { STEP_RETRY_DELAY_FACTOR?: unknown }).STEP_RETRY_DELAY_FACTOR ?? 1);
+  const scale = Number.isFinite(factor) && factor > 0 && factor <= 1 ? factor : 1;
+  const out = {} as Record<PhaseName, WorkflowStepConfig>;
+  for (const [name, r] of Object.entries(STEP_RETRIES) as [PhaseName, ReturnType<typeof retry>][]) {
+    out[name] = { retries: { limit: r.limit, delay: Math.round(r.delaySeconds * 1000 * scale), backoff: "exponential" }, timeout: r.timeout };
+  }
+  return out;
+}
+
+/** Production's settings (no factor). */
+export const STEP_CONFIG = stepConfigs();
 
 /**
  * Runs a step's work; failures a retry cannot fix (isPermanent) become NonRetryableError so the Workflow stops at
@@ -48,6 +65,8 @@ export interface StepRunnerOptions {
   prefix?: "backup" | "restore";
   /** after each step: best-effort progress (it must never fail the run; see reportProgress) */
   afterStep?: (steps: Record<string, StepResult>) => Promise<void>;
+  /** the step settings (stepConfigs(env)); production's by default */
+  configs?: Record<PhaseName, WorkflowStepConfig>;
 }
 
 /** A PhaseRunner over a Workflow's steps: each phase one step.do, named and configured by its phase. */
@@ -63,7 +82,7 @@ export function stepRunner(step: WorkflowStep, options: StepRunnerOptions = {}):
         const r = await phase(fn);
         return { ...r, startedAt, endedAt: Date.now() };
       };
-      const result = (await step.do(stepName(name, options.prefix), STEP_CONFIG[name], timed as () => Promise<never>)) as T;
+      const result = (await step.do(stepName(name, options.prefix), (options.configs ?? STEP_CONFIG)[name], timed as () => Promise<never>)) as T;
       steps[name] = result;
       await options.afterStep?.(steps);
       return result;

@@ -96,6 +96,8 @@ export interface StackOptions {
    * snapflow doctor against a store reached through a proxy that breaks one behaviour (test/e2e/doctor-broken-store).
    */
   storeFront?: (storeEndpoint: string) => Promise<{ endpoint: string; stop(): Promise<void> }>;
+  /** more Worker variables (tests: STEP_RETRY_DELAY_FACTOR), written beside the stack's own */
+  workerVars?: Record<string, string>;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -162,6 +164,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       S3_REGION: "auto",
       S3_ACCESS_KEY_ID: firstStore.accessKeyId,
       S3_SECRET_ACCESS_KEY: firstStore.secretAccessKey,
+      ...options.workerVars,
     };
     const envFile = join(publish ? STATE : dir, "dev.vars");
     writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n") + "\n", { mode: 0o600 });

@@ -15,7 +15,9 @@ export interface PrivateStack {
 
 export async function startPrivateStack(prefix: string): Promise<PrivateStack> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  const stack = await startStack({ port: await freePort(), privateDir: dir, log: () => {} });
+  // Step retries wait a fifth of production's, as in the workers projects (vitest.config.ts): a run that fails
+  // after its retries ends in seconds.
+  const stack = await startStack({ port: await freePort(), privateDir: dir, log: () => {}, workerVars: { STEP_RETRY_DELAY_FACTOR: "0.2" } });
   return {
     stack,
     dir,
