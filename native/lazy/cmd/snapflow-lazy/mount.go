@@ -35,6 +35,7 @@ func mountCmd(args []string) error {
 	mountpoint := fs.String("mountpoint", "", "directory to mount on; the image appears as MOUNTPOINT/image")
 	statusPath := fs.String("status", "", "status file (default CACHE/status.json)")
 	prefetch := fs.Int("prefetch", 32, "parallel background fetches (a far store needs many in flight); 0 fetches on demand only")
+	invalidHold := fs.Duration("invalid-hold", lazyimage.DefaultInvalidHold, "a chunk that failed its SHA-256 fails the reads needing it at once for this long, instead of a fetch per read")
 	passes := fs.Int("passes", 3, "prefetch sweeps; later ones retry failed chunks")
 	retryPause := fs.Duration("retry-pause", 2*time.Second, "pause before a prefetch sweep that retries failures")
 	quiet := fs.Duration("quiet", 300*time.Millisecond, "the prefetch sweep waits until reads have fetched nothing for this long (and this long after the start); 0 sweeps at once")
@@ -76,6 +77,7 @@ func mountCmd(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	img := lazyimage.New(ctx, idx, c, f, start)
+	img.InvalidHold = *invalidHold
 
 	var state atomic.Value
 	state.Store("mounting")

@@ -34,7 +34,14 @@ type chunkState struct {
 	source    string
 	inflight  chan struct{} // closed when the running fetch ends
 	failure   *Failure
+	invalidAt time.Time // when a fetch last got bytes that did not hash to the chunk's name (zero: never)
 }
+
+// DefaultInvalidHold: a chunk whose bytes just failed their SHA-256 after every retry fails the reads that need it at
+// once for this long (Image.InvalidHold), instead of each read fetching it again. The store answered, and answered
+// wrong bytes, so an immediate refetch almost never helps, and a tree walk over a damaged chunk's files made one
+// ~0.6 s fetch per file (a lazy restore took ~40 s to fail). The prefetcher's later passes still try it again.
+const DefaultInvalidHold = 10 * time.Second
 
 // Failure is a chunk whose last fetch failed.
 type Failure struct {
@@ -48,6 +55,8 @@ type Failure struct {
 // Image is one lazily materialised image. Its state is per distinct chunk: an image can repeat a chunk, and one fetch
 // makes every copy local.
 type Image struct {
+	InvalidHold time.Duration // see DefaultInvalidHold; set before the image is shared
+
 	life    context.Context // fetches run under it, not under a reader's context: others may be waiting on them
 	idx     *index.Index
 	cache   *cache.Dir
@@ -89,7 +98,7 @@ type Fetched struct {
 // New builds the state, counting chunks already in the cache as local. start is the moment the restore's mount began,
 // the zero of every *Ms figure; ending life abandons every running fetch.
 func New(life context.Context, idx *index.Index, c *cache.Dir, f *fetch.Fetcher, start time.Time) *Image {
-	img := &Image{life: life, idx: idx, cache: c, fetcher: f, start: start, prefetch: "pending", complete: make(chan struct{}), changed: make(chan struct{}, 1), hinted: make(chan struct{}), demandAt: start}
+	img := &Image{InvalidHold: DefaultInvalidHold, life: life, idx: idx, cache: c, fetcher: f, start: start, prefetch: "pending", complete: make(chan struct{}), changed: make(chan struct{}, 1), hinted: make(chan struct{}), demandAt: start}
 	ids := make(map[string]int, len(idx.Chunks))
 	img.of = make([]int, len(idx.Chunks))
 	img.distinct = make([]index.Chunk, 0, len(idx.Chunks))
@@ -199,6 +208,11 @@ func (img *Image) ensure(ctx context.Context, d int, source string) error {
 			img.mu.Unlock()
 			return nil
 		}
+		if s.inflight == nil && source == OnDemand && !started && !s.invalidAt.IsZero() && time.Since(s.invalidAt) < img.InvalidHold {
+			reason := s.failure.Reason
+			img.mu.Unlock()
+			return errors.New(reason)
+		}
 		if s.inflight == nil {
 			s.inflight = make(chan struct{})
 			if source == OnDemand {
@@ -254,6 +268,10 @@ func (img *Image) fetch(d int, source string) {
 	} else {
 		f := &Failure{Index: img.first[d], SHA256: ch.SHA256, Reason: err.Error(), Attempts: res.Attempts, AtMs: img.ms()}
 		s.failure = f
+		var invalid *fetch.ChunkInvalid
+		if errors.As(err, &invalid) {
+			s.invalidAt = time.Now()
+		}
 		img.counts.failed[d] = f
 	}
 	close(s.inflight)

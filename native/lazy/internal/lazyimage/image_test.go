@@ -272,3 +272,25 @@ func TestReadsThatNeverQuietenDelayTheSweepOnlyUpToItsBound(t *testing.T) {
 		t.Fatalf("%s after %v", s.State, time.Since(start))
 	}
 }
+
+// A chunk whose stored bytes are wrong fails the reads that need it; once it has failed its hash, the next reads
+// fail at once (invalidHold) instead of each fetching it again, and the prefetcher's later pass still tries it.
+func TestReadsOfAChunkThatJustFailedItsHashFailAtOnce(t *testing.T) {
+	img, store, _ := newImage(t, 3)
+	bad := img.idx.Chunks[1].SHA256
+	store.Corrupt(bad)
+	p := make([]byte, 10)
+	for i := 0; i < 5; i++ {
+		if _, err := img.ReadAt(context.Background(), p, 1000+int64(i)*100); err == nil {
+			t.Fatalf("read %d of a damaged chunk succeeded", i)
+		}
+	}
+	if n := len(store.Gets()); n != 1 {
+		t.Fatalf("%d GETs for 5 reads of a chunk that failed its hash: want 1", n)
+	}
+	store.Heal(bad)
+	img.Prefetch(context.Background(), PrefetchOptions{Workers: 1, Passes: 2, RetryPause: time.Millisecond})
+	if s := img.Snapshot("ready"); s.State != "complete" {
+		t.Fatalf("the prefetcher did not fetch the healed chunk: %q, failed %+v", s.State, s.Failed)
+	}
+}
