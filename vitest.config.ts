@@ -47,6 +47,10 @@ function workersProject(name: string, include: string[], extraBindings: Record<s
               // Every step retry's wait at a fifth of production's (workflows/step-config.ts): a fault test whose run
               // fails after all its retries waits ~10 s instead of ~50 s; the retries themselves are production's.
               STEP_RETRY_DELAY_FACTOR: "0.2",
+              // No background content check after each image backup (src/restore/background-check.ts): the suites'
+              // many image backups would each start a restore beside the tests. background-check-integration asks
+              // for it per backup.
+              IMAGE_CONTENT_CHECK: "off",
               ...extraBindings,
             },
           },

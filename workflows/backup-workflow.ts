@@ -5,6 +5,8 @@ import { NonRetryableError } from "cloudflare:workflows";
 import type { BackupParams, TransferResult } from "../src/backup/backup-params.ts";
 import { cleanupBackup } from "../src/backup/backup-phases.ts";
 import { runBackupPhases } from "../src/backup/run-backup.ts";
+import { contentCheckMode, startContentCheck } from "../src/restore/background-check.ts";
+import { readSnapshot } from "../src/snapshots/records.ts";
 import { depsFrom } from "../src/deps.ts";
 import { CLEANUP_STEP } from "../src/phases/phase-names.ts";
 import { reportProgress } from "../src/snapshots/progress.ts";
@@ -53,6 +55,13 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     // The path is free for the next run (best-effort: a lease left behind is taken over once this run has ended).
     await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.snapshotId);
     await reportProgress(d.kv, { ...progress, steps: run.steps, status: "complete" });
+    // An image's content checked against its manifest once, off every restore's path (background-check.ts).
+    if (contentCheckMode(this.env, p.contentCheck) === "background") {
+      await step.do("content check", configs.record, async () => {
+        const record = await readSnapshot(d.store, d.kv, p.snapshotId);
+        return record ? await startContentCheck(this.env, d, record) : { skipped: "no record" };
+      }).catch((e) => console.warn(`the content check of ${p.snapshotId} did not start: ${errorMessage(e)}`));
+    }
     return { snapshotId: p.snapshotId, strategy: s.name, steps: run.steps, totalMs: totalMs(run.steps), ...wallAndOverhead(run.steps), archiveBytes: sent?.bytes ?? 0 };
   }
 }

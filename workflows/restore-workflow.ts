@@ -26,6 +26,15 @@ export interface RestoreOutput {
   overheadMs?: number;
 }
 
+/** A run in a sandbox of its own (a background content check) ends it: best-effort, the run's outcome stands. */
+async function endOwnSandbox(step: WorkflowStep, d: ReturnType<typeof depsFrom>, p: RestoreParams): Promise<void> {
+  if (!p.endSandbox) return;
+  await step.do("end sandbox", { retries: { limit: 2, delay: 1000, backoff: "exponential" }, timeout: "1 minute" }, async () => {
+    await d.transport.destroy(p.sandboxId);
+    return { sandboxId: p.sandboxId };
+  }).catch((e) => console.warn(`ending sandbox ${p.sandboxId} failed: ${errorMessage(e)}`));
+}
+
 export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
   async run(event: WorkflowEvent<RestoreParams>, step: WorkflowStep): Promise<RestoreOutput> {
     const p = event.payload;
@@ -46,12 +55,14 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
       const cleaned = touched ? await step.do(CLEANUP_STEP, configs.cleanup, () => cleanupRestore(d, p, s, touched)) : { recorded: false };
       if (!cleaned.recorded) {
         await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
+        await endOwnSandbox(step, d, p);
         await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
         throw e;
       }
     }
     // The path is free for the next run (best-effort: a lease left behind is taken over once this run has ended).
     await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
+    await endOwnSandbox(step, d, p);
     await reportProgress(d.kv, { ...progress, steps: run.steps, status: "complete" });
     return { restoreId: p.restoreId, snapshotId: p.snapshotId, strategy: s.name, steps: run.steps, totalMs: totalMs(run.steps), ...wallAndOverhead(run.steps) };
   }

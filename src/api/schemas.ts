@@ -52,6 +52,8 @@ export const BackupRequest = z.object({
   excludes: SelectionSpec.shape.excludes,
   gitignore: SelectionSpec.shape.gitignore,
   excludeCaches: SelectionSpec.shape.excludeCaches,
+  /** an image snapshot's content checked against its manifest once, in a sandbox of its own, right after the backup */
+  contentCheck: z.enum(["background", "off"]).optional(),
 }).strict().superRefine((b, ctx) => {
   // An overlay delta is the upper layer over a base image that holds everything: leaving paths out of the layer
   // would not leave them out of the restored workspace. Select when backing up the base.

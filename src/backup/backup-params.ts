@@ -25,6 +25,8 @@ export interface BackupParams {
   excludes?: string[];
   gitignore?: boolean;
   excludeCaches?: boolean;
+  /** an image's content check after its record (src/restore/background-check.ts); absent: IMAGE_CONTENT_CHECK's */
+  contentCheck?: "background" | "off";
 }
 
 export interface ArchiveResult extends StepResult {

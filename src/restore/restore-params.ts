@@ -30,6 +30,8 @@ export interface RestoreParams {
   deepVerify?: boolean;
   /** when the API accepted the request (progress shows it) */
   startedAt?: string;
+  /** the sandbox is the run's own (a background content check's, background-check.ts): ended when the run ends */
+  endSandbox?: boolean;
 }
 
 /** One archive to bring: a full snapshot's, or one layer of a delta chain (its deletions beside it). */

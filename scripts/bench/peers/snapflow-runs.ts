@@ -59,6 +59,16 @@ export function snapflowRuns(api: Api) {
       const r = await api.startRestore({ snapshotId, sandboxId, path: "/workspace", strategy });
       return follow(api, "restore", r.id, t0);
     },
+    /** waits until the snapshot's background content check has recorded it (background-check.ts); its wall ms */
+    async contentChecked(snapshotId: string, timeoutMs = 10 * 60_000): Promise<number> {
+      const t0 = performance.now();
+      for (;;) {
+        const record = await api.call<{ contentChecked?: unknown }>("GET", `/api/snapshots/${snapshotId}`);
+        if (record.contentChecked) return Math.round(performance.now() - t0);
+        if (performance.now() - t0 > timeoutMs) throw new Error(`snapshot ${snapshotId} not content-checked after ${timeoutMs / 1000} s`);
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+    },
     /** one more status poll of a run, as follow() makes them (to measure what a poll costs) */
     poll: (run: SnapflowRun) => status(api, run.kind, run.id),
     /** deletes snapshots and collects the chunks only they had (grace 0: nothing else runs on the race's stack) */
