@@ -117,7 +117,7 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
   relay.catch(() => tool.child.exitCode === null && tool.child.kill("SIGTERM"));
   const [exited, flowed, said] = await Promise.allSettled([tool.done, relay, answer]);
   try {
-    return settle(exited, flowed, said, relayed, tool.child.exitCode, started, request.delta !== undefined);
+    return settle(exited, flowed, said, relayed, tool.child.exitCode, started, request.delta !== undefined, options.baseFrom?.());
   } catch (e) {
     // The engine's half-written manifests have no name (O_TMPFILE) except on a filesystem without it; there the engine
     // removes them itself, unless it was killed outright (SIGKILL, the OOM killer).
@@ -128,7 +128,7 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
 }
 
 /** The pass's outcome from the engine's exit, the relay and the engine's answer on fd 3. */
-function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult<void>, said: PromiseSettledResult<string>, relayed: number, exitCode: number | null, started: number, delta: boolean): SinglePassResult {
+function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult<void>, said: PromiseSettledResult<string>, relayed: number, exitCode: number | null, started: number, delta: boolean, baseFrom?: "kept" | "store"): SinglePassResult {
   const text = said.status === "fulfilled" ? said.value.trim() : "";
   const failure = text ? EngineFailure.safeParse(safeJson(text)) : undefined;
   if (failure?.success && failure.data.error.code === "base_unusable" && relayed === 0) throw new EngineBaseUnusable(failure.data.error.message);
@@ -159,7 +159,8 @@ function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult
     ...result,
     manifest: { ...result.manifest, ...(d.layerOf ? { layerOf: d.layerOf } : {}), ...(d.treeSha256 ? { treeSha256: d.treeSha256 } : {}) },
     archived: { entries: d.archived, tarBytes: d.tarBytes },
-    delta: { ...d.delta, baseFrom: "kept" },
+    // Where the agent had the base file from: its kept copy, or the store's copy it fetched there (manifest-kept-fetch.ts).
+    delta: { ...d.delta, baseFrom: baseFrom ?? "kept" },
   };
 }
 

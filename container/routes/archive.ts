@@ -6,7 +6,9 @@ import { rm, stat } from "node:fs/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { archiveToFile, archiveToStream, archiveWithManifest, archiveWithManifestToFile } from "../archive/archive.ts";
 import { extractFromFile, extractFromStream, type ExtractVerification } from "../extract/extract.ts";
-import { loadManifest } from "../manifest/manifest-file.ts";
+import { agentManifestByteLimit, loadManifest } from "../manifest/manifest-file.ts";
+import { fetchKept } from "../manifest/manifest-kept-fetch.ts";
+import { engineBinary, preferredEngine } from "../archive/engine-pass.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
 import * as P from "../contract/protocol.ts";
 import { SANDBOX_DIRS, stagingPath } from "../contract/sandbox-layout.ts";
@@ -40,7 +42,16 @@ async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: st
     return kept ?? (await requestedManifest(c, source, field))!;
   };
   const keptCopy = source && dir && q.baseKept ? keptFile(dir, q.baseKept.id) : undefined;
-  const baseKept = keptCopy && (await stat(keptCopy).catch(() => null))?.isFile() ? { file: keptCopy, sha256: q.baseKept!.sha256 } : undefined;
+  let baseKept = keptCopy && (await stat(keptCopy).catch(() => null))?.isFile() ? { file: keptCopy, sha256: q.baseKept!.sha256 } : undefined;
+  // Not kept here (a fresh container), but stored whole with the SHA-256 the record names: fetched into the kept place
+  // for the engine, which checks it (manifest-kept-fetch.ts). Only when the engine will make the pass: the agent's
+  // own pass reads the store's copy itself.
+  if (!baseKept && keptCopy && source && "url" in source && !source.base && !source.under?.length && source.sha256 === q.baseKept!.sha256 && preferredEngine() === "native" && (await engineBinary())) {
+    if (await fetchKept(c.storeUrl(source.url, `${field}.url`), keptCopy, agentManifestByteLimit())) {
+      baseKept = { file: keptCopy, sha256: q.baseKept!.sha256 };
+      from = "store";
+    }
+  }
   return { base: source ? read : undefined, baseKept, baseFrom: () => from, keep: dir && q.keepAs ? { dir, id: q.keepAs } : undefined };
 }
 
