@@ -23,7 +23,7 @@ import type { Readable, Writable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { startCompressor } from "./compressor.ts";
-import { EngineLacksPack, engineBinary, enginePass, engineRequest, preferredEngine } from "./engine-pass.ts";
+import { EngineBaseUnusable, EngineLacksPack, engineBinary, engineKeptFile, enginePass, engineRequest, preferredEngine } from "./engine-pass.ts";
 import { classifyByMetadata, confirmSuspects, deltaLayer, deltaList, mergeDeltaManifest } from "./delta.ts";
 import { HashingStream } from "./hashing-stream.ts";
 import { writeManifestHashed } from "../manifest/manifest-file.ts";
@@ -166,23 +166,25 @@ function archiveSink(format: TarFormat, out: Writable): TarSink {
 }
 
 /**
- * The native engine makes the pass when it can (engine-pass.ts: tar with zstd, no base, a selection it reads alike,
- * and a binary here that has `pack`); otherwise the agent's own pass does, with the same archive format and the same
- * manifest.
+ * The native engine makes the pass when it can (engine-pass.ts: tar with zstd, a delta's base kept here, a selection it
+ * reads alike, and a binary here that has `pack`); otherwise the agent's own pass does, with the same archive format
+ * and the same manifests.
  */
 async function singlePass(dir: string, format: TarFormat, out: Writable, options: SinglePassOptions): Promise<SinglePassResult> {
   const request = (options.engine ?? preferredEngine()) === "native" ? engineRequest(format, options) : undefined;
   const bin = request ? await engineBinary() : null;
   if (request && bin) {
     const result = await enginePass(bin, dir, request, out, options).catch((e: unknown) => {
-      if (e instanceof EngineLacksPack) return undefined; // nothing was written: the agent's pass starts afresh
+      // Nothing was written: the agent's pass starts afresh (a delta's, from the store's copy of the base).
+      if (e instanceof EngineLacksPack || e instanceof EngineBaseUnusable) return undefined;
       throw e;
     });
     if (result) {
-      // The engine hashed its manifest as it wrote it (the record keeps that SHA-256: the next delta's kept base is
-      // checked against it); kept for the next delta, or the hash is not asked for.
-      if (options.keep) await keepManifest(options.keep.dir, options.keep.id, { from: options.manifestOut });
-      else delete result.manifest.sha256;
+      // The engine hashed its manifests as it wrote them (the record keeps those SHA-256: the next delta's kept base is
+      // checked against it); the tree's is kept for the next delta (beside a layer, the engine wrote it there itself),
+      // or the hash is not asked for.
+      if (options.keep) await keepManifest(options.keep.dir, options.keep.id, result.manifest.treeSha256 ? { moved: engineKeptFile(options.keep) } : { from: options.manifestOut });
+      else if (!result.manifest.layerOf) delete result.manifest.sha256;
       if (options.resultOut) await writeFile(options.resultOut, JSON.stringify(result));
       out.end();
       await finished(out);
@@ -203,7 +205,7 @@ export async function singlePassInto(dir: string, sink: TarSink, options: Single
   if (options.base) {
     // A delta needs the whole walk before naming anything (hard-link groups, deletions); it is small work.
     // The base manifest is read (and parsed: ~0.15 s for 31k entries) while the tree is walked.
-    const [entries, base] = await Promise.all([walkAll(dir, { exclude: options.selection?.exclude }).then((w) => ((walkMs = Math.round(performance.now() - started)), w)), options.base]);
+    const [entries, base] = await Promise.all([walkAll(dir, { exclude: options.selection?.exclude }).then((w) => ((walkMs = Math.round(performance.now() - started)), w)), typeof options.base === "function" ? options.base() : options.base]);
     walked.push(...entries);
     classified = classifyByMetadata(walked, base, { rehash: options.rehash });
     const baseFrom = options.baseFrom?.();

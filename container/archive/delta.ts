@@ -15,6 +15,9 @@
 //      directory (tar --no-recursion: its own header), so extraction sets the directory's mtime back.
 //   3. base entries no longer present are the deletions, deepest first; they travel beside the delta archive
 //      and are removed before extraction on restore.
+//
+// The native engine applies the same rule when it makes the delta (native/lazy/internal/pack/delta_classify.go, from
+// the agent's kept base): a change here is a change there; test/node/delta-engine-integration.test.ts compares the two.
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { isDeepStrictEqual } from "node:util";

@@ -8,10 +8,14 @@
 //
 // Why: in the agent's own pass (archive.ts singlePassInto) every byte goes through tar, Node (node-tar parses it, SHA-256)
 // and zstd, and the archive through a second SHA-256: on the npm workspace (550 MB) 5.7–6.0 CPU-s for the agent and its
-// children against 4.0–4.4 with the engine (native/lazy/MEASUREMENTS.md "pack"). It takes what the engine reads alike: tar with zstd, no base
-// manifest (a delta keeps the agent's pass: it names a list, not a tree), a selection RE2 reads as JavaScript does.
+// children against 4.0–4.4 with the engine (native/lazy/MEASUREMENTS.md "pack"). It takes what the engine reads alike: tar with zstd,
+// a selection RE2 reads as JavaScript does, and for a delta a base the agent keeps (manifest-kept.ts): the engine
+// reads that file itself, checks its SHA-256, walks and classifies natively (internal/pack/delta.go) and writes the
+// layer manifest and the tree's whole one for the next delta. A kept base it finds unusable (changed on disk) fails
+// before a byte, and the agent's pass makes the delta from the store's copy.
 // Without the binary (an image built without it) the agent's pass runs instead: same archive format, same manifest.
 import { rm } from "node:fs/promises";
+import { keptFile } from "../manifest/manifest-kept.ts";
 import type { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { z } from "zod";
@@ -27,12 +31,13 @@ export function preferredEngine(env: Record<string, string | undefined> = proces
   return env.SNAPFLOW_PACK_ENGINE === "node" ? "node" : "native";
 }
 
-/** What the engine is asked on stdin (cmd/snapflow-lazy/pack.go packRequest). */
+/** What the engine is asked on stdin (cmd/snapflow-lazy/pack.go packRequest; delta: internal/pack/delta.go Delta). */
 interface EngineRequest {
   level?: number;
   threads?: number;
   long?: boolean;
   selection?: EngineSelection;
+  delta?: { base: string; sha256: string; layerOver?: string; keep?: string; rehash?: boolean };
 }
 
 const count = z.number().int().nonnegative();
@@ -49,15 +54,35 @@ const EngineResult = z.object({
   walkMs: count,
   ms: count,
 });
-const EngineFailure = z.object({ error: z.object({ code: z.enum(["bad_request", "tool_failed"]), message: z.string(), field: z.string().optional() }) });
+/** A delta's answer adds what the agent's pass reports of one (SinglePassResult's delta, layerOf, treeSha256). */
+const EngineDeltaResult = EngineResult.extend({
+  /** entries the archive holds */
+  archived: count,
+  layerOf: z.string().optional(),
+  treeSha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  delta: z.object({ changed: count, changedBytes: count, deleted: z.array(z.string()), suspects: count, suspectBytes: count, planMs: count }),
+});
+const EngineFailure = z.object({ error: z.object({ code: z.enum(["bad_request", "tool_failed", "base_unusable"]), message: z.string(), field: z.string().optional() }) });
 
-/** The engine's request for this pass, or undefined when the agent's own pass must make it. */
+/**
+ * The engine's request for this pass, or undefined when the agent's own pass must make it. A delta's base must be a
+ * kept copy (one read from the store is the agent's to read); the tree's whole manifest, when a layer is written
+ * and the backup keeps it, is written beside the kept ones (`.engine`) and renamed into place once the pass is done.
+ */
 export function engineRequest(format: TarFormat, options: SinglePassOptions): EngineRequest | undefined {
-  if (format.compression !== "zstd" || options.base || options.rehash) return undefined;
+  if (format.compression !== "zstd" || (options.base && !options.baseKept)) return undefined;
   const selection = options.selection?.engineRules();
   if (options.selection && !selection) return undefined;
-  return { level: format.level, threads: format.threads, long: format.long, ...(selection ? { selection } : {}) };
+  const request: EngineRequest = { level: format.level, threads: format.threads, long: format.long, ...(selection ? { selection } : {}) };
+  if (options.baseKept) {
+    const keep = options.keep && options.layerOver ? engineKeptFile(options.keep) : undefined;
+    request.delta = { base: options.baseKept.file, sha256: options.baseKept.sha256, ...(options.layerOver ? { layerOver: options.layerOver } : {}), ...(keep ? { keep } : {}), ...(options.rehash ? { rehash: true } : {}) };
+  }
+  return request;
 }
+
+/** Where the engine writes the tree's whole manifest beside a layer: renamed to the kept one once the pass is done. */
+export const engineKeptFile = (keep: { dir: string; id: string }) => `${keptFile(keep.dir, keep.id)}.engine`;
 
 /** The engine binary, or null when this sandbox has none (then the agent's own pass runs). */
 export function engineBinary(): Promise<string | null> {
@@ -92,31 +117,35 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
   relay.catch(() => tool.child.exitCode === null && tool.child.kill("SIGTERM"));
   const [exited, flowed, said] = await Promise.allSettled([tool.done, relay, answer]);
   try {
-    return settle(exited, flowed, said, relayed, tool.child.exitCode, started);
+    return settle(exited, flowed, said, relayed, tool.child.exitCode, started, request.delta !== undefined, options.baseFrom?.());
   } catch (e) {
-    // The engine's half-written manifest has no name (O_TMPFILE) except on a filesystem without it; there the engine
-    // removes it itself, unless it was killed outright (SIGKILL, the OOM killer).
-    await rm(`${options.manifestOut}.tmp-${tool.child.pid}`, { force: true });
+    // The engine's half-written manifests have no name (O_TMPFILE) except on a filesystem without it; there the engine
+    // removes them itself, unless it was killed outright (SIGKILL, the OOM killer).
+    for (const file of [options.manifestOut, request.delta?.keep]) if (file) await rm(`${file}.tmp-${tool.child.pid}`, { force: true });
+    if (request.delta?.keep) await rm(request.delta.keep, { force: true }); // written, then the layer failed
     throw e;
   }
 }
 
 /** The pass's outcome from the engine's exit, the relay and the engine's answer on fd 3. */
-function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult<void>, said: PromiseSettledResult<string>, relayed: number, exitCode: number | null, started: number): SinglePassResult {
+function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult<void>, said: PromiseSettledResult<string>, relayed: number, exitCode: number | null, started: number, delta: boolean, baseFrom?: "kept" | "store"): SinglePassResult {
   const text = said.status === "fulfilled" ? said.value.trim() : "";
   const failure = text ? EngineFailure.safeParse(safeJson(text)) : undefined;
-  if (failure?.success) throw new AgentError(failure.data.error.code, failure.data.error.message, failure.data.error.field);
+  if (failure?.success && failure.data.error.code === "base_unusable" && relayed === 0) throw new EngineBaseUnusable(failure.data.error.message);
+  if (failure?.success) throw new AgentError(failure.data.error.code === "base_unusable" ? "tool_failed" : failure.data.error.code, failure.data.error.message, failure.data.error.field);
   if (flowed.status === "rejected") {
     throw new AgentError("tool_failed", `the stream from snapflow-lazy pack: ${(flowed.reason as Error).message}`);
   }
   // A binary from before `pack` (a sandbox image older than the agent) answers its usage and exit 2 before a byte.
   if (exited.status === "rejected" && exitCode === 2 && relayed === 0 && !text) throw new EngineLacksPack();
   if (exited.status === "rejected") throw exited.reason;
-  const parsed = EngineResult.safeParse(safeJson(text));
-  if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy pack answered what is not a result: ${text.slice(0, 200)}`);
+  const json = safeJson(text);
+  const parsed = EngineResult.safeParse(json);
+  const deltaParsed = delta ? EngineDeltaResult.safeParse(json) : undefined;
+  if (!parsed.success || deltaParsed?.success === false) throw new AgentError("tool_failed", `snapflow-lazy pack answered what is not a result: ${text.slice(0, 200)}`);
   const r = parsed.data;
   if (r.bytes !== relayed) throw new AgentError("tool_failed", `snapflow-lazy pack says it wrote ${r.bytes} bytes; ${relayed} arrived`);
-  return {
+  const result: SinglePassResult = {
     bytes: r.bytes,
     sha256: r.sha256,
     ms: Math.round(performance.now() - started),
@@ -124,7 +153,19 @@ function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult
     archived: { entries: r.entries, tarBytes: r.tarBytes },
     engine: "native",
   };
+  if (!deltaParsed) return result;
+  const d = deltaParsed.data!;
+  return {
+    ...result,
+    manifest: { ...result.manifest, ...(d.layerOf ? { layerOf: d.layerOf } : {}), ...(d.treeSha256 ? { treeSha256: d.treeSha256 } : {}) },
+    archived: { entries: d.archived, tarBytes: d.tarBytes },
+    // Where the agent had the base file from: its kept copy, or the store's copy it fetched there (manifest-kept-fetch.ts).
+    delta: { ...d.delta, baseFrom: baseFrom ?? "kept" },
+  };
 }
+
+/** The engine found the kept base unusable (not the bytes its record vouches for) before writing a byte. */
+export class EngineBaseUnusable extends Error {}
 
 /** The snapflow-lazy here has no `pack` subcommand: the caller makes the agent's own pass instead. */
 export class EngineLacksPack extends Error {

@@ -6,8 +6,13 @@ import type { CompiledSelection } from "./selection.ts";
 export interface SinglePassOptions {
   /** where the manifest is written (host path) */
   manifestOut: string;
-  /** a delta: archive only what changed since this manifest (a promise: read while the tree is walked) */
-  base?: Manifest | Promise<Manifest>;
+  /**
+   * a delta: archive only what changed since this manifest (a promise: read while the tree is walked; a function: read
+   * only if the agent's own pass makes the delta, as the engine reads `baseKept` itself)
+   */
+  base?: Manifest | Promise<Manifest> | (() => Promise<Manifest>);
+  /** with base: the agent's kept copy of it (manifest-kept.ts) and the SHA-256 it must have, for the native engine */
+  baseKept?: { file: string; sha256: string };
   /** with base: compare content of every file whose metadata agrees (users who distrust timestamps) */
   rehash?: boolean;
   /** with base: write the manifest as a layer over this snapshot (the base) rather than the whole tree's */

@@ -12,10 +12,12 @@ import type { Manifest } from "../contract/protocol.ts";
 const KEEP = 3;
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-const fileOf = (dir: string, id: string) => {
+/** Where snapshot `id`'s manifest is kept in `dir` (the native engine reads a delta's base from there itself). */
+export const keptFile = (dir: string, id: string) => {
   if (!ID.test(id)) throw new Error(`not a snapshot id: ${id}`);
   return join(dir, `${id}.json`);
 };
+const fileOf = keptFile;
 
 /** The kept manifest of snapshot `id` if its bytes have `sha256`; undefined when absent or different. */
 export async function keptManifest(dir: string, id: string, sha256: string): Promise<Manifest | undefined> {
@@ -32,16 +34,20 @@ export async function keptManifest(dir: string, id: string, sha256: string): Pro
 }
 
 /**
- * Keeps a whole-tree manifest's JSON (`text`, or a copy of the file `from`) as snapshot `id`'s; the oldest beyond
- * KEEP go. Never fails a backup: the next delta then reads its base from the store.
+ * Keeps a whole-tree manifest's JSON (`text`, a copy of the file `from`, or the file `moved`, renamed: one the engine
+ * wrote beside the kept ones) as snapshot `id`'s; the oldest beyond KEEP go. Never fails a backup: the next delta then
+ * reads its base from the store.
  */
-export async function keepManifest(dir: string, id: string, what: { text: string } | { from: string }): Promise<void> {
+export async function keepManifest(dir: string, id: string, what: { text: string } | { from: string } | { moved: string }): Promise<void> {
   try {
     await mkdir(dir, { recursive: true });
     const file = fileOf(dir, id);
-    if ("text" in what) await writeFile(`${file}.tmp`, what.text);
-    else await copyFile(what.from, `${file}.tmp`);
-    await rename(`${file}.tmp`, file);
+    if ("moved" in what) await rename(what.moved, file);
+    else {
+      if ("text" in what) await writeFile(`${file}.tmp`, what.text);
+      else await copyFile(what.from, `${file}.tmp`);
+      await rename(`${file}.tmp`, file);
+    }
     const kept = await Promise.all((await readdir(dir)).filter((n) => n.endsWith(".json")).map(async (n) => ({ n, t: (await stat(join(dir, n)).catch(() => null))?.mtimeMs ?? 0 })));
     for (const { n } of kept.sort((a, b) => b.t - a.t).slice(KEEP)) await rm(join(dir, n), { force: true });
   } catch (e) {

@@ -6,11 +6,13 @@ import { rm, stat } from "node:fs/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { archiveToFile, archiveToStream, archiveWithManifest, archiveWithManifestToFile } from "../archive/archive.ts";
 import { extractFromFile, extractFromStream, type ExtractVerification } from "../extract/extract.ts";
-import { loadManifest } from "../manifest/manifest-file.ts";
+import { agentManifestByteLimit, loadManifest } from "../manifest/manifest-file.ts";
+import { fetchKept } from "../manifest/manifest-kept-fetch.ts";
+import { engineBinary, preferredEngine } from "../archive/engine-pass.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
 import * as P from "../contract/protocol.ts";
 import { SANDBOX_DIRS, stagingPath } from "../contract/sandbox-layout.ts";
-import { keptManifest } from "../manifest/manifest-kept.ts";
+import { keptFile, keptManifest } from "../manifest/manifest-kept.ts";
 import { writeSelectedList } from "../archive/selection.ts";
 import { existingDir, STREAMED, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
@@ -28,20 +30,29 @@ export async function requestedManifest(c: Ctx, source: P.ManifestSource | undef
 /**
  * A single pass's base: the copy this sandbox kept of it when that is the one the Worker names (id and SHA-256 from
  * the base's record), else the store's (and its chain); and where this backup keeps its own manifest. The base is
- * answered as a promise, read while the archiver walks the tree; a failure to read it fails the archive.
+ * answered as a function the agent's pass calls as it starts its walk (read meanwhile; a failure to read it fails the
+ * archive), and the kept copy's file when there is one, which the native engine reads and checks itself.
  */
-function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: string, q: { baseKept?: { id: string; sha256: string }; keepAs?: string }) {
-  const dir = q.baseKept || q.keepAs ? c.path(SANDBOX_DIRS.manifests, "keepAs") : undefined;
+async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: string, q: { baseKept?: { id: string; sha256: string }; keepAs?: string }) {
+  const dir = q.baseKept || q.keepAs ? await c.path(SANDBOX_DIRS.manifests, "keepAs") : undefined;
   let from: "kept" | "store" | undefined;
   const read = async () => {
-    const kept = dir && q.baseKept ? await keptManifest(await dir, q.baseKept.id, q.baseKept.sha256) : undefined;
+    const kept = dir && q.baseKept ? await keptManifest(dir, q.baseKept.id, q.baseKept.sha256) : undefined;
     from = kept ? "kept" : "store";
     return kept ?? (await requestedManifest(c, source, field))!;
   };
-  const base = source ? read() : undefined;
-  // Awaited with the walk; marked handled here so that a walk failing first leaves no unhandled rejection.
-  base?.catch(() => {});
-  return { base, baseFrom: () => from, keep: async () => (dir && q.keepAs ? { dir: await dir, id: q.keepAs } : undefined) };
+  const keptCopy = source && dir && q.baseKept ? keptFile(dir, q.baseKept.id) : undefined;
+  let baseKept = keptCopy && (await stat(keptCopy).catch(() => null))?.isFile() ? { file: keptCopy, sha256: q.baseKept!.sha256 } : undefined;
+  // Not kept here (a fresh container), but stored whole with the SHA-256 the record names: fetched into the kept place
+  // for the engine, which checks it (manifest-kept-fetch.ts). Only when the engine will make the pass: the agent's
+  // own pass reads the store's copy itself.
+  if (!baseKept && keptCopy && source && "url" in source && !source.base && !source.under?.length && source.sha256 === q.baseKept!.sha256 && preferredEngine() === "native" && (await engineBinary())) {
+    if (await fetchKept(c.storeUrl(source.url, `${field}.url`), keptCopy, agentManifestByteLimit())) {
+      baseKept = { file: keptCopy, sha256: q.baseKept!.sha256 };
+      from = "store";
+    }
+  }
+  return { base: source ? read : undefined, baseKept, baseFrom: () => from, keep: dir && q.keepAs ? { dir, id: q.keepAs } : undefined };
 }
 
 /** The in-stream check a restore request asks for, if any. */
@@ -80,11 +91,10 @@ export const archiveRoutes: Routes = {
     if (q.manifestOut !== undefined) {
       const manifestOut = await c.path(q.manifestOut, "manifestOut");
       const resultOut = q.resultOut === undefined ? undefined : await c.path(q.resultOut, "resultOut");
-      const { base, baseFrom, keep } = deltaBase(c, baseSource, q.baseFile !== undefined ? "baseFile" : q.baseUrl !== undefined ? "baseUrl" : "baseSource", q);
+      const { base, baseKept, baseFrom, keep } = await deltaBase(c, baseSource, q.baseFile !== undefined ? "baseFile" : q.baseUrl !== undefined ? "baseUrl" : "baseSource", q);
       const selection = await requestedSelection(c, dir);
-      const kept = await keep();
       c.res.writeHead(200, { "content-type": "application/octet-stream" });
-      await archiveWithManifest(dir, q, c.res, { manifestOut, base, baseFrom, rehash: q.rehash, layerOver: q.layerOver, resultOut, selection, ...(kept ? { keep: kept } : {}) });
+      await archiveWithManifest(dir, q, c.res, { manifestOut, base, baseKept, baseFrom, rehash: q.rehash, layerOver: q.layerOver, resultOut, selection, ...(keep ? { keep } : {}) });
       return STREAMED;
     }
     const filesFrom = q.filesFrom === undefined ? await selectedList(c, dir) : await c.path(q.filesFrom, "filesFrom");
@@ -104,9 +114,8 @@ export const archiveRoutes: Routes = {
     if (body.manifestOut !== undefined) {
       const manifestOut = await c.path(body.manifestOut, "manifestOut");
       if (body.layerOver !== undefined && !body.base) throw new AgentError("bad_request", "layerOver: a layer manifest needs a base", "layerOver");
-      const { base, baseFrom, keep } = deltaBase(c, body.base, "base", body);
-      const kept = await keep();
-      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, baseFrom, rehash: body.rehash, layerOver: body.layerOver, selection: await requestedSelection(c, dir), ...(kept ? { keep: kept } : {}) });
+      const { base, baseKept, baseFrom, keep } = await deltaBase(c, body.base, "base", body);
+      return archiveWithManifestToFile(dir, body.format, await c.path(body.output, "output"), { manifestOut, base, baseKept, baseFrom, rehash: body.rehash, layerOver: body.layerOver, selection: await requestedSelection(c, dir), ...(keep ? { keep } : {}) });
     }
     const filesFrom = body.filesFrom === undefined ? await selectedList(c, dir) : await c.path(body.filesFrom, "filesFrom");
     try {

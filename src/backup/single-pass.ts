@@ -60,10 +60,12 @@ export async function storeSinglePassManifest(d: Deps, p: BackupParams, agent: A
   // Bound to the SHA-256 the agent reported (the store refuses other bytes): the record keeps it, and every reader
   // checks the manifest against it on arrival.
   const { sha256, layerOf, treeSha256 } = result.manifest;
-  await d.store.put(manifestKey(p.snapshotId), r.body!, { length, contentType: "application/json", ...(sha256 ? { sha256 } : {}) });
-  if (result.delta) await d.store.put(deletedKey(p.snapshotId), JSON.stringify(result.delta.deleted), { contentType: "application/json" });
-  await agent.deleteFile(file).catch(() => {});
-  await agent.deleteFile(sandboxPaths.resultOut(p.snapshotId)).catch(() => {});
+  // Independent requests, made together: a small delta's whole transfer is a few round trips, and these were four.
+  await Promise.all([
+    d.store.put(manifestKey(p.snapshotId), r.body!, { length, contentType: "application/json", ...(sha256 ? { sha256 } : {}) }),
+    result.delta && d.store.put(deletedKey(p.snapshotId), JSON.stringify(result.delta.deleted), { contentType: "application/json" }),
+  ]);
+  await Promise.all([file, sandboxPaths.resultOut(p.snapshotId)].map((f) => agent.deleteFile(f).catch(() => {})));
   if (layerOf !== undefined && layerOf !== p.baseSnapshotId) throw new SnapflowError("transfer_damaged", `the agent wrote a layer manifest over ${layerOf}; this delta's base is ${p.baseSnapshotId}`);
   const manifest = { ...result.manifest.totals, manifestBytes: result.manifest.jsonBytes, ms: result.manifest.walkMs, storeMs: Math.round(performance.now() - t), ...(sha256 ? { sha256 } : {}), ...(layerOf ? { layerOf, ...(treeSha256 ? { treeSha256 } : {}) } : {}) };
   const delta = result.delta ? { list: "", changed: result.delta.changed, deleted: result.delta.deleted.length, changedBytes: result.delta.changedBytes, ...(result.delta.baseFrom ? { baseFrom: result.delta.baseFrom } : {}) } : undefined;

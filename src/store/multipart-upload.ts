@@ -4,6 +4,10 @@
 //        ──► at most `concurrency` parts uploading at once, plus the one being filled
 //        ──► complete, or abort on any failure (no orphaned parts, nothing half-written under the key)
 //
+// The upload is opened once the first part is full: a body that ends within it (a small delta) goes as one PUT bound
+// to its SHA-256 (the store checks it), without the create and complete requests of a multipart upload. Until then
+// the part would have waited for the body's end anyway, so nothing that overlapped is lost.
+//
 // Memory is bounded by (concurrency + 1) × partSize whatever the body's size: the seeds' pipe strategy
 // buffered the whole archive and ran out of Worker memory at ~220 MB. The body is read in 256 KiB blocks
 // (block-reader.ts), so the digest, the progress callback and the cutting run per block, not per 4 KB chunk.
@@ -89,7 +93,8 @@ import { toHex } from "./hash-stream.ts";
 
 export async function uploadStreamMultipart(store: ObjectStore, key: string, body: ReadableStream<Uint8Array>, options: StreamUploadOptions): Promise<StreamUploadResult> {
   const { partSize, concurrency = 2 } = options;
-  const upload = equalPartGuard(await store.createMultipartUpload(key, options), partSize);
+  if (partSize < R2_MULTIPART.minPartBytes) throw new PartRuleError(`part size ${partSize} is below R2's minimum of 5 MiB`);
+  let upload: MultipartUpload | undefined;
   const digest = new crypto.DigestStream("SHA-256");
   const digestWriter = digest.getWriter();
   const parts: UploadedPart[] = [];
@@ -99,6 +104,7 @@ export async function uploadStreamMultipart(store: ObjectStore, key: string, bod
 
   const spare: Uint8Array[] = [];
   const send = async (partNumber: number, part: Uint8Array) => {
+    upload ??= equalPartGuard(await store.createMultipartUpload(key, options), partSize);
     while (inflight.size >= concurrency) await Promise.race(inflight);
     if (failed) throw failed;
     const p = upload.uploadPart(partNumber, part).then(
@@ -139,8 +145,16 @@ export async function uploadStreamMultipart(store: ObjectStore, key: string, bod
       }
       if (failed) throw failed;
     }
-    // The last part: whatever is left, or the only (possibly empty) part of a small body.
-    if (filled > 0 || partNumber === 0) await send(++partNumber, buffer.slice(0, filled));
+    if (!upload) {
+      // The whole body fits in the first part (possibly empty): one PUT.
+      await digestWriter.close();
+      const sha256 = toHex(await digest.digest);
+      const { partSize: _p, concurrency: _c, onProgress: _o, blockBytes: _b, ...put } = options;
+      const object = await store.put(key, buffer.subarray(0, filled), { ...put, sha256: put.sha256 ?? sha256 });
+      return { object, bytes, parts: 1, sha256, reads: reader.blocks };
+    }
+    // The last part: whatever is left.
+    if (filled > 0) await send(++partNumber, buffer.slice(0, filled));
     await Promise.all(inflight);
     if (failed) throw failed;
     if (parts.length > R2_MULTIPART.maxParts) throw new PartRuleError(`${parts.length} parts exceed R2's limit of ${R2_MULTIPART.maxParts}; use a larger part size`);
@@ -151,7 +165,7 @@ export async function uploadStreamMultipart(store: ObjectStore, key: string, bod
     // The body's source (the agent's tar) stops too, instead of waiting on a reader that is gone.
     await reader.cancel(e).catch(() => {});
     await Promise.allSettled(inflight);
-    await upload.abort().catch(() => {});
+    await upload?.abort().catch(() => {});
     throw e;
   }
 }

@@ -1,6 +1,8 @@
 // Incrementals by metadata (container/archive/delta.ts through archiveWithManifest with a base): each kind of change is
 // found and archived, unchanged files are not read (suspects counts every file the planner hashed), the delta's
-// manifest equals a walk-and-hash of the tree, and base + deletions + delta extract to exactly that tree.
+// manifest equals a walk-and-hash of the tree, and base + deletions + delta extract to exactly that tree. Each case
+// runs twice: by the agent's own pass, and by the native engine (snapflow-lazy pack) reading the base from a kept file.
+import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { chmodSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,17 +40,29 @@ async function snapshotFresh() {
   base = readManifest(join(dir, "base.json"));
 }
 
-/** The delta against `base`; checks its manifest against a walk-and-hash of the tree. */
-async function delta(options: { rehash?: boolean; against?: Manifest } = {}): Promise<SinglePassResult & { archived: string[]; manifest: Manifest; file: string }> {
+/**
+ * The delta against `base` by `engine` (the native one reads the base from a file, as it reads the agent's kept copy);
+ * checks its manifest against a walk-and-hash of the tree.
+ */
+async function deltaBy(engine: "native" | "node", options: { rehash?: boolean; against?: Manifest } = {}): Promise<SinglePassResult & { archived: string[]; manifest: Manifest; file: string }> {
   const file = join(tree, "..", `delta-${++n}.tar.zst`);
   const manifestOut = `${file}.json`;
-  const r = await archiveWithManifestToFile(tree, zstd, file, { manifestOut, base: options.against ?? base, rehash: options.rehash });
+  const against = options.against ?? base;
+  let baseKept: { file: string; sha256: string } | undefined;
+  if (engine === "native") {
+    const text = JSON.stringify(against);
+    baseKept = { file: `${file}.base.json`, sha256: createHash("sha256").update(text).digest("hex") };
+    writeFileSync(baseKept.file, text);
+  }
+  const r = await archiveWithManifestToFile(tree, zstd, file, { manifestOut, base: against, rehash: options.rehash, engine, ...(baseKept ? { baseKept } : {}) });
+  expect(r.engine).toBe(engine);
   const manifest = readManifest(manifestOut);
   expect(compareManifests(await takeManifest(tree), manifest)).toMatchObject({ equal: true });
   return { ...r, archived: listing(file), manifest, file };
 }
 
-describe("incrementals by metadata", () => {
+describe.each(["node", "native"] as const)("incrementals by metadata (%s)", (engine) => {
+  const delta = (options: Parameters<typeof deltaBy>[1] = {}) => deltaBy(engine, options);
   beforeEach(snapshotFresh);
 
   it("nothing changed: nothing archived, nothing read, the base's hashes kept", async () => {

@@ -110,6 +110,26 @@ describe("changed-files deltas", () => {
     expect((await manifest(dst)).entries).toEqual(expected.entries);
   });
 
+  it("a base this sandbox did not keep (a fresh container) but the store holds whole is fetched to where the engine reads it", async () => {
+    const src = freshSandbox("src");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 8, files: 100, bytes: 500_000 });
+    const full = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-pipe" });
+    const kept = `/snapflow/manifests/${full.snapshotId}.json`;
+    await remove(src, kept);
+    expect(await agent(src, "GET", `/v1/stat?path=${encodeURIComponent(kept)}`)).toMatchObject({ exists: false });
+    await put(src, "/workspace/app/src/changed.ts", "changed\n");
+    const d = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-delta", baseSnapshotId: full.snapshotId });
+    expect(d.status, d.error).toBe("complete");
+    expect(d.steps.transfer.delta.baseFrom).toBe("store");
+    // Fetched whole into the kept place (the agent's own pass reads a store's copy into memory and keeps none).
+    expect(await agent(src, "GET", `/v1/stat?path=${encodeURIComponent(kept)}`)).toMatchObject({ exists: true, type: "file", size: full.steps.transfer.manifest.manifestBytes });
+    const expected = await manifest(src);
+    const dst = freshSandbox("dst");
+    const r = await run("restore", { snapshotId: d.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "presigned-tar-zst-pipe" });
+    expect(r.status, r.error).toBe("complete");
+    expect((await manifest(dst)).entries).toEqual(expected.entries);
+  });
+
   it("a chain of layer manifests is followed to the whole one, and a delta past MAX_LAYER_CHAIN stores a whole manifest", async () => {
     const d = depsFrom(env);
     const src = freshSandbox("src");

@@ -382,6 +382,17 @@ function conformance(name: string, makeStore: () => ObjectStore) {
       expect(firstDifference(await readAll((await store.get(key))!.body), data)).toBe(-1);
     });
 
+    it("a body within its first part goes as one PUT bound to its SHA-256: no multipart upload is made", async () => {
+      const key = `${prefix("stream-small")}p.bin`;
+      const { store: recorded, uploads } = recordUploads(store);
+      const data = randomBytes(5 * MiB - 3);
+      const r = await uploadStreamMultipart(recorded, key, chunkedStream(data, [MiB, 4 * MiB - 3]), { partSize: 5 * MiB, metadata: { m: "2" } });
+      expect(uploads).toHaveLength(0);
+      expect(r).toMatchObject({ bytes: data.byteLength, parts: 1, sha256: await sha256Hex(data) });
+      expect(r.object).toMatchObject({ key, size: data.byteLength, metadata: { m: "2" }, sha256: r.sha256 });
+      expect(firstDifference(await readAll((await store.get(key))!.body), data)).toBe(-1);
+    });
+
     it("an empty stream gives a valid 0-byte object", async () => {
       const key = `${prefix("stream-empty")}e.bin`;
       const r = await uploadStreamMultipart(store, key, chunkedStream(new Uint8Array(0), []), { partSize: 5 * MiB });

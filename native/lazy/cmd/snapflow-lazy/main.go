@@ -45,7 +45,7 @@ const usage = `usage:
   snapflow-lazy relink --root DIR  < JSON [["first","other",…],…]                    {"relinked"} to stdout
   snapflow-lazy setid  --root DIR  < JSON [{"path","mode"},…]                        {"set","skipped"} to stdout
   snapflow-lazy sanitize --root DIR [--keep-owners]                                 {"devicesRemoved","setidCleared","ownersReset"}
-  snapflow-lazy pack   --root DIR --manifest FILE [--out FILE] [--result-fd N] < JSON {level,threads,long,selection}
+  snapflow-lazy pack   --root DIR --manifest FILE [--out FILE] [--result-fd N] < JSON {level,threads,long,selection,delta}
                                                                  tar.zst to stdout, result JSON to fd N
   snapflow-lazy version                                                           release, Go and commit, one line
 `

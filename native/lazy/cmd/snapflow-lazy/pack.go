@@ -13,12 +13,14 @@ import (
 	"snapflow/native/lazy/internal/pack"
 )
 
-// packRequest is pack's stdin: the archive's zstd settings and the selection as the agent compiled it.
+// packRequest is pack's stdin: the archive's zstd settings and the selection as the agent compiled it; with delta,
+// the pass is a delta against that base (internal/pack/delta.go).
 type packRequest struct {
 	Level     int             `json:"level"`
 	Threads   int             `json:"threads"`
 	Long      bool            `json:"long"`
 	Selection *pack.Selection `json:"selection"`
+	Delta     *pack.Delta     `json:"delta"`
 }
 
 // packCmd makes a tree's zstd-compressed tar archive (stdout, or --out) and its manifest (--manifest) in one pass
@@ -56,6 +58,9 @@ func packCmd(args []string) error {
 				continue
 			}
 			os.Remove(pack.TempManifest(*manifest))
+			if req.Delta != nil && req.Delta.Keep != "" {
+				os.Remove(pack.TempManifest(req.Delta.Keep))
+			}
 			if *outPath != "" {
 				os.Remove(*outPath)
 			}
@@ -72,7 +77,14 @@ func packCmd(args []string) error {
 		out = f
 	}
 	w := bufio.NewWriterSize(out, 256<<10)
-	result, err := pack.Run(pack.Options{Root: *root, Manifest: *manifest, Level: req.Level, Threads: req.Threads, Long: req.Long, Selection: req.Selection}, w)
+	opts := pack.Options{Root: *root, Manifest: *manifest, Level: req.Level, Threads: req.Threads, Long: req.Long, Selection: req.Selection}
+	var result any
+	var err error
+	if req.Delta != nil {
+		result, err = pack.RunDelta(opts, *req.Delta, w)
+	} else {
+		result, err = pack.Run(opts, w)
+	}
 	if err == nil {
 		err = w.Flush()
 	}

@@ -70,7 +70,7 @@ func (p *packer) file(dirfd int, name, rel string, e *Entry, h *tar.Header, st *
 		return changed(rel, "file changed as we read it")
 	}
 	e.Sha256 = hex.EncodeToString(p.hash.Sum(nil))
-	return p.manifest.add(e)
+	return p.sink.add(e)
 }
 
 // sparseBody writes a sparse file as GNU PAX 1.0: header, map, then the regions' bytes; the hash is of the file as

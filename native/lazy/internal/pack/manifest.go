@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	json "github.com/goccy/go-json"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,12 +50,14 @@ type Totals struct {
 	Bytes    int64 `json:"bytes"`
 }
 
-func (t *Totals) add(e *Entry) {
-	switch e.Type {
+func (t *Totals) add(e *Entry) { t.count(e.Type, e.Link, e.Size) }
+
+func (t *Totals) count(typ, link string, size int64) {
+	switch typ {
 	case "file":
 		t.Files++
-		if e.Link == "" {
-			t.Bytes += e.Size
+		if link == "" {
+			t.Bytes += size
 		}
 	case "dir":
 		t.Dirs++
@@ -92,6 +94,11 @@ func (m *manifestWriter) is(st *unix.Stat_t) bool {
 }
 
 func newManifestWriter(final string) (*manifestWriter, error) {
+	return newJSONWriter(final, `{"version":1,"entries":[`)
+}
+
+// newJSONWriter is a manifest writer whose JSON begins with head (a layer manifest's differs): the entries follow it.
+func newJSONWriter(final, head string) (*manifestWriter, error) {
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return nil, err
 	}
@@ -114,9 +121,11 @@ func newManifestWriter(final string) (*manifestWriter, error) {
 		m.abandon()
 		return nil, err
 	}
+	// goccy/go-json writes what encoding/json writes (the npm workspace's 9.9 MB manifest came out byte for byte the
+	// same), in a third of the time: 15 ms against 44 for 31.7k entries, which a small delta's pass feels.
 	m.enc = json.NewEncoder(&m.buf)
 	m.enc.SetEscapeHTML(false) // as JSON.stringify writes '<', '>' and '&'
-	m.write([]byte(`{"version":1,"entries":[`))
+	m.write([]byte(head))
 	return m, nil
 }
 
@@ -127,8 +136,17 @@ func (m *manifestWriter) write(p []byte) {
 }
 
 func (m *manifestWriter) add(e *Entry) error {
+	if err := m.addValue(e); err != nil {
+		return err
+	}
+	m.totals.add(e)
+	return nil
+}
+
+// addValue writes one entry of the list (an Entry, or a base's entry a delta keeps) without counting it in totals.
+func (m *manifestWriter) addValue(v any) error {
 	m.buf.Reset()
-	if err := m.enc.Encode(e); err != nil {
+	if err := m.enc.Encode(v); err != nil {
 		return err
 	}
 	if m.n > 0 {
@@ -136,7 +154,6 @@ func (m *manifestWriter) add(e *Entry) error {
 	}
 	m.write(bytes.TrimSuffix(m.buf.Bytes(), []byte{'\n'}))
 	m.n++
-	m.totals.add(e)
 	return nil
 }
 
@@ -146,10 +163,15 @@ func TempManifest(final string) string { return final + ".tmp-" + strconv.Itoa(o
 
 // finish writes totals and the selection record, and renames the file into place.
 func (m *manifestWriter) finish(record *Record) error {
-	tail := struct {
+	return m.finishWith(struct {
 		Totals    Totals  `json:"totals"`
 		Selection *Record `json:"selection,omitempty"`
-	}{m.totals, record}
+	}{m.totals, record})
+}
+
+// finishWith ends the list with the fields of tail (a struct, written as an object's members) and renames the file
+// into place.
+func (m *manifestWriter) finishWith(tail any) error {
 	m.buf.Reset()
 	if err := m.enc.Encode(tail); err != nil {
 		return err

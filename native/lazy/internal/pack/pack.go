@@ -77,12 +77,17 @@ func changed(rel, why string) error {
 }
 
 type packer struct {
-	opts     Options
-	sel      *selector
-	tar      *tarWriter
-	manifest *manifestWriter
-	hash     hash.Hash
-	buf      []byte
+	opts Options
+	sel  *selector
+	tar  *tarWriter
+	// writers: the manifest files this pass writes, which a walk of a tree holding them must not archive
+	writers []*manifestWriter
+	// sink takes each entry archived: the manifest itself, or (a delta) what merges it with the base's
+	sink entrySink
+	// flat: archive a directory's own header only, not what is below it (a delta names each entry it archives)
+	flat bool
+	hash hash.Hash
+	buf  []byte
 	// firstName: the first name archived of each inode with more than one link (dev, ino), and its size.
 	firstName map[[2]uint64]linked
 }
@@ -106,7 +111,44 @@ func Run(opts Options, out io.Writer) (Result, error) {
 	}
 	defer unix.Close(root)
 
-	archive := &hashingWriter{w: out, h: sha256.New()}
+	a, err := newArchiveOut(opts, out)
+	if err != nil {
+		return Result{}, err
+	}
+	m, err := newManifestWriter(opts.Manifest)
+	if err != nil {
+		return Result{}, err
+	}
+	p := &packer{opts: opts, sel: sel, tar: newTarWriter(a.buffered), writers: []*manifestWriter{m}, sink: m, hash: sha256.New(), buf: make([]byte, 1<<20), firstName: map[[2]uint64]linked{}}
+	fail := func(err error) (Result, error) {
+		m.abandon()
+		return Result{}, err
+	}
+	if err := p.dir(root, "", opts.Root); err != nil {
+		return fail(err)
+	}
+	walkMs := time.Since(started).Milliseconds()
+	if err := a.close(p.tar); err != nil {
+		return fail(err)
+	}
+	if err := m.finish(selectionRecord(opts.Selection, sel)); err != nil {
+		return fail(err)
+	}
+	return Result{
+		Bytes: a.hashed.n, Sha256: hex.EncodeToString(a.hashed.h.Sum(nil)), TarBytes: p.tar.raw.n, Entries: m.n, Totals: m.totals,
+		JSONBytes: m.bytes, JSONSha256: hex.EncodeToString(m.sha.Sum(nil)), Excluded: sel.counts, WalkMs: walkMs, Ms: time.Since(started).Milliseconds(),
+	}, nil
+}
+
+// archiveOut is the archive's way out: tar ──▶ 1 MiB buffer ──▶ zstd ──▶ SHA-256 and count ──▶ out.
+type archiveOut struct {
+	hashed   *hashingWriter
+	z        *zstd.Encoder
+	buffered *bufio.Writer
+}
+
+func newArchiveOut(opts Options, out io.Writer) (*archiveOut, error) {
+	hashed := &hashingWriter{w: out, h: sha256.New()}
 	threads := opts.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -119,52 +161,38 @@ func Run(opts Options, out io.Writer) (Result, error) {
 	if opts.Long {
 		zopts = append(zopts, zstd.WithWindowSize(1<<27))
 	}
-	z, err := zstd.NewWriter(archive, zopts...)
+	z, err := zstd.NewWriter(hashed, zopts...)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	buffered := bufio.NewWriterSize(z, 1<<20)
-	m, err := newManifestWriter(opts.Manifest)
-	if err != nil {
-		return Result{}, err
+	return &archiveOut{hashed: hashed, z: z, buffered: bufio.NewWriterSize(z, 1<<20)}, nil
+}
+
+// close ends the tar stream and the zstd frame: the archive is whole.
+func (a *archiveOut) close(t *tarWriter) error {
+	if err := t.close(); err != nil {
+		return err
 	}
-	p := &packer{opts: opts, sel: sel, tar: newTarWriter(buffered), manifest: m, hash: sha256.New(), buf: make([]byte, 1<<20), firstName: map[[2]uint64]linked{}}
-	fail := func(err error) (Result, error) {
-		m.abandon()
-		return Result{}, err
+	if err := a.buffered.Flush(); err != nil {
+		return err
 	}
-	if err := p.dir(root, "", opts.Root); err != nil {
-		return fail(err)
+	return a.z.Close()
+}
+
+// selectionRecord is what the manifest says of the selection: its rules, and what the walk counted.
+func selectionRecord(s *Selection, sel *selector) *Record {
+	if s == nil || s.Record == nil {
+		return nil
 	}
-	walkMs := time.Since(started).Milliseconds()
-	if err := p.tar.close(); err != nil {
-		return fail(err)
+	r := *s.Record
+	r.Excluded = sel.counts
+	if r.Warnings == nil {
+		r.Warnings = []string{}
 	}
-	if err := buffered.Flush(); err != nil {
-		return fail(err)
+	if r.Excludes == nil {
+		r.Excludes = []string{}
 	}
-	if err := z.Close(); err != nil {
-		return fail(err)
-	}
-	var record *Record
-	if opts.Selection != nil && opts.Selection.Record != nil {
-		r := *opts.Selection.Record
-		r.Excluded = sel.counts
-		if r.Warnings == nil {
-			r.Warnings = []string{}
-		}
-		if r.Excludes == nil {
-			r.Excludes = []string{}
-		}
-		record = &r
-	}
-	if err := m.finish(record); err != nil {
-		return fail(err)
-	}
-	return Result{
-		Bytes: archive.n, Sha256: hex.EncodeToString(archive.h.Sum(nil)), TarBytes: p.tar.raw.n, Entries: m.n, Totals: m.totals,
-		JSONBytes: m.bytes, JSONSha256: hex.EncodeToString(m.sha.Sum(nil)), Excluded: sel.counts, WalkMs: walkMs, Ms: time.Since(started).Milliseconds(),
-	}, nil
+	return &r
 }
 
 // dir packs the entries of the directory held by fd (rel below the root; host its path, for messages), depth first.
@@ -176,7 +204,7 @@ func (p *packer) dir(fd int, rel, host string) error {
 	sortNames(names)
 	for _, name := range names {
 		if !utf8.ValidString(name) {
-			return &Error{Code: "bad_request", Field: "path", Message: fmt.Sprintf("path: %s holds a name that is not UTF-8 (read as %s); snapflow names entries in UTF-8 and would lose it: rename it, or exclude it", host, strconv.Quote(undecodable(name)))}
+			return notUTF8(host, name)
 		}
 		entryRel := name
 		if rel != "" {
@@ -190,7 +218,7 @@ func (p *packer) dir(fd int, rel, host string) error {
 			return fmt.Errorf("lstat %s: %w", filepath.Join(host, name), err)
 		}
 		kind := st.Mode & unix.S_IFMT
-		if kind == unix.S_IFREG && p.manifest.is(&st) {
+		if kind == unix.S_IFREG && p.ownFile(&st) {
 			continue
 		}
 		if p.sel.excluded(entryRel, kind == unix.S_IFDIR, fd, name) {
@@ -201,6 +229,15 @@ func (p *packer) dir(fd int, rel, host string) error {
 		}
 	}
 	return nil
+}
+
+func (p *packer) ownFile(st *unix.Stat_t) bool {
+	for _, m := range p.writers {
+		if m.is(st) {
+			return true
+		}
+	}
+	return false
 }
 
 func gone(err error) bool { return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) }
@@ -221,7 +258,7 @@ func (p *packer) entry(dirfd int, name, rel, host string, st *unix.Stat_t) error
 	case unix.S_IFDIR:
 		e.Type = "dir"
 		h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
-		if err := p.emit(&e, h); err != nil {
+		if err := p.emit(&e, h); err != nil || p.flat {
 			return err
 		}
 		sub, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -265,8 +302,11 @@ func (p *packer) emit(e *Entry, h *tar.Header) error {
 	if err := p.tar.header(h); err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
 	}
-	return p.manifest.add(e)
+	return p.sink.add(e)
 }
+
+// entrySink takes the entries a pass archived, in order.
+type entrySink interface{ add(*Entry) error }
 
 func mtimeOf(st *unix.Stat_t) time.Time { return time.Unix(st.Mtim.Sec, st.Mtim.Nsec) }
 
