@@ -30,14 +30,17 @@ type unpackRequest struct {
 	MaxManifestBytes int64  `json:"maxManifestBytes"`
 	KeepOwners       bool   `json:"keepOwners"`
 	Complete         bool   `json:"complete"`
-	Limit            int    `json:"limit"`
+	// Walk: read the made tree back and compare its metadata (the agent moves it whole into an empty target)
+	Walk  bool `json:"walk"`
+	Limit int  `json:"limit"`
 }
 
 // unpackResult is unpack.Result with what the download did.
 type unpackResult struct {
 	*unpack.Result
-	Attempts   int   `json:"attempts"`
-	ManifestMs int64 `json:"manifestMs"`
+	Attempts   int            `json:"attempts"`
+	ManifestMs int64          `json:"manifestMs"`
+	Walked     *unpack.Walked `json:"walked,omitempty"`
 }
 
 // unpackCmd is the default restore's engine (internal/unpack): a tar.zst from a presigned URL (or stdin) made into a
@@ -103,15 +106,25 @@ func unpackCmd(args []string) error {
 		archive = download
 	}
 	var manifestMs int64
+	var expected *unpack.Expected
 	result, err := unpack.Run(ctx, archive, func() (*unpack.Expected, error) {
 		got := <-manifest
-		manifestMs = got.ms
+		manifestMs, expected = got.ms, got.x
 		return got.x, got.err
 	}, unpack.Options{Root: *root, KeepOwners: req.KeepOwners, Complete: req.Complete, Limit: req.Limit})
 	if err != nil {
 		return answerError(err)
 	}
 	out := unpackResult{Result: result, ManifestMs: manifestMs}
+	if req.Walk && result.Equal {
+		limit := req.Limit
+		if limit <= 0 {
+			limit = 20
+		}
+		if out.Walked, err = unpack.Walk(*root, expected, req.KeepOwners, limit); err != nil {
+			return answerError(err)
+		}
+	}
 	if download != nil {
 		out.Attempts = download.Attempts
 	}

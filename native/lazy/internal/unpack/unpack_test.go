@@ -292,6 +292,15 @@ func TestRoundTripWithPack(t *testing.T) {
 	if st.Mtim.Nsec != 123456789 {
 		t.Fatalf("mtime nanoseconds %d", st.Mtim.Nsec)
 	}
+	// The metadata walk agrees, then names a mode changed after the unpack.
+	x, _ := LoadManifest(ManifestSource{File: manifest}, "expected", 1<<30, nil)
+	if walked, err := Walk(w.root, x, false, 20); err != nil || !walked.Equal || walked.Entries != r.Entries || walked.Sparse != "compared" {
+		t.Fatalf("walk: %v %+v (entries %d)", err, walked, r.Entries)
+	}
+	must(os.Chmod(filepath.Join(w.root, "d/sub/x.bin"), 0o700))
+	if walked, _ := Walk(w.root, x, false, 20); walked.Equal || walked.Differences[0].Path != "d/sub/x.bin" || walked.Differences[0].Fields[0].Name != "mode" {
+		t.Fatalf("walk after chmod: %+v", walked)
+	}
 	var a, b unix.Stat_t
 	unix.Stat(filepath.Join(w.root, "a.txt"), &a)
 	unix.Stat(filepath.Join(w.root, "d/hard"), &b)
