@@ -143,6 +143,7 @@ func (d *Download) Read(p []byte) (int, error) {
 		}
 		if err == io.EOF && (d.size < 0 || d.off >= d.size) {
 			d.close()
+			d.failed = io.EOF // read again after the end (a buffered reader does), it stays the end
 			return n, io.EOF
 		}
 		if err == io.EOF {

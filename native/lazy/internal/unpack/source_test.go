@@ -38,6 +38,10 @@ func TestDownloadResumesAfterABrokenBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Read again after the end, as a buffered reader does: still the end, no request past it.
+	if n, err := d.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Fatalf("after the end: %d, %v", n, err)
+	}
 	if !bytes.Equal(got, blob) || d.Attempts != 2 || !strings.HasPrefix(ranges[1], "bytes=") || ranges[1] == "bytes=0-" {
 		t.Fatalf("equal %v, attempts %d, ranges %q", bytes.Equal(got, blob), d.Attempts, ranges)
 	}
