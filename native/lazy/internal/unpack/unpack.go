@@ -87,7 +87,7 @@ func Run(ctx context.Context, archive io.Reader, expected func() (*Expected, err
 		return nil, err
 	}
 	defer zr.Close()
-	tarStream := &countingHash{r: zr}
+	tarStream := &countingHash{r: &zstdErrors{zr}}
 	root, err := beneath.OpenRoot(o.Root)
 	if err != nil {
 		return nil, fmt.Errorf("--root: %w", err)
@@ -143,13 +143,37 @@ func Run(ctx context.Context, archive io.Reader, expected func() (*Expected, err
 	}, nil
 }
 
-// streamError: the download's own failure as it is; a stream that does not decompress or parse is tool_failed.
+// streamError: the download's own failure as it is; a stream that does not decompress or parse is tool_failed,
+// named for what failed first (zstd's "corrupt" is the cause; tar's "unexpected EOF" would be its consequence).
 func streamError(err error) error {
 	var known *Error
 	if errors.As(err, &known) {
 		return known
 	}
-	return &Error{Code: "tool_failed", Message: "the archive does not decompress or parse as tar: " + err.Error()}
+	var z *zstdError
+	if errors.As(err, &z) {
+		return &Error{Code: "tool_failed", Message: "zstd: data corruption detected, the archive does not decompress: " + z.err.Error()}
+	}
+	return &Error{Code: "tool_failed", Message: "the tar stream does not parse: " + err.Error()}
+}
+
+// zstdErrors marks the decompressor's own failures (not the download's, which it passes on).
+type zstdErrors struct{ r io.Reader }
+
+type zstdError struct{ err error }
+
+func (e *zstdError) Error() string { return "zstd: " + e.err.Error() }
+func (e *zstdError) Unwrap() error { return e.err }
+
+func (z *zstdErrors) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	if err != nil && err != io.EOF {
+		var known *Error
+		if !errors.As(err, &known) {
+			err = &zstdError{err}
+		}
+	}
+	return n, err
 }
 
 // countingHash counts (and, with h, hashes) the bytes read through it.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -203,6 +204,17 @@ func TestHashMismatchExtraAndMissingAreDifferences(t *testing.T) {
 	r, _ = run(t, w2, archive, m, Options{})
 	if r.Counts.Missing != 0 {
 		t.Fatalf("a partial archive's absent entries counted missing: %+v", r.Counts)
+	}
+}
+
+func TestDamagedArchiveIsNamedAsZstds(t *testing.T) {
+	archive, m := craft(t, []item{file("a", string(bytes.Repeat([]byte("abcdefgh"), 50_000)))})
+	for i := len(archive) / 3; i < len(archive)/3+64; i++ {
+		archive[i] ^= 0xa5
+	}
+	_, err := run(t, newWorld(t), archive, m, Options{Complete: true})
+	if err == nil || !strings.HasPrefix(err.Error(), "zstd: ") {
+		t.Fatalf("want zstd's failure, got %v", err)
 	}
 }
 
