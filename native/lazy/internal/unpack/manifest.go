@@ -3,11 +3,14 @@ package unpack
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	// goccy/go-json decodes the npm workspace's 9.9 MB manifest ~4x faster than encoding/json, with the same
+	// Decoder API (Token, More, Decode) and the same refusals (a float where an int64 is declared).
+	json "github.com/goccy/go-json"
 )
 
 // Want is one entry of the expected manifest (protocol.ts ManifestEntry), the fields a restore compares. An absent
