@@ -43,6 +43,8 @@ export interface VerifiedExtract extends WrittenBytes {
     walkMs?: number;
     /** a restore that kept owners: whether the walk compared them (tree-verify.ts) */
     owners?: "compared" | "not-in-manifest";
+    /** made, checked and walked by the native engine (engine-unpack.ts), not by tar and the agent */
+    engine?: "native";
   };
   equal: true;
 }

@@ -4,6 +4,8 @@
 // device nodes and, unless `keepOwnership`, of setuid/setgid bits and foreign owners (sanitize-extracted.ts), and
 // merged into the target by safe-merge.ts, which never resolves a symlink in the target. A verified extraction walks the target after the merge (the
 // whole tree, as the manifest describes it), not the staging directory. Staging is removed whatever happens.
+// `madeClean`: the extractor made nothing the cleaning would change (the native engine, engine-unpack.ts, makes no
+// device and gives owners and set-id bits only when asked), so the tree is not walked again for it.
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -17,7 +19,7 @@ export async function extractSafely<T extends object>(
   dir: string,
   verify: ExtractVerification | undefined,
   extract: (into: string, verify: ExtractVerification | undefined) => Promise<T>,
-  options: { keepOwnership?: boolean } = {},
+  options: { keepOwnership?: boolean; madeClean?: boolean } = {},
 ): Promise<T> {
   await mkdir(dir, { recursive: true });
   const staging = join(dir, `.snapflow-layer-${randomBytes(6).toString("hex")}`);
@@ -27,7 +29,7 @@ export async function extractSafely<T extends object>(
     const walk = verify ? (verify.walk ?? verify.complete ?? true) : false;
     const extractedAt = Date.now();
     const result = await extract(staging, verify ? { ...verify, walk: false } : undefined);
-    await sanitizeExtracted(staging, options);
+    if (!options.madeClean) await sanitizeExtracted(staging, options);
     await mergeInto(staging, dir, extractedAt, options);
     await rm(staging, { recursive: true, force: true });
     if (verify && walk && "verified" in result) {

@@ -5,9 +5,12 @@
 import { downloadAndExtract, downloadToFile, hashUrl, uploadFile } from "../transfer/presigned.ts";
 import { uploadMultipart, type MultipartSource } from "../transfer/presigned-multipart.ts";
 import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } from "../transfer/presigned-ranged.ts";
+import type { z } from "zod";
 import * as P from "../contract/protocol.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
 import { requestedVerification } from "./archive.ts";
+import { engineBinary } from "../archive/engine-pass.ts";
+import { EngineLacksUnpack, engineCanUnpack, preferredUnpack, unpackWithEngine, type EngineManifest } from "../extract/engine-unpack.ts";
 import { existingDir, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
 
@@ -20,6 +23,26 @@ async function archiveSource(c: Ctx, archive: { path: string; format: P.TarForma
   if (archive.manifestOut === undefined) return { archive: { dir, format: archive.format } };
   const manifestOut = await c.path(archive.manifestOut, "source.archive.manifestOut");
   return { archive: { dir, format: archive.format, singlePass: { manifestOut, selection: await requestedSelection(c, dir) } } };
+}
+
+/**
+ * The default restore by the native engine (engine-unpack.ts), into a staging directory as every extraction; or
+ * undefined when the engine cannot make it (then the agent's own restore runs).
+ */
+async function engineDownload(c: Ctx, url: string, e: Extract<z.infer<typeof P.DownloadBody>, { extract: unknown }>["extract"]) {
+  const dir = await c.path(e.path, "extract.path");
+  const bin = preferredUnpack() === "native" ? await engineBinary() : null;
+  if (!bin || !(await engineCanUnpack(e.format, e, dir))) return undefined;
+  const source = e.expected!;
+  const manifest: EngineManifest = "file" in source
+    ? { file: await c.path(source.file, "extract.expected.file") }
+    : { url: c.storeUrl(source.url, "extract.expected.url"), ...(source.sha256 ? { sha256: source.sha256 } : {}) };
+  try {
+    return await extractSafely(dir, undefined, (into) => unpackWithEngine(bin, into, { url, manifest, field: "extract.expected", keepOwners: e.keepOwnership ?? false }), { keepOwnership: e.keepOwnership, madeClean: true });
+  } catch (err) {
+    if (err instanceof EngineLacksUnpack) return undefined;
+    throw err;
+  }
 }
 
 export const transferRoutes: Routes = {
@@ -38,6 +61,8 @@ export const transferRoutes: Routes = {
     c.storeUrl(body.url, "url");
     if ("output" in body) return downloadToFile(body.url, await c.path(body.output, "output"));
     const { format } = body.extract;
+    const made = await engineDownload(c, body.url, body.extract);
+    if (made) return made;
     // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
     return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v), { keepOwnership: body.extract.keepOwnership });
   },

@@ -26,7 +26,8 @@
 // target) and remove (apply a delta's deletions), both by directory descriptors that never follow a symlink
 // (internal/beneath); opaque, the same way, marks a restored overlay upper's opaque directories; sanitize, relink and
 // setid clean an extracted tree, make an image's hard links one file again and give set-id bits back, the same way.
-// pack is the backup engine (internal/pack): a tree's tar.zst archive and its manifest from one read of each file.
+// pack is the backup engine (internal/pack): a tree's tar.zst archive and its manifest from one read of each file;
+// unpack its reverse for the default restore (internal/unpack): tar.zst → a tree checked against its manifest.
 package main
 
 import (
@@ -47,6 +48,8 @@ const usage = `usage:
   snapflow-lazy sanitize --root DIR [--keep-owners]                                 {"devicesRemoved","setidCleared","ownersReset"}
   snapflow-lazy pack   --root DIR --manifest FILE [--out FILE] [--result-fd N] < JSON {level,threads,long,selection,delta}
                                                                  tar.zst to stdout, result JSON to fd N
+  snapflow-lazy unpack --root DIR [--result-fd N] < JSON line {url?,manifest,keepOwners,complete,…} [+ tar.zst]
+                                                                 the tree beneath DIR, result JSON to fd N
   snapflow-lazy version                                                           release, Go and commit, one line
 `
 
@@ -67,6 +70,7 @@ func main() {
 		"setid":    setidCmd,
 		"sanitize": sanitizeCmd,
 		"pack":     packCmd,
+		"unpack":   unpackCmd,
 		"version":  versionCmd,
 	}
 	run, ok := commands[os.Args[1]]

@@ -1,0 +1,131 @@
+// The default restore's reverse pass made by the native engine (`snapflow-lazy unpack`, native/lazy/internal/unpack):
+// one process fetches the archive over its presigned URL (resuming by Range after a break), decompresses it, parses
+// the tar, makes each entry beneath the staging root through directory descriptors, hashes every file as it is
+// written and compares it with the manifest (which it fetches and checks itself), then walks what it made. The agent
+// only starts it and reads its answer; no archive or manifest byte passes through Node.
+//
+//   presigned GET ──▶ snapflow-lazy unpack ──▶ the tree beneath staging      (stdin: one JSON line, the request)
+//                       └──result JSON (fd 3)──▶ VerifiedExtract, or verify_failed naming the first differences
+//
+// Why: the agent's own restore (extract.ts) relays every byte through Node (fetch, SHA-256, node-tar's parse and a
+// SHA-256 per file) beside zstd -d and GNU tar -x, then sanitizes and walks the tree from Node: on the npm workspace
+// agent 4.4 + children 15.4 CPU-s against the floor's ~8.8 (results/peers-npm-workspace.md). It takes what the
+// engine does alike: tar with zstd, a whole manifest (a layer's version-2 manifest needs its base's applied), the
+// whole tree into an empty target (so the engine's walk of the staging tree is the walk of the result). Otherwise,
+// or without the binary (an image built without it, or one from before `unpack`), the agent's own restore runs.
+import { readdir } from "node:fs/promises";
+import { z } from "zod";
+import { AgentError } from "../http/agent-error.ts";
+import { agentManifestByteLimit } from "../manifest/manifest-file.ts";
+import type { ManifestSource, TarFormat } from "../contract/protocol.ts";
+import type { AgentErrorCode } from "../contract/agent-error-codes.ts";
+import { startTool } from "../system/run-tool.ts";
+import { storeIdleMs } from "../transfer/stall-deadline.ts";
+import { verifyFailed } from "../manifest/tree-verify.ts";
+import type { VerifiedExtract } from "./extract.ts";
+
+/** Which restore the agent makes when both could: SNAPFLOW_UNPACK_ENGINE=node keeps its own (benchmarks compare the two). */
+export function preferredUnpack(env: Record<string, string | undefined> = process.env): "native" | "node" {
+  return env.SNAPFLOW_UNPACK_ENGINE === "node" ? "node" : "native";
+}
+
+/** The manifest as the engine reads it: a sandbox file, or the store's object with the SHA-256 its record keeps. */
+export type EngineManifest = { file: string } | { url: string; sha256?: string };
+
+/** What the engine is asked on its first stdin line (cmd/snapflow-lazy/unpack.go unpackRequest). */
+export interface UnpackRequest {
+  url: string;
+  manifest: EngineManifest;
+  /** the request field the manifest came in, for its errors */
+  field: string;
+  keepOwners: boolean;
+}
+
+/**
+ * Whether the engine can make this restore: zstd, a whole tree checked and walked, a manifest that is not a layer
+ * (no base or chain beside it), into a target that is empty (or not there yet).
+ */
+export async function engineCanUnpack(format: TarFormat, e: { expected?: ManifestSource; complete?: boolean; walk?: boolean }, dir: string): Promise<boolean> {
+  if (format.compression !== "zstd" || !e.expected || ("url" in e.expected && (e.expected.base || e.expected.under?.length))) return false;
+  if (e.complete === false || e.walk === false) return false;
+  const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? [] : null));
+  return names !== null && names.length === 0;
+}
+
+const count = z.number().int().nonnegative();
+const Difference = z.object({
+  path: z.string(),
+  kind: z.enum(["missing", "extra", "changed"]),
+  fields: z.array(z.object({ name: z.string(), expected: z.unknown(), actual: z.unknown() })).optional(),
+});
+const Comparison = { equal: z.boolean(), counts: z.object({ missing: count, extra: count, changed: count }), differences: z.array(Difference) };
+const Walked = z.object({ ...Comparison, entries: count, ms: count, owners: z.enum(["compared", "not-in-manifest"]).optional(), sparse: z.literal("compared").optional() });
+const UnpackResult = z.object({
+  ...Comparison,
+  bytes: count,
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  tarBytes: count,
+  entries: count,
+  ms: count,
+  attempts: count,
+  manifestMs: count,
+  walked: Walked.optional(),
+});
+const CODES = ["bad_request", "path_outside_root", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];
+const UnpackFailure = z.object({ error: z.object({ code: z.enum(CODES), message: z.string(), field: z.string().optional() }) });
+
+/** The snapflow-lazy here has no `unpack` subcommand: the caller makes the agent's own restore instead. */
+export class EngineLacksUnpack extends Error {
+  constructor() {
+    super("snapflow-lazy here has no unpack subcommand");
+  }
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs the engine into `staging` (an empty directory). Answers the extraction as the agent's own verified restore
+ * does; throws the engine's error (its code and field), verify_failed naming the first differences of the archive
+ * or of the walk, or EngineLacksUnpack.
+ */
+export async function unpackWithEngine(bin: string, staging: string, request: UnpackRequest): Promise<VerifiedExtract & { attempts: number }> {
+  const started = performance.now();
+  const line = { ...request, idleSeconds: Math.max(1, Math.round(storeIdleMs() / 1000)), retries: 4, maxManifestBytes: agentManifestByteLimit(), complete: true, walk: true };
+  const tool = startTool([bin, "unpack", "--root", staging, "--result-fd", "3"], { stdin: "pipe", stdout: "ignore", fd3: "pipe" });
+  tool.child.stdin!.on("error", () => {}); // it died early: its exit says why
+  tool.child.stdin!.end(`${JSON.stringify(line)}\n`);
+  // Awaited to its end, not to the exit: under Bun, fd 3's data can arrive after the child's 'close' event.
+  const [exited, said] = await Promise.allSettled([tool.done, readAll(tool.child.stdio[3] as NodeJS.ReadableStream)]);
+  const text = said.status === "fulfilled" ? said.value.trim() : "";
+  const failure = text ? UnpackFailure.safeParse(safeJson(text)) : undefined;
+  if (failure?.success) throw new AgentError(failure.data.error.code, failure.data.error.message, failure.data.error.field);
+  // A binary from before `unpack` answers its usage and exit 2, nothing on fd 3.
+  if (exited.status === "rejected" && tool.child.exitCode === 2 && !text) throw new EngineLacksUnpack();
+  if (exited.status === "rejected") throw exited.reason;
+  const parsed = UnpackResult.safeParse(safeJson(text));
+  if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy unpack answered what is not a result: ${text.slice(0, 200)}`);
+  const r = parsed.data;
+  if (!r.equal) throw verifyFailed("the archive's content", r);
+  if (!r.walked) throw new AgentError("tool_failed", "snapflow-lazy unpack did not walk the tree it made");
+  if (!r.walked.equal) throw verifyFailed("the restored tree", r.walked);
+  return {
+    bytes: r.bytes,
+    sha256: r.sha256,
+    ms: Math.round(performance.now() - started),
+    verified: { content: "in-stream", entries: r.entries, metadata: "walk", walked: r.walked.entries, walkMs: r.walked.ms, ...(r.walked.owners ? { owners: r.walked.owners } : {}), engine: "native" },
+    equal: true,
+    attempts: r.attempts,
+  };
+}
