@@ -36,8 +36,14 @@ for (const b of [QUOTE, COMMA, OPEN_OBJECT, CLOSE_OBJECT, OPEN_ARRAY, CLOSE_ARRA
 const Head = z.object({ version: z.literal(1), totals: ManifestTotals, selection: SelectionRecord.optional() });
 export type ManifestHead = z.infer<typeof Head>;
 
-/** `entries`: one or more whole entries, comma-separated; `field`: one `"key":value` of the top level. */
-type Piece = { kind: "entries" | "field"; text: string };
+/**
+ * `entries`: one or more whole entries' JSON, comma-separated; `parsed`: whole entries, parsed already (the fast
+ * path below); `field`: one `"key":value` of the top level.
+ */
+type Piece = { kind: "entries" | "field"; text: string } | { kind: "parsed"; entries: unknown[] };
+
+/** Between two entries, as JSON.stringify and the engine write them. */
+const BETWEEN = Buffer.from("},{");
 
 /**
  * Cuts a manifest's bytes into its entries' JSON and its other fields' JSON (`"key":value`), as they arrive.
@@ -69,8 +75,44 @@ export class ManifestScanner {
     throw new AgentError("bad_request", `${this.field}: not a JSON manifest (${why})`, this.field);
   }
 
-  /** The pieces that end in `chunk`: the whole entries in it at once (one JSON.parse each), and fields. */
+  /**
+   * The pieces that end in `chunk`. Inside the entries, a chunk is first cut at its last "},{" and the entries
+   * before it parsed at once, unscanned: if that parses as a list of values, the cut lies between two entries (a cut
+   * inside a string or an object leaves one open, which does not parse). Otherwise (no such cut, or one inside a
+   * string), the bytes since the last cut are scanned.
+   */
   push(chunk: Buffer): Piece[] {
+    if (!this.inEntries) return this.scan(chunk);
+    const cut = chunk.lastIndexOf(BETWEEN);
+    if (cut !== -1) {
+      const head = chunk.subarray(0, cut + 1);
+      let entries: unknown[] | undefined;
+      try {
+        entries = JSON.parse(`[${(this.saved.length ? Buffer.concat([...this.saved, head]) : head).toString("utf8")}]`) as unknown[];
+      } catch {
+        entries = undefined;
+      }
+      if (entries) {
+        this.reset(0);
+        this.keep(chunk.subarray(cut + 2));
+        return [{ kind: "parsed", entries }];
+      }
+    }
+    return this.rescan(chunk);
+  }
+
+  /** Scans the bytes since the last cut between entries (kept unscanned by push) and `chunk`. */
+  private rescan(chunk: Buffer): Piece[] {
+    const bytes = this.saved.length ? Buffer.concat([...this.saved, chunk]) : chunk;
+    this.depth = 2;
+    this.inString = false;
+    this.escaped = false;
+    this.reset(0);
+    return this.scan(bytes);
+  }
+
+  /** The pieces that end in `chunk`, byte by byte: the whole entries in it at once, and fields. */
+  private scan(chunk: Buffer): Piece[] {
     const out: Piece[] = [];
     const n = chunk.length;
     let i = 0;
@@ -161,9 +203,11 @@ export class ManifestScanner {
     return out;
   }
 
-  /** The manifest ended: it must have been one whole object. */
-  end(): void {
+  /** The manifest ended: what is left (the last entries and the fields after them); it must have been one whole object. */
+  end(): Piece[] {
+    const out = this.inEntries && this.saved.length ? this.rescan(Buffer.alloc(0)) : [];
     if (!this.done) this.fail("it ends before its last '}'");
+    return out;
   }
 
   private keep(bytes: Buffer) {
@@ -233,13 +277,14 @@ export async function* manifestEntries(bytes: AsyncIterable<Uint8Array>, field: 
   const scanner = new ManifestScanner(field);
   const fields: string[] = [];
   let index = 0;
-  for await (const chunk of bytes) {
-    for (const piece of scanner.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))) {
+  function* entriesIn(pieces: ReturnType<ManifestScanner["push"]>): Generator<ManifestEntry> {
+    for (const piece of pieces) {
       if (piece.kind === "field") fields.push(piece.text);
-      else for (const json of entriesOf(piece.text, field, index)) yield entryOf(json, field, index++);
+      else for (const json of piece.kind === "parsed" ? piece.entries : entriesOf(piece.text, field, index)) yield entryOf(json, field, index++);
     }
   }
-  scanner.end();
+  for await (const chunk of bytes) yield* entriesIn(scanner.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
+  yield* entriesIn(scanner.end());
   const head = checkHead(fields, scanner.sawEntries, field);
   onHead?.(head);
 }
