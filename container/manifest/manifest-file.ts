@@ -7,7 +7,8 @@
 // A whole manifest (version 1) is read as a stream (manifest-stream.ts): `openManifest` answers a reader whose
 // entries a pass consumes one at a time, as often as it needs them (a stored one is spooled to a sandbox file first,
 // hashed as it arrives, so a restore's in-stream check and its walk read it twice without fetching it twice).
-// Layers and their chains are still read whole (bounded by SNAPFLOW_MAX_MANIFEST_BYTES).
+// A layer and the layers under it are read whole (each bounded by SNAPFLOW_MAX_MANIFEST_BYTES; honest ones hold what
+// changed) and applied to the base as it streams.
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -15,7 +16,7 @@ import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
-import { applyLayer } from "./manifest-layer.ts";
+import { applyLayer, applyLayerStream } from "./manifest-layer.ts";
 import { readBodyBounded } from "../contract/bounded-body.ts";
 import { DEFAULT_MAX_MANIFEST_BYTES } from "../contract/manifest-limits.ts";
 import { checkUrl } from "../transfer/presigned.ts";
@@ -173,7 +174,24 @@ export async function openManifest(source: ManifestSource, field: string, spool?
     const file = await checkedFile(source.file, field);
     return { entries: () => manifestEntries(fileBytes(file, field), field) };
   }
-  if (source.base) return readerOf(await loadManifest(source, field));
+  if (source.base) {
+    // A layer (and the layers below it) is held; the base streams through them (manifest-layer.ts applyLayerStream).
+    const top = await loadLayerManifest(source, field);
+    if (!top) return readerOf(await loadManifest(source, field)); // a whole manifest beside a base: an overlay delta from before layers
+    const under = await Promise.all((source.under ?? []).map((stored, i) => loadLayerManifest(stored, `${field}.under[${i}]`)));
+    const layers = under.map((below, i) => {
+      if (!below) throw new AgentError("bad_request", `${field}.under[${i}]: not a layer manifest (version 2)`, `${field}.under[${i}]`);
+      return below;
+    });
+    const base = await openManifest({ ...source.base }, `${field}.base`, spool === undefined ? undefined : `${spool}.base`);
+    return {
+      entries() {
+        let tree = base.entries();
+        for (const layer of [...layers, top]) tree = applyLayerStream(tree, layer, field);
+        return tree;
+      },
+    };
+  }
   if (!spool) return { entries: () => manifestEntries(storedBytes(source, field), field) };
   await mkdir(dirname(spool), { recursive: true });
   try {

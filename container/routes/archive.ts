@@ -54,7 +54,8 @@ export async function requestedManifestReader(c: Ctx, source: P.ManifestSource |
   const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
   const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
   const spool = await c.path(stagingPath(`manifest-${randomUUID()}`, "json"), field);
-  c.res.once("close", () => void rm(spool, { force: true }).catch(() => {}));
+  // The base of a layer is spooled beside it (manifest-file.ts openManifest).
+  c.res.once("close", () => void Promise.all([rm(spool, { force: true }), rm(`${spool}.base`, { force: true })]).catch(() => {}));
   return openManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field, spool);
 }
 

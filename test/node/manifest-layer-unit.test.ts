@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadManifest, writeManifest } from "../../container/manifest/manifest-file.ts";
-import { applyLayer, walkOrder } from "../../container/manifest/manifest-layer.ts";
+import { applyLayer, applyLayerStream, walkOrder } from "../../container/manifest/manifest-layer.ts";
+import type { ManifestEntry } from "../../container/contract/protocol.ts";
 import { deltaLayer } from "../../container/archive/delta.ts";
 import { buildForkTrees, type ForkTrees } from "../fixtures/fork-trees.ts";
 
@@ -48,6 +49,12 @@ describe("applyLayer", () => {
     expect(at("h2").sha256).toBe(t.baseManifest.entries.find((e) => e.path === "h1")!.sha256);
     expect(at("t2").link).toBeUndefined();
     expect(at("t3").link).toBe("t2");
+  });
+
+  it("over a streamed base (a restore's reading) gives the same entries, hard links regrouped", async () => {
+    const streamed: ManifestEntry[] = [];
+    for await (const e of applyLayerStream((async function* () { yield* t.baseManifest.entries; })(), t.layer)) streamed.push(e);
+    expect(streamed).toEqual(t.forkManifest.entries);
   });
 
   it("an empty layer is the base", () => {
