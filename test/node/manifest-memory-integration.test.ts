@@ -4,12 +4,15 @@
 // tree or the archive in walk order, so its peak RSS does not follow the entry count. Run against the real agent
 // under Node and under Bun (the production runtime), each a process of its own whose peak RSS (VmHWM) is read
 // before and after: the verify walk (POST /v1/verify-tree) and the restore's in-stream check (PUT /v1/extract), each
-// against a synthetic manifest of N entries that the small tree and archive do not hold. Read whole (the code
-// before), this manifest grew the agent by 239 MB under Node and 275 MB under Bun; read as a stream, by ~30 and
-// ~60 MB (the garbage collectors' slack, the same at 400k entries).
+// against a synthetic manifest of N entries that the small tree and archive do not hold, read from a sandbox file
+// and from the store (a stored manifest is spooled to the sandbox's staging directory, and removed after). Read whole (the code
+// before, file only), this manifest grew the agent by 239 MB under Node and 275 MB under Bun; read as a stream, by
+// 25-60 MB (the garbage collectors' slack: the same at 400k entries).
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { once } from "node:events";
@@ -19,7 +22,6 @@ import { agentCommand, findBun } from "../../scripts/stack/agent-runtime.ts";
 import { PROJECT, startAgent } from "../../scripts/stack/stack.ts";
 
 const SECRET = randomBytes(32).toString("hex");
-const STORE_ORIGIN = "http://store.invalid:9000";
 /** about 31 MB of JSON (a quarter of the default byte bound): enough for a whole read to show, and quick */
 const N = 100_000;
 /** what the agent may grow by while it reads such a manifest, whatever N (it grew 239–275 MB parsing one whole) */
@@ -36,6 +38,9 @@ const runtimes = bun ? (["node", "bun"] as const) : (["node"] as const);
 const agents: Partial<Record<"node" | "bun", Agent>> = {};
 let dir: string;
 let sandboxesDir: string;
+/** stands in for the store: serves the manifests as files */
+let store: Server;
+let storeOrigin: string;
 
 /** A manifest of `n` entries in walk order (directories of 1000 files), each as a single-pass backup writes it. */
 async function writeSyntheticManifest(file: string, n: number): Promise<void> {
@@ -75,22 +80,28 @@ beforeAll(async () => {
   await writeSyntheticManifest(join(workspace, "small.json"), 1000);
   await writeSyntheticManifest(join(workspace, "big.json"), N);
   writeFileSync(join(workspace, "app.tar"), execFileSync("tar", ["-C", join(workspace, "app"), "-cf", "-", "."]));
+  store = createServer((req, res) => createReadStream(join(workspace, req.url!.slice(1))).pipe(res));
+  await new Promise<void>((r) => store.listen(0, "127.0.0.1", r));
+  storeOrigin = `http://127.0.0.1:${(store.address() as AddressInfo).port}`;
   for (const runtime of runtimes) {
     const { argv } = agentCommand(runtime, PROJECT, join(dir, runtime));
-    agents[runtime] = await startAgent({ secret: SECRET, storeEndpoint: STORE_ORIGIN, sandboxesDir, logFile: join(dir, `${runtime}.log`), argv });
+    agents[runtime] = await startAgent({ secret: SECRET, storeEndpoint: storeOrigin, sandboxesDir, logFile: join(dir, `${runtime}.log`), argv });
   }
 }, 120_000);
 afterAll(async () => {
   for (const a of Object.values(agents)) await a.process.stop();
+  store?.closeAllConnections();
+  store?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe.each(runtimes)("a manifest of N entries keeps the agent's memory bounded (%s)", (runtime) => {
   const tar = () => readFileSync(join(sandboxesDir, "hostile", "workspace", "app.tar"));
   const verifyTree = (a: Agent, manifest: string) => call(a, "hostile", "POST", "/v1/verify-tree", { path: "/workspace/app", expected: { file: `/workspace/${manifest}` } });
-  const extract = (a: Agent, manifest: string, into: string) => call(a, "hostile", "PUT", `/v1/extract?path=/workspace/${into}&kind=tar&compression=none&expectedFile=/workspace/${manifest}`, new Uint8Array(tar()));
+  const extract = (a: Agent, manifest: string, into: string, from: "File" | "Url" = "File") =>
+    call(a, "hostile", "PUT", `/v1/extract?path=/workspace/${into}&kind=tar&compression=none&expected${from}=${from === "File" ? `/workspace/${manifest}` : encodeURIComponent(`${storeOrigin}/${manifest}`)}`, new Uint8Array(tar()));
 
-  it(`verify and the in-stream check of a restore read ${N} entries; the agent grows by less than ${BOUND_MB} MB`, async () => {
+  it(`verify and the in-stream check of a restore read ${N} entries, from a sandbox file and from the store; the agent grows by less than ${BOUND_MB} MB`, async () => {
     const a = agents[runtime]!;
     // Warmed first (code loaded, the heap at its working size), so what is measured is the manifest's cost.
     expect((await verifyTree(a, "small.json")).status).toBe(200);
@@ -105,9 +116,15 @@ describe.each(runtimes)("a manifest of N entries keeps the agent's memory bounde
     const refused = ((await restored.json()) as { error: { code: string; message: string } }).error;
     expect({ status: restored.status, code: refused.code }).toEqual({ status: 422, code: "verify_failed" });
     expect(refused.message).toMatch(new RegExp(`${N + 3} difference\\(s\\) \\(0 changed, ${N} missing, 3 extra\\)`));
+    // From the store: spooled to the staging directory as it arrives, read twice from there, removed with the request.
+    const stored = await extract(a, "big.json", "restored-from-store", "Url");
+    expect(stored.status).toBe(422);
+    expect(((await stored.json()) as { error: { message: string } }).error.message).toMatch(new RegExp(`${N} missing, 3 extra`));
+    const staging = join(sandboxesDir, "hostile", "snapflow", "staging");
+    await expect.poll(() => readdirSync(staging).filter((n) => n.startsWith("manifest-"))).toEqual([]);
 
     const grown = peakMb(a) - before;
-    console.log(`${runtime}: peak RSS ${before.toFixed(0)} → ${peakMb(a).toFixed(0)} MB reading a manifest of ${N} entries twice`);
+    console.log(`${runtime}: peak RSS ${before.toFixed(0)} → ${peakMb(a).toFixed(0)} MB reading a manifest of ${N} entries three times`);
     expect(grown).toBeLessThan(BOUND_MB);
   }, 120_000);
 });
