@@ -23,7 +23,7 @@ import { Parser, type ReadEntry } from "tar";
 import { AgentError } from "../http/agent-error.ts";
 import { SparseBody, sparseHeaderOf, type SparseHeader } from "./tar-sparse.ts";
 import type { Difference, EntryType, Manifest, ManifestEntry } from "../contract/protocol.ts";
-import type { ManifestReader } from "../manifest/manifest-file.ts";
+import { readerOf, type ManifestReader } from "../manifest/manifest-file.ts";
 import { SortedMatch } from "../manifest/sorted-match.ts";
 
 /** Fields compared between an archived entry and its expected manifest entry (stat never: it is the source's). */
@@ -101,7 +101,7 @@ export class TarManifestStream extends Transform {
     this.options = options;
     if (options.expected) {
       const expected = options.expected;
-      const wanted = typeof expected.entries === "function" ? (expected as ManifestReader).entries() : (async function* () { yield* (expected as Manifest).entries; })();
+      const wanted = ("batches" in expected ? expected : readerOf(expected)).batches();
       this.match = new SortedMatch<Archived>(wanted, {
         pair: (want, got) => {
           if (got.sparseDeferred) return void this.deferred.push({ entry: got, want });
@@ -230,7 +230,10 @@ export class TarManifestStream extends Transform {
   private async merge(): Promise<void> {
     const arrived = this.arrived;
     this.arrived = [];
-    for (const entry of arrived) await this.match!.add(entry);
+    for (const entry of arrived) {
+      const reading = this.match!.add(entry);
+      if (reading) await reading;
+    }
   }
 
   private note(d: Difference) {

@@ -21,7 +21,7 @@ import { readBodyBounded } from "../contract/bounded-body.ts";
 import { DEFAULT_MAX_MANIFEST_BYTES } from "../contract/manifest-limits.ts";
 import { checkUrl } from "../transfer/presigned.ts";
 import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest, type ManifestEntry } from "../contract/protocol.ts";
-import { manifestEntries, type ManifestHead } from "./manifest-stream.ts";
+import { manifestBatches, type ManifestHead } from "./manifest-stream.ts";
 
 type Stored = { url: string; sha256?: string };
 /**
@@ -153,14 +153,18 @@ async function* fileBytes(file: string, field: string): AsyncGenerator<Uint8Arra
   }
 }
 
-/** A manifest's entries, read as a stream each time a pass asks (validated one by one: manifest-stream.ts). */
+/**
+ * A manifest's entries, read as a stream each time a pass asks, in batches of a chunk's worth (validated one by
+ * one: manifest-stream.ts).
+ */
 export interface ManifestReader {
-  entries(): AsyncGenerator<ManifestEntry>;
+  batches(): AsyncGenerator<ManifestEntry[]>;
 }
 
-const readerOf = (m: Manifest): ManifestReader => ({
-  async *entries() {
-    yield* m.entries;
+/** A manifest already held, as a reader. */
+export const readerOf = (m: Manifest): ManifestReader => ({
+  async *batches() {
+    yield m.entries;
   },
 });
 
@@ -172,7 +176,7 @@ const readerOf = (m: Manifest): ManifestReader => ({
 export async function openManifest(source: ManifestSource, field: string, spool?: string): Promise<ManifestReader> {
   if ("file" in source) {
     const file = await checkedFile(source.file, field);
-    return { entries: () => manifestEntries(fileBytes(file, field), field) };
+    return { batches: () => manifestBatches(fileBytes(file, field), field) };
   }
   if (source.base) {
     // A layer (and the layers below it) is held; the base streams through them (manifest-layer.ts applyLayerStream).
@@ -185,14 +189,14 @@ export async function openManifest(source: ManifestSource, field: string, spool?
     });
     const base = await openManifest({ ...source.base }, `${field}.base`, spool === undefined ? undefined : `${spool}.base`);
     return {
-      entries() {
-        let tree = base.entries();
+      batches() {
+        let tree = base.batches();
         for (const layer of [...layers, top]) tree = applyLayerStream(tree, layer, field);
         return tree;
       },
     };
   }
-  if (!spool) return { entries: () => manifestEntries(storedBytes(source, field), field) };
+  if (!spool) return { batches: () => manifestBatches(storedBytes(source, field), field) };
   await mkdir(dirname(spool), { recursive: true });
   try {
     await pipeline(storedBytes(source, field), createWriteStream(spool));
@@ -200,14 +204,14 @@ export async function openManifest(source: ManifestSource, field: string, spool?
     await rm(spool, { force: true });
     throw e;
   }
-  return { entries: () => manifestEntries(fileBytes(spool, `${field}`), field) };
+  return { batches: () => manifestBatches(fileBytes(spool, field), field) };
 }
 
 /** A whole manifest (version 1) read through the stream: its entries held, not its text and a parse tree too. */
 async function collected(bytes: AsyncIterable<Uint8Array>, field: string): Promise<Manifest> {
   const entries: ManifestEntry[] = [];
   let head: ManifestHead | undefined;
-  for await (const e of manifestEntries(bytes, field, (h) => (head = h))) entries.push(e);
+  for await (const batch of manifestBatches(bytes, field, (h) => (head = h))) for (const e of batch) entries.push(e);
   return { version: 1, entries, totals: head!.totals, ...(head!.selection ? { selection: head!.selection } : {}) };
 }
 

@@ -269,22 +269,34 @@ function checkHead(fields: string[], sawEntries: boolean, field: string): Manife
 }
 
 /**
- * The entries of a version 1 manifest, from its bytes, each validated as it comes; the rest of the manifest is
- * checked when its bytes end (an invalid one throws then, after its entries: a caller acts on what it read only
- * once the generator has finished).
+ * The entries of a version 1 manifest, from its bytes, in batches (a chunk's worth: the unit a reader is handed and
+ * hands on, so the passes pay one await per chunk, not per entry), each entry validated as it comes; the rest of
+ * the manifest is checked when its bytes end (an invalid one throws then, after its entries: a caller acts on what
+ * it read only once the generator has finished).
  */
-export async function* manifestEntries(bytes: AsyncIterable<Uint8Array>, field: string, onHead?: (head: ManifestHead) => void): AsyncGenerator<ManifestEntry> {
+export async function* manifestBatches(bytes: AsyncIterable<Uint8Array>, field: string, onHead?: (head: ManifestHead) => void): AsyncGenerator<ManifestEntry[]> {
   const scanner = new ManifestScanner(field);
   const fields: string[] = [];
   let index = 0;
-  function* entriesIn(pieces: ReturnType<ManifestScanner["push"]>): Generator<ManifestEntry> {
+  const entriesIn = (pieces: Piece[]): ManifestEntry[] => {
+    const out: ManifestEntry[] = [];
     for (const piece of pieces) {
       if (piece.kind === "field") fields.push(piece.text);
-      else for (const json of piece.kind === "parsed" ? piece.entries : entriesOf(piece.text, field, index)) yield entryOf(json, field, index++);
+      else for (const json of piece.kind === "parsed" ? piece.entries : entriesOf(piece.text, field, index)) out.push(entryOf(json, field, index++));
     }
+    return out;
+  };
+  for await (const chunk of bytes) {
+    const batch = entriesIn(scanner.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
+    if (batch.length) yield batch;
   }
-  for await (const chunk of bytes) yield* entriesIn(scanner.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
-  yield* entriesIn(scanner.end());
+  const last = entriesIn(scanner.end());
+  if (last.length) yield last;
   const head = checkHead(fields, scanner.sawEntries, field);
   onHead?.(head);
+}
+
+/** The same, one entry at a time. */
+export async function* manifestEntries(bytes: AsyncIterable<Uint8Array>, field: string, onHead?: (head: ManifestHead) => void): AsyncGenerator<ManifestEntry> {
+  for await (const batch of manifestBatches(bytes, field, onHead)) yield* batch;
 }

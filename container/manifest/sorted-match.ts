@@ -24,68 +24,75 @@ export interface MatchSink<A> {
 export class SortedMatch<A extends { path: string }> {
   private readonly wanted = new Map<string, ManifestEntry>();
   private readonly found = new Map<string, A>();
-  private head: ManifestEntry | undefined;
+  /** the manifest's batch being read, and the next entry in it */
+  private batch: ManifestEntry[] = [];
+  private next = 0;
   private ended = false;
-
-  private readonly expected: AsyncIterator<ManifestEntry>;
+  private readonly expected: AsyncIterator<ManifestEntry[]>;
   private readonly sink: MatchSink<A>;
   private readonly window: number;
 
-  constructor(expected: AsyncIterator<ManifestEntry>, sink: MatchSink<A>, window = WINDOW) {
+  constructor(expected: AsyncIterator<ManifestEntry[]>, sink: MatchSink<A>, window = WINDOW) {
     this.expected = expected;
     this.sink = sink;
     this.window = window;
   }
 
-  /** The next entry of the tree or archive: paired with the manifest's entry of its path, read up to it. */
-  async add(got: A): Promise<void> {
-    await this.readUpTo(got.path);
+  /**
+   * The next entry of the tree or archive: paired with the manifest's entry of its path, read up to it. A promise
+   * only when the manifest's next batch must be read first (callers await it then, and go on at once otherwise).
+   */
+  add(got: A): Promise<void> | undefined {
+    if (this.readUpTo(got.path)) return this.pull().then(() => this.add(got));
     const want = this.wanted.get(got.path);
     if (want) {
       this.wanted.delete(got.path);
-      return this.sink.pair(want, got);
+      this.sink.pair(want, got);
+      return;
     }
     // A name met twice (an archive may hold one) pairs once: the second is extra.
-    if (this.found.has(got.path)) return this.sink.extra(got);
+    if (this.found.has(got.path)) return void this.sink.extra(got);
     this.found.set(got.path, got);
     this.evict(this.found, (e) => this.sink.extra(e));
   }
 
   /** The other side ended: what is left unpaired on either is a difference. */
   async finish(): Promise<void> {
-    await this.readUpTo(undefined);
+    while (this.readUpTo(undefined)) await this.pull();
     for (const want of this.wanted.values()) this.sink.missing(want);
     for (const got of this.found.values()) this.sink.extra(got);
     this.wanted.clear();
     this.found.clear();
   }
 
-  /** Reads the manifest's entries up to `path` in walk order (all of them without one). */
-  private async readUpTo(path: string | undefined): Promise<void> {
-    while (!this.ended) {
-      if (!this.head) {
-        const next = await this.expected.next();
-        if (next.done) {
-          this.ended = true;
-          return;
-        }
-        this.head = next.value;
-      }
-      if (path !== undefined && walkOrder(this.head.path, path) > 0) return;
-      const want = this.head;
-      this.head = undefined;
-      const got = this.found.get(want.path);
+  private async pull(): Promise<void> {
+    const next = await this.expected.next();
+    if (next.done) this.ended = true;
+    else {
+      this.batch = next.value;
+      this.next = 0;
+    }
+  }
+
+  /** Takes the manifest's entries up to `path` in walk order (all without one); true when its batch ran out first. */
+  private readUpTo(path: string | undefined): boolean {
+    while (true) {
+      if (this.next === this.batch.length) return !this.ended;
+      const head = this.batch[this.next]!;
+      if (path !== undefined && walkOrder(head.path, path) > 0) return false;
+      this.next++;
+      const got = this.found.get(head.path);
       if (got) {
-        this.found.delete(want.path);
-        this.sink.pair(want, got);
+        this.found.delete(head.path);
+        this.sink.pair(head, got);
         continue;
       }
       // A manifest that names a path twice: the first is kept, the second can pair with nothing.
-      if (this.wanted.has(want.path)) {
-        this.sink.missing(want);
+      if (this.wanted.has(head.path)) {
+        this.sink.missing(head);
         continue;
       }
-      this.wanted.set(want.path, want);
+      this.wanted.set(head.path, head);
       this.evict(this.wanted, (e) => this.sink.missing(e));
     }
   }

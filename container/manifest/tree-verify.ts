@@ -11,7 +11,7 @@
 import { AgentError } from "../http/agent-error.ts";
 import { join } from "node:path";
 import { hashFile, METADATA_FIELDS, OWNER_FIELDS } from "./manifest.ts";
-import type { ManifestReader } from "./manifest-file.ts";
+import { readerOf, type ManifestReader } from "./manifest-file.ts";
 import { SortedMatch } from "./sorted-match.ts";
 import type { Comparison, Difference, Manifest } from "../contract/protocol.ts";
 import { walkTree, type WalkEntry } from "./tree-walk.ts";
@@ -54,8 +54,7 @@ async function* hashedWalk(dir: string): AsyncGenerator<WalkEntry & { sha256?: s
 }
 const HASH_AHEAD = 16;
 
-const readerOf = (expected: Manifest | ManifestReader): ManifestReader =>
-  typeof expected.entries === "function" ? (expected as ManifestReader) : { async *entries() { yield* (expected as Manifest).entries; } };
+const asReader = (expected: Manifest | ManifestReader): ManifestReader => ("batches" in expected ? expected : readerOf(expected));
 
 /**
  * A restore hands setuid/setgid bits and owners to another sandbox only when asked (`keepOwnership`). Without it
@@ -81,11 +80,13 @@ export async function checkTree(dir: string, expected: Manifest | ManifestReader
   };
   const seen = { setidCleared: 0, owners: false, holes: false };
   const wanted = (async function* () {
-    for await (const e of readerOf(expected).entries()) {
-      if (ignoreSetid && e.type === "file" && e.mode & SETID) seen.setidCleared++;
-      if (e.uid !== undefined) seen.owners = true;
-      if (e.holes) seen.holes = true;
-      yield e;
+    for await (const batch of asReader(expected).batches()) {
+      for (const e of batch) {
+        if (ignoreSetid && e.type === "file" && e.mode & SETID) seen.setidCleared++;
+        if (e.uid !== undefined) seen.owners = true;
+        if (e.holes) seen.holes = true;
+      }
+      yield batch;
     }
   })();
   const dense: Difference[] = [];
@@ -118,7 +119,8 @@ export async function checkTree(dir: string, expected: Manifest | ManifestReader
       if (!got.link) totals.bytes += got.size;
     } else if (got.type === "dir") totals.dirs++;
     else if (got.type === "symlink") totals.symlinks++;
-    await match.add(got as WalkEntry);
+    const reading = match.add(got as WalkEntry);
+    if (reading) await reading;
   }
   await match.finish();
   differences.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

@@ -95,7 +95,9 @@ describe("SortedMatch", () => {
   const entry = (path: string): ManifestEntry => ({ path, type: "file", mode: 0, size: 0, mtime: 0 });
   async function match(expected: string[], actual: string[], window?: number) {
     const seen = { pairs: [] as string[], missing: [] as string[], extra: [] as string[] };
-    const m = new SortedMatch<ManifestEntry>((async function* () { yield* expected.map(entry); })(), {
+    // In batches of two, as a reader hands them on.
+    const batches = Array.from({ length: Math.ceil(expected.length / 2) }, (_, i) => expected.slice(2 * i, 2 * i + 2).map(entry));
+    const m = new SortedMatch<ManifestEntry>((async function* () { yield* batches; })(), {
       pair: (want, got) => seen.pairs.push(`${want.path}=${got.path}`),
       missing: (want) => seen.missing.push(want.path),
       extra: (got) => seen.extra.push(got.path),
