@@ -5,7 +5,10 @@
 //
 // With `expected` (a restore), each entry is compared with the expected manifest as it ends: content hash,
 // type, mode, size, mtime, symlink target and hard-link name. The differences are collected, not thrown, so
-// the caller can name the first ones; `complete` also reports expected entries the archive never held.
+// the caller can name the first ones; `complete` also reports expected entries the archive never held. The
+// expected manifest is read as a stream beside the archive, both in walk order (a single-pass archive's order is
+// its manifest's), and paired by a merge (manifest/sorted-match.ts): neither the manifest nor the archive's
+// entries are held, so a restore's memory does not follow the entry count.
 //
 // Why node-tar: it is the parser npm itself uses, maintained, and synchronous when its entries are consumed
 // synchronously (as here), so every byte written to it is parsed and hashed before the chunk is passed on.
@@ -20,6 +23,8 @@ import { Parser, type ReadEntry } from "tar";
 import { AgentError } from "../http/agent-error.ts";
 import { SparseBody, sparseHeaderOf, type SparseHeader } from "./tar-sparse.ts";
 import type { Difference, EntryType, Manifest, ManifestEntry } from "../contract/protocol.ts";
+import { readerOf, type ManifestReader } from "../manifest/manifest-file.ts";
+import { SortedMatch } from "../manifest/sorted-match.ts";
 
 /** Fields compared between an archived entry and its expected manifest entry (stat never: it is the source's). */
 export const CONTENT_FIELDS = ["type", "mode", "size", "mtime", "target", "sha256", "link"] as const satisfies (keyof ManifestEntry)[];
@@ -57,16 +62,21 @@ export function compareEntry(want: ManifestEntry, got: ManifestEntry): Differenc
 
 export interface TarManifestOptions {
   /** restore: compare each entry with this manifest as it ends */
-  expected?: Manifest;
+  expected?: Manifest | ManifestReader;
   /** with `expected`: the archive must hold every expected entry (a full snapshot; a delta layer holds some) */
   complete?: boolean;
   /** how many differences to keep (all are counted) */
   limit?: number;
 }
 
+/** An archived entry on its way to the merge; a GNU sparse one is compared once hashed from disk. */
+type Archived = ManifestEntry & { sparseDeferred?: true };
+
 export class TarManifestStream extends Transform {
-  /** archived entries, in archive order */
+  /** archived entries, in archive order (without `expected`: a restore keeps only their count) */
   readonly entries: ManifestEntry[] = [];
+  /** how many entries the archive held */
+  count = 0;
   /** tar bytes that passed */
   tarBytes = 0;
   readonly differences: Difference[] = [];
@@ -74,7 +84,9 @@ export class TarManifestStream extends Transform {
   readonly deferred: { entry: ManifestEntry; want: ManifestEntry | undefined }[] = [];
   readonly counts = { missing: 0, extra: 0, changed: 0 };
   private readonly parser: Parser;
-  private readonly expected: Map<string, ManifestEntry> | undefined;
+  private readonly match: SortedMatch<Archived> | undefined;
+  /** entries ended since the merge last ran (it reads the manifest, so it runs between chunks) */
+  private arrived: Archived[] = [];
   private readonly options: TarManifestOptions;
   private readonly sizeOf = new Map<string, number>();
   private open = 0;
@@ -87,7 +99,23 @@ export class TarManifestStream extends Transform {
   constructor(options: TarManifestOptions = {}) {
     super({ highWaterMark: 1 << 20 });
     this.options = options;
-    this.expected = options.expected ? new Map(options.expected.entries.map((e) => [e.path, e])) : undefined;
+    if (options.expected) {
+      const expected = options.expected;
+      const wanted = ("batches" in expected ? expected : readerOf(expected)).batches();
+      this.match = new SortedMatch<Archived>(wanted, {
+        pair: (want, got) => {
+          if (got.sparseDeferred) return void this.deferred.push({ entry: got, want });
+          // A hard link's size is its first name's, which was compared when it passed.
+          if (got.link !== undefined && got.link === want.link) got.size = want.size;
+          const d = compareEntry(want, got);
+          if (d) this.note(d);
+        },
+        missing: (want) => {
+          if (this.options.complete) this.note({ path: want.path, kind: "missing" });
+        },
+        extra: (got) => (got.sparseDeferred ? this.deferred.push({ entry: got, want: undefined }) : this.note({ path: got.path, kind: "extra" })),
+      });
+    }
     this.parser = new Parser({ strict: true, onReadEntry: (e) => this.onEntry(e) });
     this.parser.on("ignoredEntry", (e: ReadEntry) => this.onSparse(e));
     // Every pax header (and GNU long name) comes through here, raw, before the entry it describes.
@@ -99,7 +127,7 @@ export class TarManifestStream extends Transform {
       }
     });
     const fail = (message: string) => {
-      if (this.allZero && this.entries.length === 0 && /Unrecognized archive format/.test(message)) return;
+      if (this.allZero && this.count === 0 && /Unrecognized archive format/.test(message)) return;
       this.failure ??= new AgentError("tool_failed", `the tar stream does not parse: ${message}`);
     };
     this.parser.on("error", (e: Error) => fail(e.message));
@@ -132,10 +160,11 @@ export class TarManifestStream extends Transform {
       entry.size = this.sizeOf.get(entry.link) ?? 0;
     }
     if (kind === "other") entry.size = e.size;
-    this.entries.push(entry);
+    this.count++;
+    if (!this.match) this.entries.push(entry);
     this.open++;
     if (kind === "file" && sparse) {
-      this.sizeOf.set(path, sparse.realsize);
+      if (!this.match) this.sizeOf.set(path, sparse.realsize);
       const hash = createHash("sha256");
       const body = new SparseBody(sparse, hash);
       const failed = (err: unknown) => (this.failure ??= err as Error);
@@ -158,7 +187,7 @@ export class TarManifestStream extends Transform {
         this.ended(entry);
       });
     } else if (kind === "file") {
-      this.sizeOf.set(path, e.size);
+      if (!this.match) this.sizeOf.set(path, e.size);
       const hash = createHash("sha256");
       e.on("data", (c: Buffer) => hash.update(c));
       e.on("end", () => {
@@ -175,15 +204,16 @@ export class TarManifestStream extends Transform {
     if (e.type !== "SparseFile") return;
     const path = entryPath(e.path);
     const entry: ManifestEntry = { path, type: "file", mode: (e.mode ?? 0) & 0o7777, size: 0, mtime: Math.floor((e.mtime?.getTime() ?? 0) / 1000), uid: e.uid ?? 0, gid: e.gid ?? 0 };
-    this.entries.push(entry);
-    const want = this.expected?.get(path);
-    this.expected?.delete(path);
-    this.deferred.push({ entry, want });
+    this.count++;
+    if (!this.match) {
+      this.entries.push(entry);
+      this.deferred.push({ entry, want: undefined });
+    } else this.arrived.push({ ...entry, sparseDeferred: true });
   }
 
   /** Compare a deferred (sparse) entry once its content has been hashed from disk. */
   settleDeferred(entry: ManifestEntry, want: ManifestEntry | undefined) {
-    if (!this.expected) return;
+    if (!this.match) return;
     if (!want) return this.note({ path: entry.path, kind: "extra" });
     const d = compareEntry(want, entry);
     if (d) this.note(d);
@@ -192,12 +222,18 @@ export class TarManifestStream extends Transform {
   private ended(entry: ManifestEntry) {
     this.open--;
     // "" is the archive's root ("./"): the restore target itself, whose metadata no manifest holds.
-    if (!this.expected || entry.path === "") return;
-    const want = this.expected.get(entry.path);
-    if (!want) return this.note({ path: entry.path, kind: "extra" });
-    this.expected.delete(entry.path);
-    const d = compareEntry(want, entry);
-    if (d) this.note(d);
+    if (!this.match || entry.path === "") return;
+    this.arrived.push(entry);
+  }
+
+  /** Pairs the entries that ended with the manifest's (read as far as they reach). */
+  private async merge(): Promise<void> {
+    const arrived = this.arrived;
+    this.arrived = [];
+    for (const entry of arrived) {
+      const reading = this.match!.add(entry);
+      if (reading) await reading;
+    }
   }
 
   private note(d: Difference) {
@@ -207,18 +243,17 @@ export class TarManifestStream extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
     this.tarBytes += chunk.length;
-    if (this.allZero && this.entries.length === 0) this.allZero = chunk.every((b) => b === 0);
+    if (this.allZero && this.count === 0) this.allZero = chunk.every((b) => b === 0);
     this.parser.write(chunk);
-    done(this.failure ?? null, chunk);
+    if (!this.arrived.length || this.failure) return done(this.failure ?? null, chunk);
+    this.merge().then(() => done(this.failure ?? null, chunk), (e: Error) => done(e));
   }
 
   override _flush(done: TransformCallback) {
     this.parser.end();
     if (!this.failure && this.open !== 0) this.failure = new AgentError("tool_failed", `the tar stream ended inside an entry (${this.open} unfinished)`);
-    if (!this.failure && this.options.complete && this.expected) {
-      for (const path of this.expected.keys()) this.note({ path, kind: "missing" });
-    }
-    done(this.failure ?? null);
+    if (this.failure || !this.match) return done(this.failure ?? null);
+    this.merge().then(() => this.match!.finish()).then(() => done(this.failure ?? null), (e: Error) => done(e));
   }
 
   /** Whether the stream matched `expected` (always true without one). */

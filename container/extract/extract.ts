@@ -22,9 +22,11 @@ import { startTool, stdinUntilClosed, toolAndFlow } from "../system/run-tool.ts"
 import { tarExtractArgv, tarExtractPlainArgv } from "../archive/tar-argv.ts";
 import { TarManifestStream } from "../archive/tar-manifest.ts";
 import { checkTree, verifyFailed } from "../manifest/tree-verify.ts";
+import type { ManifestReader } from "../manifest/manifest-file.ts";
 
 export interface ExtractVerification {
-  expected: Manifest;
+  /** read as a stream by the in-stream check and again by the walk (manifest-file.ts openManifest) */
+  expected: Manifest | ManifestReader;
   /** the archive holds the whole tree (a full snapshot, or the last layer's walk): default true */
   complete?: boolean;
   /** walk the result and compare its metadata: default = complete */
@@ -108,7 +110,7 @@ async function extractVerified(input: Readable, format: TarFormat, dir: string, 
     const c: Comparison = { equal: false, counts: checking.counts, differences: checking.differences };
     throw verifyFailed("the archive's content", c);
   }
-  const verified: VerifiedExtract["verified"] = { content: "in-stream", entries: checking.entries.length, metadata: "not-walked" };
+  const verified: VerifiedExtract["verified"] = { content: "in-stream", entries: checking.count, metadata: "not-walked" };
   if (verify.walk ?? complete) {
     const walked = await checkTree(dir, verify.expected, { limit: verify.limit });
     if (!walked.equal) throw verifyFailed("the restored tree", walked);

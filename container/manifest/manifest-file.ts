@@ -3,16 +3,25 @@
 // sandbox file or straight from the store over a presigned GET (so the Worker stays out of the byte path; a
 // 30k-file manifest is about 5 MB of JSON). A stored manifest whose SHA-256 the record keeps is checked on arrival;
 // an overlay delta's layer manifest (version 2) is applied to its base's, fetched beside it.
+//
+// A whole manifest (version 1) is read as a stream (manifest-stream.ts): `openManifest` answers a reader whose
+// entries a pass consumes one at a time, as often as it needs them (a stored one is spooled to a sandbox file first,
+// hashed as it arrives, so a restore's in-stream check and its walk read it twice without fetching it twice).
+// A layer and the layers under it are read whole (each bounded by SNAPFLOW_MAX_MANIFEST_BYTES; honest ones hold what
+// changed) and applied to the base as it streams.
 import { createHash } from "node:crypto";
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
+import { pipeline } from "node:stream/promises";
 import type { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
-import { applyLayer } from "./manifest-layer.ts";
+import { applyLayer, applyLayerStream } from "./manifest-layer.ts";
 import { readBodyBounded } from "../contract/bounded-body.ts";
 import { DEFAULT_MAX_MANIFEST_BYTES } from "../contract/manifest-limits.ts";
 import { checkUrl } from "../transfer/presigned.ts";
-import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest } from "../contract/protocol.ts";
+import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest, type ManifestEntry } from "../contract/protocol.ts";
+import { manifestBatches, type ManifestHead } from "./manifest-stream.ts";
 
 type Stored = { url: string; sha256?: string };
 /**
@@ -34,18 +43,26 @@ export async function writeManifestHashed(file: string, manifest: Manifest | Lay
   return { bytes: text.byteLength, sha256: createHash("sha256").update(text).digest("hex") };
 }
 
-async function readText(source: { file: string } | Stored, field: string): Promise<string> {
-  if ("file" in source) {
-    const size = (await stat(source.file).catch(() => null))?.size;
-    if (size === undefined) throw new AgentError("not_found", `${field}.file: no manifest file there`, `${field}.file`);
-    const limit = agentManifestByteLimit();
-    if (size > limit) throw new AgentError("bad_request", `${field}.file: the manifest is ${size} bytes, more than this agent reads (${limit}: SNAPFLOW_MAX_MANIFEST_BYTES)`, `${field}.file`);
-    return readFile(source.file, "utf8");
-  }
+/** A manifest file in the sandbox, refused by its size when it passes the bound. */
+async function checkedFile(file: string, field: string): Promise<string> {
+  const size = (await stat(file).catch(() => null))?.size;
+  if (size === undefined) throw new AgentError("not_found", `${field}.file: no manifest file there`, `${field}.file`);
+  const limit = agentManifestByteLimit();
+  if (size > limit) throw new AgentError("bad_request", `${field}.file: the manifest is ${size} bytes, more than this agent reads (${limit}: SNAPFLOW_MAX_MANIFEST_BYTES)`, `${field}.file`);
+  return file;
+}
+
+async function get(source: Stored, field: string): Promise<Response> {
   const r = await fetch(checkUrl(source.url, `${field}.url`)).catch((e: Error) => {
     throw new AgentError("tool_failed", `${field}.url: GET failed: ${e.message}`);
   });
   if (!r.ok) throw new AgentError(r.status === 404 ? "not_found" : "tool_failed", `${field}.url: GET answered ${r.status}`, `${field}.url`);
+  return r;
+}
+
+async function readText(source: { file: string } | Stored, field: string): Promise<string> {
+  if ("file" in source) return readFile(await checkedFile(source.file, field), "utf8");
+  const r = await get(source, field);
   const bytes = await readBounded(r, agentManifestByteLimit(), field);
   // The record keeps the SHA-256 of a manifest the store was made to check on the way in: the same bytes, or none.
   if (source.sha256 !== undefined) {
@@ -92,8 +109,116 @@ export async function loadLayerManifest(source: Stored, field: string): Promise<
   return (json as { version?: unknown } | null)?.version === 2 ? parsed(LayerManifestSchema, json, field) : undefined;
 }
 
+/** "over the bound" as the agent says it, whether a length was stated or the bytes passed it. */
+function overBound(field: string, limit: number, stated?: number): AgentError {
+  return new AgentError("bad_request", `${field}: the stored manifest is ${stated ?? `over ${limit}`} bytes, more than this agent reads (${limit}: SNAPFLOW_MAX_MANIFEST_BYTES)`, field);
+}
+
+/**
+ * A stored manifest's bytes as they arrive, cut off once they pass the bound (a stated length above it is refused
+ * before a byte is read); with the record's SHA-256, hashed as they pass and refused at the end when they differ.
+ */
+async function* storedBytes(source: Stored, field: string): AsyncGenerator<Uint8Array> {
+  const limit = agentManifestByteLimit();
+  const r = await get(source, field);
+  const stated = Number(r.headers.get("content-length"));
+  if (stated > limit) {
+    await r.body?.cancel().catch(() => {});
+    throw overBound(field, limit, stated);
+  }
+  const hash = createHash("sha256");
+  const reader = r.body!.getReader();
+  let total = 0;
+  try {
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      total += next.value.byteLength;
+      if (total > limit) throw overBound(field, limit);
+      hash.update(next.value);
+      yield next.value;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  const got = hash.digest("hex");
+  if (source.sha256 !== undefined && got !== source.sha256) throw new AgentError("verify_failed", `${field}: the stored manifest has sha256 ${got}, its snapshot's record says ${source.sha256}`, field);
+}
+
+async function* fileBytes(file: string, field: string): AsyncGenerator<Uint8Array> {
+  const limit = agentManifestByteLimit();
+  let total = 0;
+  for await (const chunk of createReadStream(file, { highWaterMark: 256 * 1024 })) {
+    total += (chunk as Buffer).length;
+    if (total > limit) throw new AgentError("bad_request", `${field}.file: the manifest passes ${limit} bytes, more than this agent reads (SNAPFLOW_MAX_MANIFEST_BYTES)`, `${field}.file`);
+    yield chunk as Buffer;
+  }
+}
+
+/**
+ * A manifest's entries, read as a stream each time a pass asks, in batches of a chunk's worth (validated one by
+ * one: manifest-stream.ts).
+ */
+export interface ManifestReader {
+  batches(): AsyncGenerator<ManifestEntry[]>;
+}
+
+/** A manifest already held, as a reader. */
+export const readerOf = (m: Manifest): ManifestReader => ({
+  async *batches() {
+    yield m.entries;
+  },
+});
+
+/**
+ * A manifest to read as a stream. A stored one is spooled to `spool` (a sandbox file the caller removes) as it
+ * arrives, bounded and hashed, so its passes read the sandbox's copy; without `spool` each pass fetches it again.
+ * A layer and its chain are read whole and applied (loadManifest).
+ */
+export async function openManifest(source: ManifestSource, field: string, spool?: string): Promise<ManifestReader> {
+  if ("file" in source) {
+    const file = await checkedFile(source.file, field);
+    return { batches: () => manifestBatches(fileBytes(file, field), field) };
+  }
+  if (source.base) {
+    // A layer (and the layers below it) is held; the base streams through them (manifest-layer.ts applyLayerStream).
+    const top = await loadLayerManifest(source, field);
+    if (!top) return readerOf(await loadManifest(source, field)); // a whole manifest beside a base: an overlay delta from before layers
+    const under = await Promise.all((source.under ?? []).map((stored, i) => loadLayerManifest(stored, `${field}.under[${i}]`)));
+    const layers = under.map((below, i) => {
+      if (!below) throw new AgentError("bad_request", `${field}.under[${i}]: not a layer manifest (version 2)`, `${field}.under[${i}]`);
+      return below;
+    });
+    const base = await openManifest({ ...source.base }, `${field}.base`, spool === undefined ? undefined : `${spool}.base`);
+    return {
+      batches() {
+        let tree = base.batches();
+        for (const layer of [...layers, top]) tree = applyLayerStream(tree, layer, field);
+        return tree;
+      },
+    };
+  }
+  if (!spool) return { batches: () => manifestBatches(storedBytes(source, field), field) };
+  await mkdir(dirname(spool), { recursive: true });
+  try {
+    await pipeline(storedBytes(source, field), createWriteStream(spool));
+  } catch (e) {
+    await rm(spool, { force: true });
+    throw e;
+  }
+  return { batches: () => manifestBatches(fileBytes(spool, field), field) };
+}
+
+/** A whole manifest (version 1) read through the stream: its entries held, not its text and a parse tree too. */
+async function collected(bytes: AsyncIterable<Uint8Array>, field: string): Promise<Manifest> {
+  const entries: ManifestEntry[] = [];
+  let head: ManifestHead | undefined;
+  for await (const batch of manifestBatches(bytes, field, (h) => (head = h))) for (const e of batch) entries.push(e);
+  return { version: 1, entries, totals: head!.totals, ...(head!.selection ? { selection: head!.selection } : {}) };
+}
+
 /** Reads and validates a manifest, applying a layer to its base; `field` names the request field in errors. */
 export async function loadManifest(source: ManifestSource, field: string): Promise<Manifest> {
+  if ("file" in source) return collected(fileBytes(await checkedFile(source.file, field), field), field);
+  if (!source.base) return collected(storedBytes(source, field), field);
   const text = await readText(source, field);
   let json: unknown;
   try {
@@ -103,7 +228,6 @@ export async function loadManifest(source: ManifestSource, field: string): Promi
   }
   if ((json as { version?: unknown } | null)?.version !== 2) return parsed(ManifestSchema, json, field);
   const layer = parsed(LayerManifestSchema, json, field);
-  if ("file" in source || !source.base) throw new AgentError("bad_request", `${field}: a layer manifest (over snapshot ${layer.base}) needs its base's manifest beside it (${field}.base)`, `${field}.base`);
   // The base is a whole manifest (the chain's image); each layer below this one is applied to it in turn, oldest first.
   // Fetched at once (each is small but one round trip), applied in order.
   const under = source.under ?? [];

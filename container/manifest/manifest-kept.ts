@@ -4,9 +4,11 @@
 // base's record keeps for the tree's manifest (the Worker sends it): a copy of a backup that never got recorded,
 // or one changed on disk, is not that, and the store's copy is read instead (and kept for next time).
 import { createHash } from "node:crypto";
-import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { copyFile, mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Manifest } from "../contract/protocol.ts";
+import { loadManifest } from "./manifest-file.ts";
 
 /** Kept: the last few, so a failed backup (kept at its archive, never recorded) does not push out the base. */
 const KEEP = 3;
@@ -19,18 +21,20 @@ export const keptFile = (dir: string, id: string) => {
 };
 const fileOf = keptFile;
 
-/** The kept manifest of snapshot `id` if its bytes have `sha256`; undefined when absent or different. */
+/** The kept manifest of snapshot `id` if its bytes have `sha256`; undefined when absent, different or not a manifest. */
 export async function keptManifest(dir: string, id: string, sha256: string): Promise<Manifest | undefined> {
-  const bytes = await readFile(fileOf(dir, id)).catch(() => undefined);
-  if (!bytes || createHash("sha256").update(bytes).digest("hex") !== sha256) return undefined;
-  // The bytes are the ones this sandbox's backup wrote and its recorded snapshot vouches for: parsed, not validated
-  // again (zod takes ~70 ms over 31k entries). A sandbox that forged both its copy and its record's hash can only
-  // spoil its own next delta; every restore reads the store's manifest and validates it.
+  const file = fileOf(dir, id);
+  const hash = createHash("sha256");
   try {
-    return JSON.parse(bytes.toString("utf8")) as Manifest;
+    for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
   } catch {
     return undefined;
   }
+  if (hash.digest("hex") !== sha256) return undefined;
+  // The bytes are the ones this sandbox's backup wrote and its recorded snapshot vouches for, but a sandbox that
+  // forged both its copy and its record's hash chose them: read as any stored manifest is (streamed, each entry
+  // validated, bounded), and a copy that is not a manifest is passed over for the store's.
+  return loadManifest({ file }, "baseKept").catch(() => undefined);
 }
 
 /**

@@ -9,9 +9,12 @@
 // back dense has none of its holes, so the check tells the two apart whatever the block size. A materialization
 // that cannot report holes (a FUSE mount that answers full blocks: the registry's `fidelity`) passes `sparse: false`.
 import { AgentError } from "../http/agent-error.ts";
-import { compareManifests, METADATA_FIELDS, OWNER_FIELDS, takeManifest, totalsOf } from "./manifest.ts";
-import type { Comparison, Difference, Manifest, ManifestEntry } from "../contract/protocol.ts";
-import { walkAll } from "./tree-walk.ts";
+import { join } from "node:path";
+import { hashFile, METADATA_FIELDS, OWNER_FIELDS } from "./manifest.ts";
+import { readerOf, type ManifestReader } from "./manifest-file.ts";
+import { SortedMatch } from "./sorted-match.ts";
+import type { Comparison, Difference, Manifest } from "../contract/protocol.ts";
+import { walkTree, type WalkEntry } from "./tree-walk.ts";
 
 export interface TreeCheck extends Comparison {
   totals: Manifest["totals"];
@@ -36,45 +39,101 @@ export function denseWhereSparse(expected: Manifest, allocated: Map<string, { si
 }
 
 const SETID = 0o6000;
-const withoutSetid = (entries: ManifestEntry[]) => entries.map((e) => (e.mode & SETID ? { ...e, mode: e.mode & ~SETID } : e));
+
+/** The walk, each file hashed (a few at a time, answered in walk order): a deep check's actual side. */
+async function* hashedWalk(dir: string): AsyncGenerator<WalkEntry & { sha256?: string }> {
+  const queue: Promise<WalkEntry & { sha256?: string }>[] = [];
+  for await (const e of walkTree(dir)) {
+    const next = e.type === "file" && e.link === undefined ? hashFile(join(dir, e.path), e.size).then((sha256) => ({ ...e, sha256 })) : Promise.resolve(e);
+    // Awaited in turn below: marked handled now, or a read that fails meanwhile is an unhandled rejection.
+    next.catch(() => {});
+    queue.push(next);
+    if (queue.length >= HASH_AHEAD) yield await queue.shift()!;
+  }
+  while (queue.length) yield await queue.shift()!;
+}
+const HASH_AHEAD = 16;
+
+const asReader = (expected: Manifest | ManifestReader): ManifestReader => ("batches" in expected ? expected : readerOf(expected));
 
 /**
  * A restore hands setuid/setgid bits and owners to another sandbox only when asked (`keepOwnership`). Without it
- * (`ignoreSetid`: sanitize-extracted.ts cleared the bits; mounts are nosuid) those two bits are left out of the mode
- * comparison and the answer counts the entries that had them; owners are not compared. With it, the whole mode is
- * compared, and owners too where the manifest records them (manifests made before it did: "not-in-manifest").
+ * (`ignoreSetid`: sanitize-extracted.ts cleared the bits; mounts are nosuid) those two bits of a file the manifest
+ * gives them are left out of the mode comparison and the answer counts such files; owners are not compared. With
+ * it, the whole mode is compared, and owners too where the manifest records them (manifests made before it did:
+ * "not-in-manifest").
+ *
+ * The walk and the manifest are read as streams and merged in walk order (sorted-match.ts): the agent holds
+ * neither, whatever the number of entries.
  */
-export async function checkTree(dir: string, expected: Manifest, options: { deep?: boolean; limit?: number; ignoreSetid?: boolean; keepOwnership?: boolean; sparse?: boolean } = {}): Promise<TreeCheck> {
+export async function checkTree(dir: string, expected: Manifest | ManifestReader, options: { deep?: boolean; limit?: number; ignoreSetid?: boolean; keepOwnership?: boolean; sparse?: boolean } = {}): Promise<TreeCheck> {
   const started = performance.now();
-  let actual: Manifest;
-  const walked = await walkAll(dir);
-  const allocated = new Map(walked.filter((e) => e.allocated !== undefined).map((e) => [e.path, { size: e.size, allocated: e.allocated! }]));
-  if (options.deep) actual = await takeManifest(dir);
-  else {
-    const entries: ManifestEntry[] = walked.map(({ stat: _stat, socket: _socket, allocated: _allocated, ...e }) => e);
-    actual = { version: 1, entries, totals: totalsOf(entries) };
-  }
-  const setidCleared = options.ignoreSetid && !options.keepOwnership ? expected.entries.filter((e) => e.type === "file" && e.mode & SETID).length : 0;
-  if (setidCleared) {
-    expected = { ...expected, entries: withoutSetid(expected.entries) };
-    actual = { ...actual, entries: withoutSetid(actual.entries) };
-  }
-  const fields = [...(options.deep ? [...METADATA_FIELDS, "sha256" as const] : METADATA_FIELDS), ...(options.keepOwnership ? OWNER_FIELDS : [])];
-  const comparison = compareManifests(expected, actual, options.limit ?? 20, fields);
+  const limit = options.limit ?? 20;
   const sparse = options.sparse ?? true;
-  if (sparse) {
-    for (const d of denseWhereSparse(expected, allocated)) {
-      comparison.counts.changed++;
-      comparison.equal = false;
-      if (comparison.differences.length < (options.limit ?? 20)) comparison.differences.push(d);
+  const ignoreSetid = options.ignoreSetid && !options.keepOwnership;
+  const compared = [...(options.deep ? [...METADATA_FIELDS, "sha256" as const] : METADATA_FIELDS), ...(options.keepOwnership ? OWNER_FIELDS : [])];
+  const differences: Difference[] = [];
+  const counts = { missing: 0, extra: 0, changed: 0 };
+  const note = (d: Difference) => {
+    counts[d.kind]++;
+    if (differences.length < limit) differences.push(d);
+  };
+  const seen = { setidCleared: 0, owners: false, holes: false };
+  const wanted = (async function* () {
+    for await (const batch of asReader(expected).batches()) {
+      for (const e of batch) {
+        if (ignoreSetid && e.type === "file" && e.mode & SETID) seen.setidCleared++;
+        if (e.uid !== undefined) seen.owners = true;
+        if (e.holes) seen.holes = true;
+      }
+      yield batch;
     }
+  })();
+  const dense: Difference[] = [];
+  const match = new SortedMatch<WalkEntry & { sha256?: string }>(wanted, {
+    pair(want, got) {
+      if (ignoreSetid && want.type === "file" && want.mode & SETID) {
+        want = { ...want, mode: want.mode & ~SETID };
+        got = { ...got, mode: got.mode & ~SETID };
+      }
+      const fields = compared.filter((name) => !(name === "mtime" && want.type === "symlink") && !(OWNER_FIELDS.includes(name) && want[name] === undefined))
+        .filter((name) => want[name] !== (got as unknown as Record<string, unknown>)[name])
+        .map((name) => ({ name, expected: want[name], actual: (got as unknown as Record<string, unknown>)[name] }));
+      if (fields.length) note({ path: want.path, kind: "changed", fields });
+      if (sparse && got.allocated !== undefined && want.holes) {
+        for (const d of denseWhereSparse({ version: 1, entries: [want], totals: { files: 0, dirs: 0, symlinks: 0, bytes: 0 } }, new Map([[got.path, { size: got.size, allocated: got.allocated }]]))) {
+          counts.changed++;
+          if (dense.length < limit) dense.push(d);
+        }
+      }
+    },
+    missing: (want) => note({ path: want.path, kind: "missing" }),
+    extra: (got) => note({ path: got.path, kind: "extra" }),
+  });
+  const totals = { files: 0, dirs: 0, symlinks: 0, bytes: 0 };
+  let entries = 0;
+  for await (const { stat: _stat, socket: _socket, ...got } of options.deep ? hashedWalk(dir) : walkTree(dir)) {
+    entries++;
+    if (got.type === "file") {
+      totals.files++;
+      if (!got.link) totals.bytes += got.size;
+    } else if (got.type === "dir") totals.dirs++;
+    else if (got.type === "symlink") totals.symlinks++;
+    const reading = match.add(got as WalkEntry);
+    if (reading) await reading;
   }
-  const owners = options.keepOwnership ? { owners: expected.entries.some((e) => e.uid !== undefined) ? "compared" as const : "not-in-manifest" as const } : {};
+  await match.finish();
+  differences.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  // As before: the sparse findings follow the sorted differences, within the limit.
+  for (const d of dense) if (differences.length < limit) differences.push(d);
+  const owners = options.keepOwnership ? { owners: seen.owners ? "compared" as const : "not-in-manifest" as const } : {};
   return {
-    ...comparison,
-    totals: actual.totals,
+    equal: counts.missing + counts.extra + counts.changed === 0,
+    counts,
+    differences,
+    totals,
     ms: Math.round(performance.now() - started),
-    verified: { content: options.deep ? "walk-hash" : "not-read", metadata: "walk", entries: actual.entries.length, ...(setidCleared ? { setidCleared } : {}), ...owners, ...(expected.entries.some((e) => e.holes) ? { sparse: sparse ? "compared" as const : "not-compared" as const } : {}) },
+    verified: { content: options.deep ? "walk-hash" : "not-read", metadata: "walk", entries, ...(seen.setidCleared ? { setidCleared: seen.setidCleared } : {}), ...owners, ...(seen.holes ? { sparse: sparse ? "compared" as const : "not-compared" as const } : {}) },
   };
 }
 

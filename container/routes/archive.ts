@@ -6,7 +6,7 @@ import { rm, stat } from "node:fs/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { archiveToFile, archiveToStream, archiveWithManifest, archiveWithManifestToFile } from "../archive/archive.ts";
 import { extractFromFile, extractFromStream, type ExtractVerification } from "../extract/extract.ts";
-import { agentManifestByteLimit, loadManifest } from "../manifest/manifest-file.ts";
+import { agentManifestByteLimit, loadManifest, openManifest, type ManifestReader } from "../manifest/manifest-file.ts";
 import { fetchKept } from "../manifest/manifest-kept-fetch.ts";
 import { engineBinary, preferredEngine } from "../archive/engine-pass.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
@@ -55,9 +55,24 @@ async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: st
   return { base: source ? read : undefined, baseKept, baseFrom: () => from, keep: dir && q.keepAs ? { dir, id: q.keepAs } : undefined };
 }
 
+/**
+ * A manifest named in a request, to be read as a stream by each pass that uses it; a stored one is spooled to a
+ * staging file as it arrives (checked against its record's SHA-256), removed when the request ends.
+ */
+export async function requestedManifestReader(c: Ctx, source: P.ManifestSource | undefined, field: string): Promise<ManifestReader | undefined> {
+  if (!source) return undefined;
+  if ("file" in source) return openManifest({ file: await c.path(source.file, `${field}.file`) }, field);
+  const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
+  const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
+  const spool = await c.path(stagingPath(`manifest-${randomUUID()}`, "json"), field);
+  // The base of a layer is spooled beside it (manifest-file.ts openManifest).
+  c.res.once("close", () => void Promise.all([rm(spool, { force: true }), rm(`${spool}.base`, { force: true })]).catch(() => {}));
+  return openManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field, spool);
+}
+
 /** The in-stream check a restore request asks for, if any. */
 export async function requestedVerification(c: Ctx, e: { expected?: P.ManifestSource; complete?: boolean; walk?: boolean }, field: string): Promise<ExtractVerification | undefined> {
-  const expected = await requestedManifest(c, e.expected, field);
+  const expected = await requestedManifestReader(c, e.expected, field);
   return expected ? { expected, complete: e.complete, walk: e.walk } : undefined;
 }
 

@@ -11,7 +11,7 @@ import { removeEntriesSafely } from "../extract/safe-remove.ts";
 import { compareManifests, takeManifest, type Manifest } from "../manifest/manifest.ts";
 import * as P from "../contract/protocol.ts";
 import { checkTree } from "../manifest/tree-verify.ts";
-import { requestedManifest } from "./archive.ts";
+import { requestedManifestReader } from "./archive.ts";
 import { compileSelection } from "../archive/selection.ts";
 import { ceilingOf, requestedSelection } from "./selection-request.ts";
 import { existingDir, type Routes } from "./route.ts";
@@ -66,7 +66,7 @@ export const treeRoutes: Routes = {
   "POST /v1/verify-tree": async (c) => {
     const body = await c.json(P.VerifyTreeBody);
     const dir = await existingDir(await c.path(body.path, "path"), "path");
-    const expected = (await requestedManifest(c, body.expected, "expected"))!;
+    const expected = (await requestedManifestReader(c, body.expected, "expected"))!;
     // Restores carry setuid/setgid bits and owners over only when asked (checkTree's keepOwnership).
     return checkTree(dir, expected, { deep: body.deep, limit: body.limit, ignoreSetid: true, keepOwnership: body.keepOwnership, sparse: body.sparse });
   },

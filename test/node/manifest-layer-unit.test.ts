@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadManifest, writeManifest } from "../../container/manifest/manifest-file.ts";
-import { applyLayer, walkOrder } from "../../container/manifest/manifest-layer.ts";
+import { applyLayer, applyLayerStream, walkOrder } from "../../container/manifest/manifest-layer.ts";
+import type { ManifestEntry } from "../../container/contract/protocol.ts";
 import { deltaLayer } from "../../container/archive/delta.ts";
 import { buildForkTrees, type ForkTrees } from "../fixtures/fork-trees.ts";
 
@@ -48,6 +49,14 @@ describe("applyLayer", () => {
     expect(at("h2").sha256).toBe(t.baseManifest.entries.find((e) => e.path === "h1")!.sha256);
     expect(at("t2").link).toBeUndefined();
     expect(at("t3").link).toBe("t2");
+  });
+
+  it("over a streamed base (a restore's reading) gives the same entries, hard links regrouped", async () => {
+    const streamed: ManifestEntry[] = [];
+    const base = t.baseManifest.entries;
+    const batches = (async function* () { for (let i = 0; i < base.length; i += 3) yield base.slice(i, i + 3); })();
+    for await (const batch of applyLayerStream(batches, t.layer)) streamed.push(...batch);
+    expect(streamed).toEqual(t.forkManifest.entries);
   });
 
   it("an empty layer is the base", () => {
