@@ -11,6 +11,7 @@ import { reportProgress } from "../src/snapshots/progress.ts";
 import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findBackup } from "../src/strategies/registry.ts";
+import { startCompactionIfDue } from "../src/compaction/start-compaction.ts";
 import { wallAndOverhead } from "../src/phases/phase-runner.ts";
 import { errorMessage, STEP_CONFIG, stepRunner, totalMs } from "./step-config.ts";
 
@@ -52,6 +53,11 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     // The path is free for the next run (best-effort: a lease left behind is taken over once this run has ended).
     await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.snapshotId);
     await reportProgress(d.kv, { ...progress, steps: run.steps, status: "complete" });
+    // A sleep's chain compacted in the background when due (the sleep is complete already; it does not wait).
+    if (s.delta === "overlay-upper") {
+      await step.do("compact", STEP_CONFIG.record, () => startCompactionIfDue(this.env.COMPACT_WORKFLOW, d, p.snapshotId, p.compactAfter))
+        .catch((e) => console.warn(`compaction after ${p.snapshotId} not started: ${errorMessage(e)}`));
+    }
     return { snapshotId: p.snapshotId, strategy: s.name, steps: run.steps, totalMs: totalMs(run.steps), ...wallAndOverhead(run.steps), archiveBytes: sent?.bytes ?? 0 };
   }
 }
