@@ -41,7 +41,7 @@ export const BackupRequest = z.object({
   strategy: strategyOf("backup").default(DEFAULT_BACKUP),
   /** delta strategies: the snapshot the delta is taken against */
   baseSnapshotId: RUN_ID.optional(),
-  /** overlay-delta: compact the chain in the background once it lies a multiple of this many deltas over its image (default 2: compactions.ts) */
+  /** overlay-delta: compact the chain in the background once it lies this many deltas over its image or compaction (default 4, or 8 MiB of deltas: compaction-params.ts) */
   compactAfter: z.number().int().min(1).max(MAX_OVERLAY_CHAIN).optional(),
   /** drop the sandbox's page cache before the run (cold-cache measurement), when permitted */
   dropCaches: z.boolean().default(false),

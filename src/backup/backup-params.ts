@@ -13,7 +13,7 @@ export interface BackupParams {
   baseSnapshotId?: string;
   /** a compaction (workflows/compact-workflow.ts): the overlay delta whose tree, woken and verified, this backup is */
   compacts?: string;
-  /** an overlay delta: compact its chain once it lies this many deltas over its image (absent: the default) */
+  /** an overlay delta: compact its chain once it lies this many deltas over its image or compaction (absent: the default) */
   compactAfter?: number;
   /** drop the page cache in the probe step (cold-cache runs) */
   dropCaches?: boolean;

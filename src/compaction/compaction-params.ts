@@ -3,6 +3,14 @@
 import { z } from "zod";
 import { Tenant } from "../snapshots/tenant.ts";
 
+/**
+ * A chain is compacted once a sleep lies this many deltas over its image or newest compaction (a backup's
+ * compactAfter overrides it), or once the deltas laid over it hold DEFAULT_COMPACT_BYTES: a wake pays per link
+ * (a download and an extract) and per byte extracted. docs/lifecycle.md has the measurements that chose both.
+ */
+export const DEFAULT_COMPACT_AFTER = 4;
+export const DEFAULT_COMPACT_BYTES = 8 * 2 ** 20;
+
 export const CompactParams = z.object({
   /** the overlay delta whose tree becomes a whole image */
   delta: z.string().regex(/^[a-z]{2}-\d{14}-[0-9a-f]{8}$/, "a snapshot id"),

@@ -13,9 +13,6 @@ import { tenantOf } from "./tenant.ts";
 
 const SnapshotId = z.string().regex(/^[a-z]{2}-\d{14}-[0-9a-f]{8}$/, "a snapshot id");
 
-/** A chain is compacted when the delta just recorded lies this many deltas over the chain's image (default). */
-export const DEFAULT_COMPACT_AFTER = 2;
-
 export const compactionKey = (delta: string) => `compactions/${delta}.json`;
 
 const Pointer = z.object({ id: SnapshotId, compacts: SnapshotId, at: z.string() });
