@@ -61,7 +61,10 @@ async function neededBy(d: Deps, record: SnapshotRecord): Promise<{ ids: string[
     if (compaction) return { ids: [], compaction };
   }
   const compacted = compactsOf(record);
-  if (compacted && (await readSnapshot(d.store, d.kv, compacted))) return { ids: [...new Set([...marked, ...(await listDependants(d.store, compacted))])] };
+  // A compaction no pointer names (one that failed before it was pointed at, or was replaced) is what no chain
+  // resolves through: only marks could need it.
+  const pointed = compacted !== null && (await compactionOf(d, compacted, tenantOf(record)))?.id === record.id;
+  if (pointed && (await readSnapshot(d.store, d.kv, compacted))) return { ids: [...new Set([...marked, ...(await listDependants(d.store, compacted))])] };
   return { ids: marked };
 }
 
