@@ -93,7 +93,8 @@ export function sleepWakeMarkdown(r: SleepWakeResults): string {
     const sleep = stats(deltas.map((x) => x.sleepMs));
     const done = compactions.filter((x) => x.status === "complete");
     if (compactions.length) {
-      const wall = stats(done.map((x) => x.wallMs ?? 0));
+      // A compaction whose progress lost its step times (a refused KV write) has no wall time: left out, not 0.
+      const wall = stats(done.filter((x) => x.wallMs !== undefined).map((x) => x.wallMs!));
       const upC = stats(done.map((x) => x.uploadedBytes ?? 0));
       lines.push(
         `Compactions: ${compactions.length} started, ${done.length} complete${compactions.length > done.length ? `, ${compactions.length - done.length} not (${compactions.filter((x) => x.status !== "complete").map((x) => `C${x.afterCycle} ${x.status}${x.error ? `: ${x.error}` : ""}`).join("; ")})` : ""}` +
