@@ -24,6 +24,7 @@ interface __BaseEnv_Env {
 	BACKUP_WORKFLOW: Workflow<Parameters<import("./worker").BackupWorkflow['run']>[0]['payload']>;
 	RESTORE_WORKFLOW: Workflow<Parameters<import("./worker").RestoreWorkflow['run']>[0]['payload']>;
 	CELL_WORKFLOW: Workflow<Parameters<import("./worker").BenchmarkCellWorkflow['run']>[0]['payload']>;
+	COMPACT_WORKFLOW: Workflow<Parameters<import("./worker").CompactWorkflow['run']>[0]['payload']>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {

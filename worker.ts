@@ -16,6 +16,7 @@ export { Sandbox } from "@cloudflare/sandbox";
 export { BackupWorkflow } from "./workflows/backup-workflow.ts";
 export { RestoreWorkflow } from "./workflows/restore-workflow.ts";
 export { BenchmarkCellWorkflow } from "./workflows/cell-workflow.ts";
+export { CompactWorkflow } from "./workflows/compact-workflow.ts";
 
 export default {
   async fetch(request, env) {

@@ -94,6 +94,7 @@ if (command === "bench" && values.preset === "sleep-wake") {
     changeBytes: whole(values.bytes, SLEEP_WAKE_DEFAULTS.changeBytes, "--bytes", 0),
     files: whole(values.files, SLEEP_WAKE_DEFAULTS.files, "--files", 1),
     name: values.name ?? `sleep-wake-${dataset}`, out: values.out ?? SLEEP_WAKE_DEFAULTS.out,
+    compactAfter: whole(values["compact-after"], SLEEP_WAKE_DEFAULTS.compactAfter, "--compact-after", 1),
   }));
 }
 

@@ -13,6 +13,7 @@ import { reportProgress } from "../src/snapshots/progress.ts";
 import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findBackup } from "../src/strategies/registry.ts";
+import { startCompactionIfDue } from "../src/compaction/start-compaction.ts";
 import { wallAndOverhead } from "../src/phases/phase-runner.ts";
 import { errorMessage, stepConfigs, stepRunner, totalMs } from "./step-config.ts";
 
@@ -61,6 +62,11 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
         const record = await readSnapshot(d.store, d.kv, p.snapshotId);
         return record ? await startContentCheck(this.env, d, record) : { skipped: "no record" };
       }).catch((e) => console.warn(`the content check of ${p.snapshotId} did not start: ${errorMessage(e)}`));
+    }
+    // A sleep's chain compacted in the background when due (the sleep is complete already; it does not wait).
+    if (s.delta === "overlay-upper") {
+      await step.do("compact", configs.record, () => startCompactionIfDue(this.env.COMPACT_WORKFLOW, d, p.snapshotId, p.compactAfter))
+        .catch((e) => console.warn(`compaction after ${p.snapshotId} not started: ${errorMessage(e)}`));
     }
     return { snapshotId: p.snapshotId, strategy: s.name, steps: run.steps, totalMs: totalMs(run.steps), ...wallAndOverhead(run.steps), archiveBytes: sent?.bytes ?? 0 };
   }

@@ -42,7 +42,7 @@ import { cancelRun } from "../runs/cancel-run.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
-import { chainOf, chainOver } from "../snapshots/overlay-chain.ts";
+import { chainOver, readOverlayChain } from "../snapshots/overlay-chain.ts";
 import { runDoctor } from "../doctor/doctor.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
 import { defaultMarks, defaultRestore } from "./default-restore.ts";
@@ -50,6 +50,7 @@ import { checkBearer, json, parseBody } from "./http.ts";
 import { checkResultsLink, RESULTS_LINK_TTL_SECONDS, resultsPageHeaders, signResultsLink } from "./results-link.ts";
 import { resultsPage } from "./results-page.ts";
 import { snapshotRoutes } from "./snapshot-routes.ts";
+import { compactionRoutes } from "./compaction-routes.ts";
 import { BackupRequest, DatasetRequest, RestoreRequest, RUN_ID } from "./schemas.ts";
 
 type Handler = (req: Request, env: Env, d: Deps, params: Record<string, string>) => Promise<Response>;
@@ -187,8 +188,9 @@ const routes: [string, string, Handler][] = [
     // caller that the id exists. Snapshots from before tenants are the default tenant's.
     const snapshot = found && tenantOf(found) === body.tenant ? found : null;
     if (!snapshot) throw apiError("not_found", `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
-    // An overlay delta is restored over its chain's image: its format says which restores can mount it.
-    const base = snapshot.delta?.kind === "overlay-upper" ? await readSnapshot(d.store, d.kv, chainOf(snapshot)[0]!) : null;
+    // An overlay delta is restored over its chain's image (or the compaction it resolves through): its format says
+    // which restores can mount it.
+    const base = snapshot.delta?.kind === "overlay-upper" ? (await readOverlayChain(d, snapshot)).image : null;
     const fits = restoresForSnapshot(snapshot, base?.format);
     // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
     const strategy = body.strategy ?? defaultRestore(fits)?.name;
@@ -251,6 +253,7 @@ const routes: [string, string, Handler][] = [
   }],
 
   ...snapshotRoutes,
+  ...compactionRoutes,
 ];
 
 const compiled = routes.map(([method, pattern, handler]) => ({ method, pattern: new URLPattern({ pathname: pattern }), handler }));

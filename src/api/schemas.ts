@@ -1,6 +1,6 @@
 // Everything that crosses the API, as zod schemas.
 import { z } from "zod";
-import { DatasetBody, SANDBOX_ID, SandboxPath, SelectionSpec } from "../../container/contract/protocol.ts";
+import { DatasetBody, MAX_OVERLAY_CHAIN, SANDBOX_ID, SandboxPath, SelectionSpec } from "../../container/contract/protocol.ts";
 import { AGENT_AREA } from "../../container/contract/sandbox-layout.ts";
 import { Duration, Labels, SnapshotName } from "../snapshots/snapshot-meta.ts";
 import { DEFAULT_TENANT, Tenant } from "../snapshots/tenant.ts";
@@ -41,6 +41,8 @@ export const BackupRequest = z.object({
   strategy: strategyOf("backup").default(DEFAULT_BACKUP),
   /** delta strategies: the snapshot the delta is taken against */
   baseSnapshotId: RUN_ID.optional(),
+  /** overlay-delta: compact the chain in the background once it lies this many deltas over its image or compaction (default 4, or 8 MiB of deltas: compaction-params.ts) */
+  compactAfter: z.number().int().min(1).max(MAX_OVERLAY_CHAIN).optional(),
   /** drop the sandbox's page cache before the run (cold-cache measurement), when permitted */
   dropCaches: z.boolean().default(false),
   tuning: Tuning.optional(),

@@ -11,6 +11,10 @@ export interface BackupParams {
   tenant?: string;
   /** delta strategies: the snapshot this one applies on top of */
   baseSnapshotId?: string;
+  /** a compaction (workflows/compact-workflow.ts): the overlay delta whose tree, woken and verified, this backup is */
+  compacts?: string;
+  /** an overlay delta: compact its chain once it lies this many deltas over its image or compaction (absent: the default) */
+  compactAfter?: number;
   /** drop the page cache in the probe step (cold-cache runs) */
   dropCaches?: boolean;
   /** multipart paths: part size and parts in flight */

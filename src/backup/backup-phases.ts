@@ -121,6 +121,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     ...(sent.chunks ? { chunks: chunkRecordOf(sent.chunks) } : {}),
     ...(delta ? { delta: { kind: "changed-files" as const, base: p.baseSnapshotId!, changed: delta.changed, deleted: delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),
     ...(archived.archiveRoot ? { delta: { kind: "overlay-upper" as const, base: p.baseSnapshotId!, ...(archived.chain ? { chain: archived.chain } : {}) } } : {}),
+    ...(p.compacts ? { compacts: p.compacts } : {}),
     ...(p.name ? { name: p.name } : {}),
     ...(p.labels ? { labels: p.labels } : {}),
     ...(p.ttl ? { expiresAt: new Date(now.getTime() + p.ttl * 1000).toISOString() } : {}),

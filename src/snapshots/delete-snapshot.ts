@@ -1,7 +1,9 @@
 // Deleting a snapshot: its record, its objects (archive, manifest, deleted.json, marks), its mark on its base and
-// its KV entry. Refused (snapshot_in_use, 409, naming them) while deltas build on it — unless cascade, which
+// its KV entry. Refused (snapshot_in_use, 409, naming them) while deltas need it — unless cascade, which
 // deletes the dependants first, deepest first — or while a restore holds a lease on it (or on a dependant that
-// cascade would delete).
+// cascade would delete). An overlay delta with a compaction is needed by none of its dependants (they resolve
+// through the compaction, which their marks move to); a compaction is needed while deltas resolve through it
+// (neededBy below).
 //
 // Order, so that a snapshot never half-exists for readers and races are caught:
 //   1. check dependants and leases (the common refusal, before anything changes)
@@ -14,10 +16,12 @@
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { KV_KEYS } from "../kv-keys.ts";
-import { listDependants, removeDependant } from "./dependants.ts";
+import { compactionOf, compactsOf, removeCompactionPointer } from "./compactions.ts";
+import { addDependant, listDependants, removeDependant } from "./dependants.ts";
 import { putJson, readSnapshot, snapshotRecordKey, type SnapshotRecord } from "./records.ts";
 import { releaseChunks } from "./release-chunks.ts";
 import { activeLeases } from "./restore-leases.ts";
+import { tenantOf } from "./tenant.ts";
 
 export interface DeleteResult {
   /** in the order deleted: dependants before what they build on */
@@ -44,29 +48,60 @@ async function refuseIfHeld(d: Deps, ids: string[]): Promise<void> {
   }
 }
 
-async function refuseIfDependants(d: Deps, id: string): Promise<void> {
-  const dependants = await listDependants(d.store, id);
-  if (dependants.length) {
-    throw new SnapflowError("snapshot_in_use", `snapshot ${id} is the base of ${dependants.join(", ")} (deltas that build on it); delete those first, or pass cascade: true to delete them with it`, { field: "id" });
+/**
+ * The snapshots that still need `record` (compactions.ts): its dependants — unless it is an overlay delta with a
+ * compaction, through which they all resolve; a compaction is needed by the deltas marked on it (moved there when the
+ * delta it compacts was deleted) and, while that delta exists, by its dependants (a sleep over a compacted delta
+ * records the compaction alone as its chain).
+ */
+async function neededBy(d: Deps, record: SnapshotRecord): Promise<{ ids: string[]; compaction?: SnapshotRecord }> {
+  const marked = await listDependants(d.store, record.id);
+  if (marked.length && record.delta?.kind === "overlay-upper") {
+    const compaction = await compactionOf(d, record.id, tenantOf(record));
+    if (compaction) return { ids: [], compaction };
   }
+  const compacted = compactsOf(record);
+  // A compaction no pointer names (one that failed before it was pointed at, or was replaced) is what no chain
+  // resolves through: only marks could need it.
+  const pointed = compacted !== null && (await compactionOf(d, compacted, tenantOf(record)))?.id === record.id;
+  if (pointed && (await readSnapshot(d.store, d.kv, compacted))) return { ids: [...new Set([...marked, ...(await listDependants(d.store, compacted))])] };
+  return { ids: marked };
 }
 
-/** Deletes one snapshot whose dependants are gone (steps 2–4 above). */
+async function refuseIfDependants(d: Deps, record: SnapshotRecord): Promise<{ compaction?: SnapshotRecord }> {
+  const needed = await neededBy(d, record);
+  if (needed.ids.length) {
+    const what = compactsOf(record) ? `the compaction ${needed.ids.join(", ")} resolve through` : `the base of ${needed.ids.join(", ")} (deltas that build on it)`;
+    throw new SnapflowError("snapshot_in_use", `snapshot ${record.id} is ${what}; delete those first, or pass cascade: true to delete them with it`, { field: "id" });
+  }
+  return needed;
+}
+
+/** Deletes one snapshot whose dependants are gone, or resolve through its compaction (steps 2–4 above). */
 async function deleteOne(d: Deps, record: SnapshotRecord): Promise<void> {
-  await refuseIfDependants(d, record.id);
+  await refuseIfDependants(d, record);
   await refuseIfHeld(d, [record.id]);
   await releaseChunks(d, record);
   await d.store.delete(snapshotRecordKey(record.id));
+  let covered: SnapshotRecord | undefined;
   try {
-    await refuseIfDependants(d, record.id);
+    covered = (await refuseIfDependants(d, record)).compaction;
     await refuseIfHeld(d, [record.id]);
   } catch (e) {
     await putJson(d.store, snapshotRecordKey(record.id), record);
     throw e;
   }
+  // Its dependants now need its compaction: their marks move there before its own go with its objects.
+  if (covered) for (const id of await listDependants(d.store, record.id)) await addDependant(d.store, covered.id, id);
   await d.kv.delete(KV_KEYS.snapshot(record.id));
   await deleteObjects(d, `snapshots/${record.id}/`);
   if (record.delta) await removeDependant(d.store, record.delta.base, record.id);
+  // A delta over a compacted parent that was deleted: its mark moved to the compaction.
+  if (record.delta?.kind === "overlay-upper") {
+    const c = await compactionOf(d, record.delta.base, tenantOf(record));
+    if (c) await removeDependant(d.store, c.id, record.id);
+  }
+  if (compactsOf(record)) await removeCompactionPointer(d.store, record);
 }
 
 async function deleteObjects(d: Deps, prefix: string): Promise<number> {
@@ -89,8 +124,9 @@ export async function deleteSnapshot(d: Deps, id: string, options: { cascade?: b
     if (!indexed && !leftovers) throw new SnapflowError("not_found", `snapshot ${id} does not exist`, { field: "id" });
     return { deleted: [id] };
   }
-  const dependants = await dependantsDeepestFirst(d, id);
-  if (dependants.length && !options.cascade) await refuseIfDependants(d, id);
+  // Without cascade, dependants that resolve through a compaction of it stay (deleteOne moves their marks).
+  const dependants = options.cascade ? await dependantsDeepestFirst(d, id) : [];
+  if (!options.cascade) await refuseIfDependants(d, record);
   await refuseIfHeld(d, [...dependants, id]);
   const deleted: string[] = [];
   for (const dep of dependants) {

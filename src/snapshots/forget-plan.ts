@@ -6,7 +6,10 @@
 //     keepWeekly n  the newest of each of the n newest ISO weeks that have snapshots
 //     anything no rule keeps goes
 //   without a policy, a snapshot stays; with a ttl, it goes once expired, whatever a policy says
-//   then: a snapshot that a kept one builds on (a delta's base, and its base…) stays, "base of <id>"
+//   then: a snapshot that a kept one builds on (a delta's base, and its base…) stays, "base of <id>" — down to
+//   the first base with a compaction (compactions.ts): that compaction stays instead, "compaction under <id>",
+//   and what lies below it is not needed by the kept one
+//   a compaction belongs to no policy group: it stays while a kept snapshot resolves through it, else goes
 //
 // Removals come dependants first (deepest delta chain first), so each delete finds no dependants left.
 import type { SnapshotSummary } from "./records.ts";
@@ -62,7 +65,9 @@ export function planForget(snapshots: SnapshotSummary[], policies: Policy[], now
   const removal = new Map<string, string>();
 
   const groups = new Map<string, SnapshotSummary[]>();
+  const compactionOf = new Map(snapshots.filter((s) => s.compacts).map((s) => [s.compacts!, s.id]));
   for (const s of snapshots) {
+    if (s.compacts) continue;
     if (s.expiresAt && Date.parse(s.expiresAt) <= now) {
       removal.set(s.id, `expired at ${s.expiresAt}`);
       continue;
@@ -83,14 +88,21 @@ export function planForget(snapshots: SnapshotSummary[], policies: Policy[], now
     for (const s of newestFirst) if (!reasons.get(s.id)!.length) removal.set(s.id, `not kept by the policy for ${p.sandboxId}:${p.path}`);
   }
 
-  // A kept snapshot's bases stay, whatever took them off the list.
+  // A kept snapshot's bases stay, whatever took them off the list, down to a compacted one: its compaction stays.
   for (const s of snapshots) {
-    if (removal.has(s.id)) continue;
-    for (let base = s.base, child = s.id; base && byId.has(base); child = base, base = byId.get(base)!.base) {
+    if (removal.has(s.id) || s.compacts) continue;
+    for (let base = s.base, child = s.id; base; child = base, base = byId.get(base)?.base) {
+      const compaction = compactionOf.get(base);
+      if (compaction) {
+        reasons.get(compaction)!.push(`compaction under ${child}`);
+        break;
+      }
+      if (!byId.has(base)) break;
       reasons.get(base)!.push(`base of ${child}`);
       removal.delete(base);
     }
   }
+  for (const s of snapshots) if (s.compacts && !reasons.get(s.id)!.length) removal.set(s.id, `compaction of ${s.compacts}, which no kept snapshot resolves through`);
 
   const depth = (id: string) => {
     let n = 0;

@@ -60,6 +60,8 @@ export interface SnapshotRecord {
    * overlay-chain.ts.
    */
   delta?: { kind: "changed-files"; base: string; changed: number; deleted: number; deletedKey: string } | { kind: "overlay-upper"; base: string; chain?: string[]; deletedKey?: undefined };
+  /** a compaction (compactions.ts): this whole image is the tree of that overlay delta, and its chain resolves through it */
+  compacts?: string;
   name?: string;
   labels?: Labels;
   /** from the backup's ttl: the cron trigger deletes the snapshot after this (unless a kept snapshot builds on it) */
@@ -100,6 +102,8 @@ export type SnapshotSummary = Pick<SnapshotRecord, "id" | "createdAt" | "strateg
   archiveBytes: number; files: number; bytes: number;
   /** a delta: the snapshot it builds on */
   base?: string;
+  /** a compaction: the overlay delta whose tree it is (compactions.ts) */
+  compacts?: string;
 };
 
 /** KV refuses list metadata over 1024 bytes: a longer summary (a long path) is kept as the value only. */
@@ -112,6 +116,7 @@ export function summaryOf(record: SnapshotRecord): SnapshotSummary {
     archiveBytes: record.chunks?.imageBytes ?? record.archive.bytes, files: record.manifest.files, bytes: record.manifest.bytes,
     ...(record.name ? { name: record.name } : {}), ...(record.labels && Object.keys(record.labels).length ? { labels: record.labels } : {}),
     ...(record.expiresAt ? { expiresAt: record.expiresAt } : {}), ...(record.delta ? { base: record.delta.base } : {}),
+    ...(record.compacts ? { compacts: record.compacts } : {}),
   };
 }
 

@@ -56,4 +56,18 @@ describe("planForget", () => {
     expect(isoWeek(new Date("2027-01-01T00:00:00Z"))).toBe("2026-W53");
     expect(isoWeek(new Date("2025-12-29T00:00:00Z"))).toBe("2026-W01");
   });
+
+  it("a kept delta's bases stay down to a compacted one, whose compaction stays instead; a compaction nothing kept resolves through goes", () => {
+    const snaps = [
+      snap("img", "2026-11-23T01:00:00Z"),
+      snap("d1", "2026-11-23T02:00:00Z", { base: "img" }),
+      snap("d2", "2026-11-23T03:00:00Z", { base: "d1" }),
+      snap("d3", "2026-11-23T04:00:00Z", { base: "d2" }),
+      snap("c1", "2026-11-23T03:30:00Z", { compacts: "d1", source: { sandboxId: "compactor-x", path: "/workspace/tree" } }),
+      snap("c0", "2026-11-23T02:30:00Z", { compacts: "gone", source: { sandboxId: "compactor-y", path: "/workspace/tree" } }),
+    ];
+    const p = planForget(snaps, [policy({ keepLast: 1 })], NOW);
+    expect(Object.fromEntries(p.kept.map((k) => [k.id, k.reasons]))).toEqual({ d3: ["last 1 of 1"], d2: ["base of d3"], c1: ["compaction under d2"] });
+    expect(p.removed.map((r) => r.id).sort()).toEqual(["c0", "d1", "img"]);
+  });
 });

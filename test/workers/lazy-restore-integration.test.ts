@@ -235,7 +235,8 @@ describe("squashfs-chunked → lazy restores", () => {
     // A fork of the fork: the restore laid the child's delta read-only under an empty upper, so the grandchild's
     // delta holds only its own change, over the child (overlay-chain.ts).
     await putFile(dst, `${APP}/zz-fork/second.txt`, "the second fork's work\n");
-    const grandchild = await run("backup", { sandboxId: dst, path: APP, strategy: "overlay-delta", baseSnapshotId: child.snapshotId });
+    // (compactAfter: no background compaction of this short chain; overlay-chain-integration tests that)
+    const grandchild = await run("backup", { sandboxId: dst, path: APP, strategy: "overlay-delta", baseSnapshotId: child.snapshotId, compactAfter: 32 });
     const grandchildRecord = await record(grandchild.snapshotId);
     expect(grandchildRecord.delta).toEqual({ kind: "overlay-upper", base: child.snapshotId, chain: [parent.snapshotId, child.snapshotId] });
     expect(grandchildRecord.archive.bytes).toBeLessThan(childRecord.archive.bytes);

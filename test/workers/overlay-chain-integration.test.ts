@@ -7,7 +7,8 @@
 import { env } from "cloudflare:workers";
 import { afterAll, expect, it } from "vitest";
 import { MAX_OVERLAY_CHAIN } from "../../container/contract/protocol.ts";
-import { agent, api, freshSandbox, putFile as put, runWorkflow as run, testStore } from "./helpers.ts";
+import { introspectWorkflow } from "cloudflare:test";
+import { agent, api, armStoreFault, firedStoreFaults, freshSandbox, putFile as put, runWorkflow as run, testStore } from "./helpers.ts";
 
 const PATH = "/workspace/app";
 const used: string[] = [];
@@ -84,7 +85,8 @@ it("three sleep/wake cycles: each wake equals what slept, each sleep uploads its
       expect(wrong.error).toContain(`was woken from ${latest}`);
     }
     // Sleep: only the upper, with the woken snapshot as its parent.
-    const sleep = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: latest });
+    // (compactAfter: this chain is not compacted; the test below compacts one)
+    const sleep = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: latest, compactAfter: MAX_OVERLAY_CHAIN });
     const record = (await api("GET", `/api/snapshots/${sleep.snapshotId}`)).json;
     expect(record.delta.base).toBe(latest);
     chains.push(record.delta.chain);
@@ -144,4 +146,84 @@ it("a chain past MAX_OVERLAY_CHAIN deltas, or with a link missing, is refused", 
   const broken = await api("POST", "/api/backups", body(id(8)));
   expect(broken.status).toBe(422);
   expect(broken.json.error.message).toContain(id(5));
+});
+
+it("a chain compacted in the background: wakes resolve through the compaction and equal what slept, the compacted links can go, a failed compaction changes nothing", { timeout: 600_000 }, async () => {
+  await using compactions = await introspectWorkflow(env.COMPACT_WORKFLOW);
+  await compactions.modifyAll(async (m) => m.disableRetryDelays());
+  const src = freshSandbox("cmp-src");
+  used.push(src);
+  await agent(src, "POST", "/v1/datasets", { path: PATH, kind: "node-modules", seed: 25, files: 150, bytes: 3 * 2 ** 20 });
+  const image = await run("backup", { sandboxId: src, path: PATH, strategy: "squashfs-chunked" });
+  let latest: string = image.snapshotId;
+  let slept = await walk(src);
+  const wake = async (label: string, layers: number) => {
+    const work = freshSandbox(label);
+    used.push(work);
+    const woken = await run("restore", { snapshotId: latest, sandboxId: work, path: PATH, strategy: "lazy-overlay-restore" });
+    expect(woken.steps.transfer.layers, `${label}: layers laid`).toBe(layers);
+    expect(await walk(work)).toEqual(slept);
+    return work;
+  };
+  const sleep = async (work: string, compactAfter: number) => {
+    const s = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: latest, compactAfter });
+    slept = await walk(work);
+    latest = s.snapshotId;
+    return (await api("GET", `/api/snapshots/${s.snapshotId}`)).json;
+  };
+
+  // Two sleeps, not compacted as they go (compactAfter past their depth): d2's record names the chain [image, d1].
+  // d2 deletes a file d1 made and a directory d1 made, then makes it again (a whiteout and an opaque directory).
+  const w1 = await wake("cmp-w1", 1);
+  await put(w1, `${PATH}/c1/kept.txt`, "cycle 1\n");
+  await put(w1, `${PATH}/c1/dir/a.txt`, await noise("c1", 64 * 1024));
+  const d1 = await sleep(w1, MAX_OVERLAY_CHAIN);
+  const w2 = await wake("cmp-w2", 2);
+  await del(w2, "c1/kept.txt");
+  await del(w2, "c1/dir");
+  await put(w2, `${PATH}/c1/dir/again.txt`, "made again in cycle 2\n");
+  await put(w2, `${PATH}/c2/new.txt`, await noise("c2", 64 * 1024));
+  const d2 = await sleep(w2, MAX_OVERLAY_CHAIN);
+  expect(d2.delta.chain).toEqual([image.snapshotId, d1.id]);
+
+  // d1 compacted (the Workflow a sleep starts when due, started here for d1 alone).
+  expect((await api("GET", `/api/compactions/${d1.id}`)).json.status).toBe("none");
+  await env.COMPACT_WORKFLOW.create({ id: `cp-${d1.id.slice(3)}`, params: { delta: d1.id, tenant: "default" } });
+  await (await compactions.get())[0]!.waitForStatus("complete");
+  const c1 = (await api("GET", `/api/compactions/${d1.id}`)).json;
+  expect(c1.status).toBe("complete");
+  expect(c1.compaction.compacts).toBe(d1.id);
+
+  // d2 now wakes as [C(d1), d2]: its whiteout and opaque directory apply over the compaction's tree as over d1's.
+  const w3 = await wake("cmp-w3", 2);
+  // Its sleep records the chain as it resolved, and lies 2 deltas over the compaction: its own compaction is
+  // started — and fails (the store refuses its index): nothing is recorded, nothing points at it.
+  await put(w3, `${PATH}/c3/new.txt`, await noise("c3", 64 * 1024));
+  const failing = { match: ["/snapshots/cp-", "archive.sqsh.index.json"], method: "PUT", action: "status" as const, status: 500, times: 1000 };
+  await armStoreFault(failing);
+  let d3;
+  try {
+    d3 = await sleep(w3, 2);
+    expect(d3.delta.chain).toEqual([c1.id, d2.id]);
+    const instances = await compactions.get();
+    expect(instances).toHaveLength(2);
+    await instances[1]!.waitForStatus("errored");
+    const failed = (await api("GET", `/api/compactions/${d3.id}`)).json;
+    expect(failed.status).toBe("errored");
+    expect(failed.compaction).toBeUndefined();
+    expect((await api("GET", `/api/snapshots/${failed.id}`)).status).toBe(404);
+    expect((await firedStoreFaults(failed.id)).length).toBeGreaterThan(0);
+  } finally {
+    await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__faults?match=${encodeURIComponent(failing.match[0]!)}`, { method: "DELETE" });
+  }
+  await wake("cmp-w4", 3);
+
+  // The compaction is needed while deltas resolve through it; the links it covers are not, and go (d1 was needed
+  // only by d2, the image only by d1); d3 still wakes, from the compaction and the layers after it.
+  const refused = await api("DELETE", `/api/snapshots/${c1.id}`);
+  expect(refused.status).toBe(409);
+  expect(refused.json.error.message).toContain(d2.id);
+  for (const id of [d1.id, image.snapshotId]) expect((await api("DELETE", `/api/snapshots/${id}`)).status, id).toBe(200);
+  await wake("cmp-w5", 3);
+  expect((await api("DELETE", `/api/snapshots/${c1.id}`)).status).toBe(409);
 });

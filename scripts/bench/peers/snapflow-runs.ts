@@ -47,9 +47,9 @@ async function follow(api: Api, kind: SnapflowRun["kind"], id: string, t0: numbe
 
 export function snapflowRuns(api: Api) {
   return {
-    async backup(sandboxId: string, strategy: string, baseSnapshotId?: string): Promise<SnapflowRun> {
+    async backup(sandboxId: string, strategy: string, baseSnapshotId?: string, extra: Record<string, unknown> = {}): Promise<SnapflowRun> {
       const t0 = performance.now();
-      const b = await api.startBackup({ sandboxId, path: "/workspace", strategy, ...(baseSnapshotId ? { baseSnapshotId } : {}) });
+      const b = await api.startBackup({ sandboxId, path: "/workspace", strategy, ...(baseSnapshotId ? { baseSnapshotId } : {}), ...extra });
       const run = await follow(api, "backup", b.id, t0);
       return { ...run, snapshotId: run.snapshotId ?? b.snapshotId };
     },

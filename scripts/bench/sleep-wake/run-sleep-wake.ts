@@ -6,13 +6,19 @@
 //           an independent walk of what slept (tree-digest.ts, hashes included); change it (cycle-change.ts);
 //           sleep it (overlay-delta over the woken snapshot): wall time, bytes uploaded, the chain's depth; the
 //           store's total against the base plus the sum of the changes.
-//   depth   a chain holds at most MAX_OVERLAY_CHAIN deltas and compaction is not built: a sleep that would pass it
-//           is a whole squashfs-chunked backup instead (its new chunks uploaded), and the next chain starts there.
+//   compact a sleep whose chain lies --compact-after deltas over its image (or compaction), or whose deltas there
+//           hold 8 MiB, starts a background compaction (workflows/compact-workflow.ts), never waited for: each cycle shows the depth a
+//           wake resolved to (deltas laid over the image or the newest compaction), and the compactions that ended
+//           during it (how long, bytes uploaded: counted in the store, not in the sleep's upload)
+//   gc      at the end: the compactions still running awaited, every snapshot the tip does not need deleted, the
+//           chunks nothing references collected; the store measured again, and the tip woken once more (exact?)
 // Each operation after a `sync`. Exit 1 when a woken tree differs or a step fails.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { MAX_OVERLAY_CHAIN } from "../../../container/contract/protocol.ts";
+import { DEFAULT_COMPACT_AFTER } from "../../../src/compaction/compaction-params.ts";
+import { collectAllButTip, compactionWatch } from "./compaction-watch.ts";
 import { apiClient } from "../../cli/api-client.ts";
 import { machineDescription } from "../matrix-bench.ts";
 import { removePrivateStackData } from "../../stack/private-stack-data.ts";
@@ -35,9 +41,11 @@ export interface SleepWakeOptions {
   files: number;
   name: string;
   out: string;
+  /** compact a chain once a sleep lies this many deltas over its image or compaction (the API's compactAfter) */
+  compactAfter: number;
 }
 
-export const SLEEP_WAKE_DEFAULTS: SleepWakeOptions = { dataset: "npm-workspace", cycles: 100, changeBytes: 10_000_000, files: 5000, name: "sleep-wake-npm-workspace", out: join(PROJECT, "results") };
+export const SLEEP_WAKE_DEFAULTS: SleepWakeOptions = { dataset: "npm-workspace", cycles: 100, changeBytes: 10_000_000, files: 5000, name: "sleep-wake-npm-workspace", out: join(PROJECT, "results"), compactAfter: DEFAULT_COMPACT_AFTER };
 
 const WAKE = "lazy-overlay-restore";
 const SLEEP = "overlay-delta";
@@ -81,7 +89,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     const baseChunks = base.raw.transfer?.chunks as { imageBytes: number; uploadedBytes: number };
     const results: SleepWakeResults = {
       name: o.name, date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), dataset: o.dataset,
-      bytes: bytes!, entries: entries!, changeBytes: o.changeBytes, maxDepth: MAX_OVERLAY_CHAIN, firstUse: firstUse.command,
+      bytes: bytes!, entries: entries!, changeBytes: o.changeBytes, maxDepth: MAX_OVERLAY_CHAIN, compactAfter: o.compactAfter, firstUse: firstUse.command,
       base: { ms: base.wallMs, imageBytes: baseChunks.imageBytes, uploadedBytes: baseChunks.uploadedBytes, storedBytes: await storeTotal() },
       cycles: [], errors, load: { start: loadavg(), end: [], cores: cpus().length },
     };
@@ -89,40 +97,73 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     let slept: TreeDigest = await digestTree(dir);
     await api.destroySandbox(source).catch(() => {});
     let latest = base.snapshotId!;
-    let depth = 0;
     let changed = 0;
+    const watch = compactionWatch(api);
+    // Every snapshot made, oldest first (the garbage collection at the end keeps what the tip needs).
+    const made = [latest];
+    const runStarted = performance.now();
 
     for (let k = 1; k <= o.cycles; k++) {
       const sandbox = `${source}-${k}`;
       try {
         await sh("sync");
         const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE, marker: firstUse.marker, command: firstUse.command });
+        // The deltas the wake laid over its image or compaction: the depth as resolved.
+        const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
         const diff = compareDigests(slept, await digestTree(workspace(sandbox)));
         if (diff.count) errors.push(`cycle ${k}: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
         const written = await applyCycleChange(workspace(sandbox), k, o.changeBytes, baseChoices);
         changed += written;
         await sh("sync");
-        // Past the bound a delta is refused (overlay-chain.ts): the workspace is backed up whole instead.
-        const rebase = depth >= MAX_OVERLAY_CHAIN;
-        const sleep = rebase ? await snap.backup(sandbox, CHUNKED_BACKUP) : await snap.backup(sandbox, SLEEP, latest);
-        const uploaded = rebase ? (sleep.raw.transfer?.chunks as { uploadedBytes: number }).uploadedBytes : (sleep.raw.transfer?.bytes as number);
+        const sleep = await snap.backup(sandbox, SLEEP, latest, { compactAfter: o.compactAfter });
+        const uploaded = sleep.raw.transfer?.bytes as number;
         const manifestBytes = (sleep.raw.archive?.manifest as { manifestBytes?: number } | undefined)?.manifestBytes ?? 0;
+        const depth = ((sleep.raw.archive as { layer?: { depth?: number } } | undefined)?.layer?.depth) ?? 0;
+        const rebase = false;
+        const startedCompaction = await watch.afterSleep(sleep.snapshotId!, k);
         slept = await digestTree(workspace(sandbox));
-        depth = rebase ? 0 : depth + 1;
         latest = sleep.snapshotId!;
+        made.push(latest);
+        const compactionsEnded = await watch.ended(k);
+        for (const c of compactionsEnded) if (c.status === "complete") made.push(c.id);
         const row = {
           cycle: k, usableSeenMs: woke.usableSeenMs, usableMs: woke.usableMs, firstUseMs: woke.commandMs, firstUseDoneMs: woke.firstUseDoneMs, completeMs: woke.completeMs, toUsable: woke.toUsable ?? {},
           differences: diff.count,
-          changedBytes: written, sleepMs: sleep.wallMs, uploadedBytes: uploaded, manifestBytes, depth, rebase, storedBytes: await storeTotal(), changedTotal: changed,
+          changedBytes: written, sleepMs: sleep.wallMs, uploadedBytes: uploaded, manifestBytes, depth, resolvedDepth, rebase, storedBytes: await storeTotal(), changedTotal: changed,
+          ...(startedCompaction ? { compactionStarted: startedCompaction.id } : {}),
+          compactionsEnded: compactionsEnded.map((c) => ({ id: c.id, delta: c.delta, afterCycle: c.afterCycle, status: c.status, wallMs: c.wallMs, uploadedBytes: c.uploadedBytes })),
+          atMs: Math.round(performance.now() - runStarted),
         };
         results.cycles.push(row);
-        log(`sleep-wake: cycle ${k}: usable ${woke.usableSeenMs} ms, first use ${woke.commandMs} ms, complete ${woke.completeMs} ms${diff.count ? `, ${diff.count} DIFFERENCES` : ", exact"}; sleep ${sleep.wallMs} ms, ${(uploaded / 1e6).toFixed(2)} MB up${rebase ? " (whole: the chain was full)" : ""}, depth ${depth}, store ${(row.storedBytes / 1e6).toFixed(1)} MB`);
+        log(`sleep-wake: cycle ${k}: woke at depth ${resolvedDepth}: usable ${woke.usableSeenMs} ms, first use ${woke.commandMs} ms, complete ${woke.completeMs} ms${diff.count ? `, ${diff.count} DIFFERENCES` : ", exact"}; sleep ${sleep.wallMs} ms, ${(uploaded / 1e6).toFixed(2)} MB up, chain depth ${depth}${startedCompaction ? `, compaction ${startedCompaction.id} started` : ""}, store ${(row.storedBytes / 1e6).toFixed(1)} MB` +
+          compactionsEnded.map((c) => `; compaction of cycle ${c.afterCycle} ${c.status} in ${((c.wallMs ?? 0) / 1000).toFixed(1)} s, ${((c.uploadedBytes ?? 0) / 1e6).toFixed(1)} MB up${c.error ? ` (${c.error})` : ""}`).join(""));
       } catch (e) {
         errors.push(`cycle ${k}: ${(e as Error).message}`);
         log(`sleep-wake: cycle ${k} FAILED: ${(e as Error).message}`);
         break;
       } finally {
         await snap.dispose(sandbox, true).catch(() => api.destroySandbox(sandbox).catch(() => {}));
+      }
+    }
+    // The end: compactions still running awaited, then what the tip does not need deleted and the chunks collected.
+    await watch.drain(10 * 60_000);
+    for (const c of watch.runs) if (c.endedBy === 0 && c.status === "complete") made.push(c.id);
+    results.compactions = watch.runs;
+    if (results.cycles.length) {
+      try {
+        const before = await storeTotal();
+        const gc = await collectAllButTip(api, latest, made);
+        const after = await storeTotal();
+        const sandbox = `${source}-after-gc`;
+        const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE, marker: firstUse.marker, command: firstUse.command });
+        const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
+        const diff = compareDigests(slept, await digestTree(workspace(sandbox)));
+        if (diff.count) errors.push(`after gc: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
+        await snap.dispose(sandbox, true).catch(() => api.destroySandbox(sandbox).catch(() => {}));
+        results.gc = { storedBefore: before, storedAfter: after, deleted: gc.deleted.length, kept: gc.kept, wake: { usableSeenMs: woke.usableSeenMs, resolvedDepth, differences: diff.count } };
+        log(`sleep-wake: gc: ${gc.deleted.length} snapshots deleted, kept ${gc.kept.join(", ")}; store ${(before / 1e6).toFixed(1)} → ${(after / 1e6).toFixed(1)} MB; the tip woke at depth ${resolvedDepth} in ${woke.usableSeenMs} ms${diff.count ? `, ${diff.count} DIFFERENCES` : ", exact"}`);
+      } catch (e) {
+        errors.push(`gc: ${(e as Error).message}`);
       }
     }
     results.load.end = loadavg();
