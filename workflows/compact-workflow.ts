@@ -22,6 +22,7 @@ import { SnapflowError } from "../src/errors.ts";
 import type { RestoreParams, RestoreProbeResult } from "../src/restore/restore-params.ts";
 import { cleanupRestore } from "../src/restore/restore-phases.ts";
 import { runRestorePhases } from "../src/restore/run-restore.ts";
+import { recordContentChecked } from "../src/restore/content-check.ts";
 import { pointCompaction } from "../src/snapshots/compactions.ts";
 import { deleteSnapshot } from "../src/snapshots/delete-snapshot.ts";
 import { reportProgress } from "../src/snapshots/progress.ts";
@@ -68,6 +69,9 @@ export class CompactWorkflow extends WorkflowEntrypoint<Env, CompactParams> {
         if (a.files !== b.files || a.dirs !== b.dirs || a.symlinks !== b.symlinks || a.bytes !== b.bytes) {
           throw new SnapflowError("snapshot_unusable", `compaction ${compactionId} holds ${b.files} files, ${b.dirs} dirs, ${b.bytes} bytes; ${p.delta}'s tree ${a.files}, ${a.dirs}, ${a.bytes}`);
         }
+        // Made here, in a sandbox of ours, from a tree just verified file by file against the delta's manifest: its
+        // content needs no second check on the wakes that resolve through it (src/restore/content-check.ts).
+        await recordContentChecked(d, { snapshotId: compactionId, sandboxId, restoreId });
         await pointCompaction(d.store, compaction!);
         return { ms: Math.round(performance.now() - t), bytes: 0 };
       });

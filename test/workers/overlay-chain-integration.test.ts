@@ -193,6 +193,8 @@ it("a chain compacted in the background: wakes resolve through the compaction an
   const c1 = (await api("GET", `/api/compactions/${d1.id}`)).json;
   expect(c1.status).toBe("complete");
   expect(c1.compaction.compacts).toBe(d1.id);
+  // Made by our compactor from a tree verified against d1's manifest: wakes through it do not hash it again.
+  expect(c1.compaction.contentChecked).toMatchObject({ sandboxId: expect.stringMatching(/^compactor-/) });
 
   // d2 now wakes as [C(d1), d2]: its whiteout and opaque directory apply over the compaction's tree as over d1's.
   const w3 = await wake("cmp-w3", 2);
