@@ -26,7 +26,8 @@
 // target) and remove (apply a delta's deletions), both by directory descriptors that never follow a symlink
 // (internal/beneath); opaque, the same way, marks a restored overlay upper's opaque directories; sanitize, relink and
 // setid clean an extracted tree, make an image's hard links one file again and give set-id bits back, the same way.
-// pack is the backup engine (internal/pack): a tree's tar.zst archive and its manifest from one read of each file.
+// pack is the backup engine (internal/pack): a tree's tar.zst archive and its manifest from one read of each file,
+// written to stdout or PUT in parts to presigned URLs (internal/partupload); size bounds that archive beforehand.
 package main
 
 import (
@@ -47,6 +48,9 @@ const usage = `usage:
   snapflow-lazy sanitize --root DIR [--keep-owners]                                 {"devicesRemoved","setidCleared","ownersReset"}
   snapflow-lazy pack   --root DIR --manifest FILE [--out FILE] [--result-fd N] < JSON {level,threads,long,selection}
                                                                  tar.zst to stdout, result JSON to fd N
+  snapflow-lazy pack   … --part-size N [--concurrency 4] [--retries 2] < JSON {…,urls}
+                                                                 the archive PUT in parts to the urls; result JSON with its parts
+  snapflow-lazy size   --root DIR                                 {"entries","bytes","tarMax","ms"}: a tar archive's upper bound
   snapflow-lazy version                                                           release, Go and commit, one line
 `
 
@@ -67,6 +71,7 @@ func main() {
 		"setid":    setidCmd,
 		"sanitize": sanitizeCmd,
 		"pack":     packCmd,
+		"size":     sizeCmd,
 		"version":  versionCmd,
 	}
 	run, ok := commands[os.Args[1]]
