@@ -14,7 +14,7 @@ import { phase } from "../../workflows/step-config.ts";
 import worker from "../../worker.ts";
 import { depsFrom } from "../../src/deps.ts";
 import { archiveKey, putJson } from "../../src/snapshots/records.ts";
-import { findBackup } from "../../src/strategies/registry.ts";
+import { DEFAULT_BACKUP, findBackup } from "../../src/strategies/registry.ts";
 import { verifyPhase } from "../../src/backup/backup-phases.ts";
 import { agent, agentRequests, api, freshSandbox, leftovers, putFile, runWorkflow } from "./helpers.ts";
 import { apiErrorLine } from "../../scripts/cli/api-error-line.ts";
@@ -201,19 +201,21 @@ describe("a lying agent's backup is refused by the store's checksum (through the
   });
 });
 
-describe("a lying agent's presigned multipart upload is refused by the store's part checksums (through the BackupWorkflow)", () => {
-  // The attack: the agent (armed through the test-only fault hook, container/http/faults.ts) hashes each part from its
-  // buffer, then sends other bytes for part 1, and reports the hashes of the bytes it did not send. The Worker lists
-  // those hashes in CompleteMultipartUpload; the store holds part 1's real bytes and refuses the completion.
-  // Without the part checksums the completion would go through, and only verify's read-back (objects up to
-  // 512 MiB) could find the lie; above that, the sandbox would have read its own object back.
+describe("a lying sandbox's presigned multipart upload is refused by the store's part checksums (through the BackupWorkflow)", () => {
+  // The attack: the sandbox (armed through the test-only fault hook, container/http/faults.ts; the engine that PUTs the
+  // parts, given `lie`) hashes each part from its buffer, then sends other bytes for part 1, and reports the hashes of
+  // the bytes it did not send. The Worker lists those hashes in CompleteMultipartUpload; the store holds part 1's real
+  // bytes and refuses the completion. Without the part checksums the completion would go through, and only verify's
+  // read-back (objects up to 512 MiB) could find the lie; above that, the sandbox would have read its own object back.
+  // Both run the API's default backup (no strategy given), which is this path, its parts PUT by the engine.
   const strategy = "tar-zst-presigned-multipart";
 
-  it(`${strategy}: the run errs with the store's BadDigest at completion, once; nothing is stored, listed or left open`, async () => {
+  it(`the default backup (${strategy}, the engine's parts): the run errs with the store's BadDigest at completion, once; nothing is stored, listed or left open`, async () => {
+    expect(DEFAULT_BACKUP).toBe(strategy);
     const src = freshSandbox("liar-parts");
     await putFile(src, "/workspace/app/a.txt", "honest\n");
     await agent(src, "POST", "/v1/faults", { route: "POST /v1/upload-multipart", times: 1, action: "lie" });
-    const ended = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy }, "errored");
+    const ended = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app" }, "errored");
     expect(ended.error).toMatch(/complete multipart upload failed: HTTP 400 BadDigest/);
     expect(ended.error).not.toMatch(/X-Amz-Signature/);
     // Refused for good: the agent was asked to upload once (a retried step would have asked again, and told the truth).
@@ -225,10 +227,17 @@ describe("a lying agent's presigned multipart upload is refused by the store's p
     expect(await leftovers(src, "/workspace/app", ended.id)).toEqual([]);
   });
 
-  it(`${strategy}, honest: verify reads the store's composite back; above the Worker's hashing limit it is the check made`, async () => {
+  it(`the default backup (${strategy}), honest: the engine PUT the parts, no archive byte through the Worker; verify reads the store's composite back, above the Worker's hashing limit it is the check made`, async () => {
     const src = freshSandbox("honest-parts");
     await putFile(src, "/workspace/app/a.txt", "honest\n");
-    const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy });
+    const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app" });
+    expect((await api("GET", `/api/snapshots/${b.snapshotId}`)).json.strategy).toBe(strategy);
+    expect(findBackup(strategy)!.path).toBe("presigned-multipart");
+    // The engine cut and PUT the parts itself, sized by the tree count (no hashing walk first); the Worker never asked
+    // the agent for the archive's bytes (GET /v1/archive is what a relayed path streams through it).
+    expect(b.steps.transfer).toMatchObject({ uploadedBy: "engine", engine: "native", sizeBy: "native", parts: 1, attempts: 1 });
+    expect(await agentRequests(src, "/v1/archive")).toEqual([]);
+    expect(await agentRequests(src, "/v1/manifest")).toEqual([]);
     const d = depsFrom(env);
     const key = archiveKey(b.snapshotId, { kind: "tar", compression: "zstd", level: 3 } as any);
     const kept = await d.presigner.storedChecksum(key);

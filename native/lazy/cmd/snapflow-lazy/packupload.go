@@ -85,7 +85,7 @@ func uploadFailure(err error) *pack.Error {
 	case errors.As(err, &few):
 		return &pack.Error{Code: "bad_request", Field: "urls", Message: few.Error()}
 	case errors.As(err, &store) && store.Expired:
-		return &pack.Error{Code: "url_expired", Message: store.Error() + "; a retry signs fresh URLs"}
+		return &pack.Error{Code: "url_expired", Message: fmt.Sprintf("presigned PUT of part %d: presigned URL expired before it was used (%s); a retry signs fresh URLs", store.PartNumber, store.Describe())}
 	case errors.As(err, &store) && store.Refused:
 		return &pack.Error{Code: "store_refused", Message: store.Error()}
 	default:

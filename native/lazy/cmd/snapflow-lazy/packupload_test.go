@@ -101,7 +101,9 @@ func TestPackUploadWithTooFewURLsNamesUrls(t *testing.T) {
 	if err == nil {
 		t.Fatal("pack succeeded with 2 URLs for 3 parts")
 	}
-	var failure struct{ Error struct{ Code, Field, Message string } }
+	var failure struct {
+		Error struct{ Code, Field, Message string }
+	}
 	raw, _ := json.Marshal(answer)
 	json.Unmarshal(raw, &failure)
 	if failure.Error.Code != "bad_request" || failure.Error.Field != "urls" {

@@ -89,7 +89,21 @@ type StoreError struct {
 }
 
 func (e *StoreError) Error() string {
-	return fmt.Sprintf("presigned PUT of part %d answered %d: %s", e.PartNumber, e.Status, strings.TrimSpace(e.Body))
+	return fmt.Sprintf("presigned PUT of part %d answered %s", e.PartNumber, e.Describe())
+}
+
+// Describe is the status and the store's own <Code> and <Message>, when its body has them: "403 AccessDenied: Request
+// has expired".
+func (e *StoreError) Describe() string {
+	code, message := xmlField.FindStringSubmatch(e.Body), xmlMessage.FindStringSubmatch(e.Body)
+	switch {
+	case code != nil && message != nil:
+		return fmt.Sprintf("%d %s: %s", e.Status, code[1], message[1])
+	case code != nil:
+		return fmt.Sprintf("%d %s", e.Status, code[1])
+	default:
+		return fmt.Sprintf("%d %s", e.Status, strings.TrimSpace(e.Body))
+	}
 }
 
 func (e *StoreError) retryable() bool {
@@ -99,6 +113,8 @@ func (e *StoreError) retryable() bool {
 var (
 	expiredBody = regexp.MustCompile(`(?i)<Message>[^<]*expired[^<]*</Message>|<Code>(ExpiredToken|RequestExpired|TokenRefreshRequired)</Code>`)
 	refusedBody = regexp.MustCompile(`<Code>(BadDigest|InvalidDigest|PreconditionFailed|XAmzContentChecksumMismatch)</Code>`)
+	xmlField    = regexp.MustCompile(`<Code>([^<]{1,100})</Code>`)
+	xmlMessage  = regexp.MustCompile(`<Message>([^<]{1,300})</Message>`)
 	// an ETag goes into the completion's XML: nothing that could be markup
 	etagShape = regexp.MustCompile(`^[^<>&"'\s]{1,200}$`)
 )
