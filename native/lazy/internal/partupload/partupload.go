@@ -126,6 +126,8 @@ type Writer struct {
 	cancel context.CancelFunc
 	free   chan []byte
 	made   int
+	// slots bounds the PUTs in flight to Concurrency: a full part waits here, in the writer, for one to finish
+	slots chan struct{}
 
 	fill   []byte // the part being filled
 	filled int
@@ -162,7 +164,7 @@ func New(ctx context.Context, o Options) (*Writer, error) {
 		o.Client = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: o.Concurrency, IdleConnTimeout: 90 * time.Second}}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return &Writer{o: o, ctx: ctx, cancel: cancel, free: make(chan []byte, o.Concurrency+1)}, nil
+	return &Writer{o: o, ctx: ctx, cancel: cancel, free: make(chan []byte, o.Concurrency+1), slots: make(chan struct{}, o.Concurrency)}, nil
 }
 
 // buffer returns a free part buffer, waiting for a PUT to finish when all Concurrency + 1 are taken.
@@ -217,7 +219,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 		written += n
 		p = p[n:]
 		if w.filled == w.o.PartSize {
-			w.dispatch()
+			if err := w.dispatch(); err != nil {
+				return written, err
+			}
 		}
 	}
 	return written, nil
@@ -251,8 +255,13 @@ func (w *Writer) hold(n int64) {
 	w.mu.Unlock()
 }
 
-// dispatch sends the part being filled.
-func (w *Writer) dispatch() {
+// dispatch sends the part being filled, once fewer than Concurrency PUTs are in flight.
+func (w *Writer) dispatch() error {
+	select {
+	case w.slots <- struct{}{}:
+	case <-w.ctx.Done():
+		return w.failure()
+	}
 	buf, size := w.fill, w.filled
 	w.next++
 	number, url := w.next, w.o.URLs[w.next-1]
@@ -260,6 +269,7 @@ func (w *Writer) dispatch() {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
+		defer func() { <-w.slots }()
 		body := buf[:size]
 		sum := sha256.Sum256(body)
 		if w.o.Lie && number == 1 && size > 0 {
@@ -278,6 +288,7 @@ func (w *Writer) dispatch() {
 		w.mu.Unlock()
 		w.free <- buf
 	}()
+	return nil
 }
 
 // Close sends the last part (the one empty part of an empty stream) and waits for every PUT.
@@ -292,7 +303,10 @@ func (w *Writer) Close() (Result, error) {
 			}
 			w.fill = b
 		}
-		w.dispatch()
+		if err := w.dispatch(); err != nil {
+			w.wg.Wait()
+			return Result{}, err
+		}
 	}
 	w.wg.Wait()
 	if err := w.failed(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // store keeps PUT bodies by part number and answers as an S3 UploadPart does; fail decides an attempt's status first.
@@ -24,6 +25,7 @@ type store struct {
 	fail     func(part, attempt int) (int, string)
 	inflight int
 	maxIn    int
+	delay    time.Duration
 }
 
 func newStore(fail func(part, attempt int) (int, string)) (*store, *httptest.Server) {
@@ -40,6 +42,9 @@ func newStore(fail func(part, attempt int) (int, string)) (*store, *httptest.Ser
 		}
 		s.mu.Unlock()
 		defer func() { s.mu.Lock(); s.inflight--; s.mu.Unlock() }()
+		if s.delay > 0 {
+			time.Sleep(s.delay)
+		}
 		if s.fail != nil {
 			if status, text := s.fail(n, attempt); status != 0 {
 				w.WriteHeader(status)
@@ -86,6 +91,7 @@ func TestPartsAreEqualHashedAndComplete(t *testing.T) {
 		return 0, ""
 	})
 	defer srv.Close()
+	s.delay = 20 * time.Millisecond // slower than the writer: the bound on PUTs in flight is what holds them back
 	data := make([]byte, 5*1024*1024+12345)
 	rand.New(rand.NewSource(2)).Read(data)
 	const partSize = 1 << 20
