@@ -238,6 +238,9 @@ describe("a lying sandbox's presigned multipart upload is refused by the store's
     expect(b.steps.transfer).toMatchObject({ uploadedBy: "engine", engine: "native", sizeBy: "native", parts: 1, attempts: 1 });
     expect(await agentRequests(src, "/v1/archive")).toEqual([]);
     expect(await agentRequests(src, "/v1/manifest")).toEqual([]);
+    // Nor the manifest's: the sandbox PUT it to a URL bound to its SHA-256, and the Worker read no file of the sandbox.
+    expect(await agentRequests(src, "/v1/upload")).toContain("POST /v1/upload");
+    expect((await agentRequests(src, "/v1/files")).filter((r) => r.startsWith("GET"))).toEqual([]);
     const d = depsFrom(env);
     const key = archiveKey(b.snapshotId, { kind: "tar", compression: "zstd", level: 3 } as any);
     const kept = await d.presigner.storedChecksum(key);

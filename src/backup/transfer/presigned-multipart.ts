@@ -77,7 +77,8 @@ export const presignedMultipartTransfer: BackupTransfer = {
         if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
         await upload.complete(up.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
         const storeChecksum = await compositeSha256(up.parts.map((part) => part.sha256));
-        const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest });
+        // The manifest, too, goes from the sandbox to the store without the Worker (bound to its SHA-256).
+        const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest }, { bySandbox: true });
         const by = { ...(up.uploadedBy ? { uploadedBy: up.uploadedBy } : {}), ...(up.engine ? { engine: up.engine } : {}) };
         return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, urls: count, attempts: attempt, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes, ...sizing, ...by, ...made };
       } catch (e) {
