@@ -53,8 +53,11 @@ export interface EnginePartsAnswer {
   uploadedBy: "engine";
 }
 
-/** An engine from before --part-size: Go's flag package names the flag it does not know. */
-const LACKS_UPLOAD = /flag provided but not defined: -part-size/;
+/**
+ * An engine from before --part-size (Go's flag package names the flag it does not know), or from before pack (its
+ * usage, exit 2): either way nothing was sent, and the agent's own pass runs.
+ */
+const LACKS_UPLOAD = /flag provided but not defined: -part-size| exited 2: usage:/;
 
 /**
  * The engine's pass uploading its own parts, or undefined when it cannot make it here (the caller's own pass runs,
