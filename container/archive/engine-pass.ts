@@ -32,7 +32,7 @@ export function preferredEngine(env: Record<string, string | undefined> = proces
 }
 
 /** What the engine is asked on stdin (cmd/snapflow-lazy/pack.go packRequest; delta: internal/pack/delta.go Delta). */
-interface EngineRequest {
+export interface EngineRequest {
   level?: number;
   threads?: number;
   long?: boolean;
@@ -41,7 +41,7 @@ interface EngineRequest {
 }
 
 const count = z.number().int().nonnegative();
-const EngineResult = z.object({
+export const EngineResult = z.object({
   bytes: count,
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
   tarBytes: count,

@@ -13,16 +13,20 @@ import { engineBinary } from "../archive/engine-pass.ts";
 import { EngineLacksUnpack, engineCanUnpack, preferredUnpack, unpackWithEngine, type EngineManifest } from "../extract/engine-unpack.ts";
 import { existingDir, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
+import { SANDBOX_DIRS } from "../contract/sandbox-layout.ts";
+import { treeSize } from "../transfer/tree-size.ts";
 
 /**
  * An upload's archive source: with manifestOut, single pass (the walk, less the request's selection, names tar's
  * entries and the manifest comes from the stream), as GET /v1/archive makes a backup's archive.
  */
-async function archiveSource(c: Ctx, archive: { path: string; format: P.TarFormat; manifestOut?: string }): Promise<MultipartSource> {
+async function archiveSource(c: Ctx, archive: { path: string; format: P.TarFormat; manifestOut?: string; keepAs?: string }): Promise<MultipartSource> {
   const dir = await existingDir(await c.path(archive.path, "source.archive.path"), "source.archive.path");
   if (archive.manifestOut === undefined) return { archive: { dir, format: archive.format } };
   const manifestOut = await c.path(archive.manifestOut, "source.archive.manifestOut");
-  return { archive: { dir, format: archive.format, singlePass: { manifestOut, selection: await requestedSelection(c, dir) } } };
+  // keepAs: the tree's manifest stays in the sandbox for the next delta, as GET /v1/archive keeps it.
+  const keep = archive.keepAs ? { keep: { dir: await c.path(SANDBOX_DIRS.manifests, "source.archive.keepAs"), id: archive.keepAs } } : {};
+  return { archive: { dir, format: archive.format, singlePass: { manifestOut, selection: await requestedSelection(c, dir), ...keep } } };
 }
 
 /**
@@ -65,6 +69,11 @@ export const transferRoutes: Routes = {
     if (made) return made;
     // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
     return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v), { keepOwnership: body.extract.keepOwnership });
+  },
+
+  "POST /v1/tree-size": async (c) => {
+    const body = await c.json(P.TreeSizeBody);
+    return treeSize(await existingDir(await c.path(body.path, "path"), "path"));
   },
 
   "POST /v1/upload-multipart": async (c) => {

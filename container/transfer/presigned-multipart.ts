@@ -2,6 +2,10 @@
 // staged file is cut into parts of exactly `partSize` bytes as it is read, and each part is PUT to the presigned
 // UploadPart URL the Worker signed for it. No temp file, no byte through the Worker.
 //
+// A backup's archive (single pass, tar + zstd) is first offered to the native engine, which PUTs its own parts
+// (engine-parts.ts): then nothing below runs and no byte passes through the agent either. What follows is the
+// fallback (no engine here, an older one, another compressor, a selection it cannot read) and the staged-file source.
+//
 // A backup's archive is made in a single pass (archive.ts archiveWithManifest, as every other tar backup path):
 // the sorted walk names tar's entries, and the manifest is made from the tar stream on its way to the compressor,
 // so a hard link in the archive points the way its manifest says, whatever the directory order (tar's own pass
@@ -39,6 +43,7 @@ import { PassThrough, type Readable } from "node:stream";
 import { AgentError, toolFailure } from "../http/agent-error.ts";
 import { archiveWithManifest, type SinglePassOptions, type SinglePassResult } from "../archive/archive.ts";
 import { checkUrl } from "./presigned.ts";
+import { enginePartsUpload } from "./engine-parts.ts";
 import { putBytes, withRetries } from "./presigned-http.ts";
 import type { TarFormat } from "../contract/protocol.ts";
 import { startTool, type RunningTool } from "../system/run-tool.ts";
@@ -78,13 +83,17 @@ export interface MultipartResult {
   peakBufferedBytes: number;
   /** single pass: the manifest written to manifestOut */
   manifest?: SinglePassResult["manifest"];
+  /** single pass: which pass made it; "native" without relay when the engine PUT the parts itself (engine-parts.ts) */
+  engine?: "native" | "node";
+  /** the parts were PUT by the engine, not cut here */
+  uploadedBy?: "engine" | "agent";
 }
 
 /** Where part bytes come from: read(into, offset, max) fills up to `max` bytes and returns 0 at the end. */
 interface PartSource {
   read(into: Buffer, offset: number, max: number): Promise<number>;
   /** after the last read: resolves when the source ended cleanly (tar exited 0), with a single pass's manifest */
-  finish(): Promise<{ manifest?: SinglePassResult["manifest"] } | void>;
+  finish(): Promise<{ manifest?: SinglePassResult["manifest"]; engine?: SinglePassResult["engine"] } | void>;
   /** on failure: stop reading, kill the producer, wait for it to exit */
   abort(): Promise<void>;
 }
@@ -150,7 +159,10 @@ function singlePassSource(dir: string, format: TarFormat, options: SinglePassOpt
   const cut = streamSource(pipe);
   return {
     read: (into, offset, max) => cut.read(into, offset, max).catch((e) => making.then(() => Promise.reject(e), (why) => Promise.reject(why))),
-    finish: async () => ({ manifest: (await making).manifest }),
+    finish: async () => {
+      const done = await making;
+      return { manifest: done.manifest, ...(done.engine ? { engine: done.engine } : {}) };
+    },
     async abort() {
       pipe.destroy();
       await making.catch(() => {});
@@ -170,6 +182,12 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
   const started = performance.now();
   const { partSize, concurrency, urls, retries, lie } = options;
   const targets = urls.map((u, i) => checkUrl(u, `urls.${i}`));
+  // The engine PUTs its own parts when it can make the pass (engine-parts.ts): then no archive byte passes through here.
+  if ("archive" in source && source.archive.singlePass) {
+    const { dir, format, singlePass } = source.archive;
+    const native = await enginePartsUpload(dir, format, singlePass, { partSize, concurrency, retries, urls, lie });
+    if (native) return native;
+  }
   const input = await openSource(source);
 
   const hash = createHash("sha256");
@@ -182,7 +200,7 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
   let held = 0; // stream bytes in memory: the part being filled + parts in flight
   let peak = 0;
   let partNumber = 0;
-  let made: { manifest?: SinglePassResult["manifest"] } = {};
+  let made: { manifest?: SinglePassResult["manifest"]; engine?: SinglePassResult["engine"] } = {};
 
   const takeBuffer = () => {
     const b = pool.pop();
@@ -252,5 +270,5 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
     throw failed;
   }
   parts.sort((a, b) => a.partNumber - b.partNumber);
-  return { bytes, sha256: hash.digest("hex"), parts, ms: Math.round(performance.now() - started), peakBufferedBytes: peak, ...(made.manifest ? { manifest: made.manifest } : {}) };
+  return { bytes, sha256: hash.digest("hex"), parts, ms: Math.round(performance.now() - started), peakBufferedBytes: peak, uploadedBy: "agent", ...(made.manifest ? { manifest: made.manifest } : {}), ...(made.engine ? { engine: made.engine } : {}) };
 }

@@ -47,7 +47,7 @@ export const COMMANDS = {
     details: `Prints a line per step as it finishes and a result line: the snapshot id, files, MB before → after, the time,
 and the restore command to run. Ctrl-C stops watching, not the backup: it prints how to follow or cancel it.
   --path P          the directory to back up (default /workspace)
-  --strategy S      a backup preset (snapflow strategies; default tar-zst-pipe)
+  --strategy S      a backup preset (snapflow strategies; default tar-zst-presigned-multipart)
   --base SNAPSHOT   for a delta strategy (tar-zst-delta, overlay-delta): the snapshot it is taken against
   --name N, --label K=V   name and label the snapshot (--label may repeat)
   --ttl 3d          deleted by the cron trigger after that long (seconds, or 90m, 12h, 3d)

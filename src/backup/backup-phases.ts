@@ -5,7 +5,7 @@
 //   archive  → source manifest to the store; staging paths also archive to a file in the sandbox
 //   transfer → archive bytes to the store, by the strategy's transfer path (transfer/*.ts)
 //   verify   → the stored object has the size sent; read back and hashed unless the Worker hashed it on the way,
-//              or (above 512 MiB) the store keeps the checksum of the part hashes it checked at completion
+//              or the store keeps the checksum of the part hashes it checked at completion (presigned multipart)
 //   record   → snapshot record in the store and index entry in KV: from here on the snapshot is "good"
 import { storedSha256, WORKER_VERIFY_MAX_BYTES } from "../store/stored-sha256.ts";
 import type { Deps } from "../deps.ts";
@@ -74,10 +74,10 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
   const byStore = sent.storeChecksum ? await storeKeeps(d, key, sent.storeChecksum) : false;
   const byWorker = head.size <= workerHashMaxBytes;
   const more = () => BACKUP_TRANSFERS[s.path].verifyStored?.({ d, p, key, sent });
-  // Above workerHashMaxBytes (a multi-gigabyte read stays out of the Worker's CPU time) that check is the
-  // one made: the parts are what the sandbox reported, while the whole archive's SHA-256 stays its word, which a
-  // restore then checks the bytes against (a liar only spoils its own snapshot).
-  if (byStore && !byWorker) {
+  // Then that check is the one made, at any size: reading the archive back would put it through the Worker after
+  // all (the default backup's path exists to keep it out). The parts are what the sandbox reported, while the whole
+  // archive's SHA-256 stays its word, which a restore checks the bytes against (a liar only spoils its own snapshot).
+  if (byStore) {
     return { ms: since(t), bytes: head.size, sha256: sent.sha256, checked: `part SHA-256s checked by the store (${sent.storeChecksum})`, ...(await more()) };
   }
   // Otherwise the Worker hashes the stored object itself up to workerHashMaxBytes; above it, the sandbox
@@ -86,7 +86,7 @@ export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, s
   if (got.bytes !== sent.bytes || got.sha256 !== sent.sha256) {
     throw new SnapflowError("snapshot_unusable", `stored archive ${key} does not match what was sent: ${got.bytes} bytes sha256 ${got.sha256}, sent ${sent.bytes} bytes sha256 ${sent.sha256}`);
   }
-  const checked = (byWorker ? "read back and hashed by the Worker" : "read back and hashed by the sandbox") + (byStore ? `; part SHA-256s checked by the store (${sent.storeChecksum})` : "");
+  const checked = byWorker ? "read back and hashed by the Worker" : "read back and hashed by the sandbox";
   return { ms: since(t), bytes: got.bytes, sha256: got.sha256, checked, ...(await more()) };
 }
 

@@ -9,7 +9,7 @@ import * as A from "../../container/contract/agent-answers.ts";
 import { AGENT_ERROR_STATUS, type AgentErrorCode } from "../../container/contract/agent-error-codes.ts";
 import type { Manifest } from "../../container/contract/protocol.ts";
 import type * as P from "../../container/contract/protocol.ts";
-import { SELECTION_HEADER, UploadMultipartResult } from "../../container/contract/protocol.ts";
+import { SELECTION_HEADER, TreeSizeResult, UploadMultipartResult } from "../../container/contract/protocol.ts";
 import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
 import { fetchWithDeadline } from "./deadline-fetch.ts";
 import type { SandboxTransport } from "./transport.ts";
@@ -250,6 +250,10 @@ export class AgentClient {
     return this.json(A.WrittenBytesAnswer, "presigned download", "/v1/download", body, "POST", { long: { bytes } });
   }
   /** Parsed, not cast: its ETags and part hashes go into the completion the Worker sends the store. */
+  /** How large a tar archive of the tree at `path` can be at most (a metadata pass: container/transfer/tree-size.ts). */
+  treeSize(path: string) {
+    return this.json(TreeSizeResult, "tree size", "/v1/tree-size", { path }, "POST");
+  }
   async uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number): Promise<P.UploadMultipartResult> {
     const what = "presigned multipart upload";
     return this.json(UploadMultipartResult, what, "/v1/upload-multipart", body, "POST", { long: { bytes } });

@@ -264,7 +264,12 @@ export const STRATEGIES: readonly Strategy[] = [
   restore({ name: "sdk-restore", format: squashfs("lz4"), path: "sdk-restore", what: "squashfs" }),
 ];
 
-export const DEFAULT_BACKUP = "tar-zst-pipe";
+/**
+ * The default backup: tar + zstd -3 made by the native engine, which PUTs its own parts to presigned URLs (no byte
+ * through the Worker or the agent; presigned-multipart.ts). tar-zst-pipe stays as the seeds measured it (the Worker
+ * relays the archive as multipart).
+ */
+export const DEFAULT_BACKUP = "tar-zst-presigned-multipart";
 
 /** Refuses a registry with two entries of one name: a lookup would silently find only the first. */
 export function checkUniqueNames(strategies: readonly Strategy[]): void {

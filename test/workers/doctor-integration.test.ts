@@ -66,7 +66,7 @@ describe("POST /api/doctor", () => {
     for (const name of [...Object.values(STORE_CHECKS), ...Object.values(SANDBOX_CHECKS), RUN_CHECKS.default, CLEANUP_CHECK]) expect(names).toContain(name);
     for (const c of r.checks) expect(c.ifMissing.length, c.check).toBeGreaterThan(10);
     // The default presets ran through the Workflows, 10 MB, verified and timed.
-    expect(r.checks.find((c) => c.check === RUN_CHECKS.default)!.detail).toMatch(/backup tar-zst-pipe \d+ ms .*restore presigned-tar-zst-pipe \d+ ms .*verified/);
+    expect(r.checks.find((c) => c.check === RUN_CHECKS.default)!.detail).toMatch(/backup tar-zst-presigned-multipart \d+ ms .*restore presigned-tar-zst-pipe \d+ ms .*verified/);
     expect(r.made.snapshots).toHaveLength(1);
     // The SDK's own backup is not run here, and says why.
     expect(r.checks.find((c) => c.check === RUN_CHECKS.sdk)).toMatchObject({ ok: true, skipped: expect.stringMatching(/Sandbox SDK container.*SANDBOX_TRANSPORT=local/) });

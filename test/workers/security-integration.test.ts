@@ -14,7 +14,7 @@ import { phase } from "../../workflows/step-config.ts";
 import worker from "../../worker.ts";
 import { depsFrom } from "../../src/deps.ts";
 import { archiveKey, putJson } from "../../src/snapshots/records.ts";
-import { findBackup } from "../../src/strategies/registry.ts";
+import { DEFAULT_BACKUP, findBackup } from "../../src/strategies/registry.ts";
 import { verifyPhase } from "../../src/backup/backup-phases.ts";
 import { agent, agentRequests, api, freshSandbox, leftovers, putFile, runWorkflow } from "./helpers.ts";
 import { apiErrorLine } from "../../scripts/cli/api-error-line.ts";
@@ -201,19 +201,21 @@ describe("a lying agent's backup is refused by the store's checksum (through the
   });
 });
 
-describe("a lying agent's presigned multipart upload is refused by the store's part checksums (through the BackupWorkflow)", () => {
-  // The attack: the agent (armed through the test-only fault hook, container/http/faults.ts) hashes each part from its
-  // buffer, then sends other bytes for part 1, and reports the hashes of the bytes it did not send. The Worker lists
-  // those hashes in CompleteMultipartUpload; the store holds part 1's real bytes and refuses the completion.
-  // Without the part checksums the completion would go through, and only verify's read-back (objects up to
-  // 512 MiB) could find the lie; above that, the sandbox would have read its own object back.
+describe("a lying sandbox's presigned multipart upload is refused by the store's part checksums (through the BackupWorkflow)", () => {
+  // The attack: the sandbox (armed through the test-only fault hook, container/http/faults.ts; the engine that PUTs the
+  // parts, given `lie`) hashes each part from its buffer, then sends other bytes for part 1, and reports the hashes of
+  // the bytes it did not send. The Worker lists those hashes in CompleteMultipartUpload; the store holds part 1's real
+  // bytes and refuses the completion. Without the part checksums the completion would go through, and only verify's
+  // read-back (objects up to 512 MiB) could find the lie; above that, the sandbox would have read its own object back.
+  // Both run the API's default backup (no strategy given), which is this path, its parts PUT by the engine.
   const strategy = "tar-zst-presigned-multipart";
 
-  it(`${strategy}: the run errs with the store's BadDigest at completion, once; nothing is stored, listed or left open`, async () => {
+  it(`the default backup (${strategy}, the engine's parts): the run errs with the store's BadDigest at completion, once; nothing is stored, listed or left open`, async () => {
+    expect(DEFAULT_BACKUP).toBe(strategy);
     const src = freshSandbox("liar-parts");
     await putFile(src, "/workspace/app/a.txt", "honest\n");
     await agent(src, "POST", "/v1/faults", { route: "POST /v1/upload-multipart", times: 1, action: "lie" });
-    const ended = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy }, "errored");
+    const ended = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app" }, "errored");
     expect(ended.error).toMatch(/complete multipart upload failed: HTTP 400 BadDigest/);
     expect(ended.error).not.toMatch(/X-Amz-Signature/);
     // Refused for good: the agent was asked to upload once (a retried step would have asked again, and told the truth).
@@ -225,22 +227,30 @@ describe("a lying agent's presigned multipart upload is refused by the store's p
     expect(await leftovers(src, "/workspace/app", ended.id)).toEqual([]);
   });
 
-  it(`${strategy}, honest: verify reads the store's composite back; above the Worker's hashing limit it is the check made`, async () => {
+  it(`the default backup (${strategy}), honest: the engine PUT the parts, no archive byte through the Worker; verify reads the store's composite back, the check made`, async () => {
     const src = freshSandbox("honest-parts");
     await putFile(src, "/workspace/app/a.txt", "honest\n");
-    const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy });
+    const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app" });
+    expect((await api("GET", `/api/snapshots/${b.snapshotId}`)).json.strategy).toBe(strategy);
+    expect(findBackup(strategy)!.path).toBe("presigned-multipart");
+    // The engine cut and PUT the parts itself, sized by the tree count (no hashing walk first); the Worker never asked
+    // the agent for the archive's bytes (GET /v1/archive is what a relayed path streams through it).
+    expect(b.steps.transfer).toMatchObject({ uploadedBy: "engine", engine: "native", sizeBy: "native", parts: 1, attempts: 1 });
+    expect(await agentRequests(src, "/v1/archive")).toEqual([]);
+    expect(await agentRequests(src, "/v1/manifest")).toEqual([]);
+    // Nor the manifest's: the sandbox PUT it to a URL bound to its SHA-256, and the Worker read no file of the sandbox.
+    expect(await agentRequests(src, "/v1/upload")).toContain("POST /v1/upload");
+    expect((await agentRequests(src, "/v1/files")).filter((r) => r.startsWith("GET"))).toEqual([]);
     const d = depsFrom(env);
     const key = archiveKey(b.snapshotId, { kind: "tar", compression: "zstd", level: 3 } as any);
     const kept = await d.presigner.storedChecksum(key);
     expect(kept).toMatch(/^[A-Za-z0-9+/]{43}=-1$/);
-    expect(b.steps.verify.checked).toBe(`read back and hashed by the Worker; part SHA-256s checked by the store (${kept})`);
+    // The store's composite is the check made, at any size: the archive is not read back through the Worker either.
+    expect(b.steps.verify.checked).toBe(`part SHA-256s checked by the store (${kept})`);
     expect((await api("GET", `/api/snapshots/${b.snapshotId}`)).json.archive.storeChecksum).toBe(kept);
-    // The branch an archive above 512 MiB takes, on this one (the limit lowered): the store's composite, no read-back.
     const p = { snapshotId: b.snapshotId, sandboxId: src, path: "/workspace/app", strategy };
     const s = findBackup(strategy)!;
     const sent = b.steps.transfer;
-    const large = await verifyPhase(d, p, s, sent, 0);
-    expect(large.checked).toBe(`part SHA-256s checked by the store (${kept})`);
     expect(await agentRequests(src, "/v1/hash-url")).toEqual([]);
     // Parts reported other than those the store checked: the composite differs and verify stops the run.
     const other = await verifyPhase(d, p, s, { ...sent, storeChecksum: `${"A".repeat(43)}=-1` }, 0).catch((e) => e);

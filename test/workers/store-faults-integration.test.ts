@@ -11,7 +11,7 @@
 import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { agent, api, armStoreFault, faultRow, firedStoreFaults, freshSandbox, killAgent, leftovers, openUploads, sandboxLeftovers, storeRequests, testStore } from "./helpers.ts";
+import { agent, api, armAgentFault, armStoreFault, faultRow, firedStoreFaults, freshSandbox, killAgent, leftovers, openUploads, sandboxLeftovers, storeRequests, testStore } from "./helpers.ts";
 
 const manifest = (sandbox: string, path: string) => agent(sandbox, "POST", "/v1/manifest", { path });
 
@@ -228,5 +228,23 @@ describe("a presigned part URL that expires mid-transfer (agent ⇄ store)", () 
     expect((await (await testStore()).list(`snapshots/${b.snapshotId}/`)).objects).toEqual([]);
     expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
     faultRow({ fault: "presigned part URLs expire on every attempt", phase: "backup transfer (presigned multipart)", outcome: "failed, naming 'presigned URL expired'; no open upload", retries: creates.length - 1, ms: b.testMs, leftovers: await leftovers(src, "/workspace/app", b.snapshotId) });
+  });
+});
+
+describe("an archive that outgrows its part URLs (presigned multipart, the engine's parts)", () => {
+  // The tree's count says the archive is at most 1 byte (the agent's answer changed by the test proxy, once): the
+  // Worker signs 2 URLs for 5 MiB parts, the engine needs 3 for the 12 MB of incompressible data, stops before the
+  // third with 400 naming urls; the step aborts that upload, counts again (truthfully) and signs for the new bound.
+  it("the sandbox answers 400 naming urls, the step signs again and completes: verified, no open upload", async () => {
+    const src = await tree(12, 73);
+    await armAgentFault(src, { match: "/v1/tree-size", action: "lie", set: { tarMax: 1 }, times: 1 });
+    const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", tuning: { partSizeMiB: 5 } }, async () => {});
+    expect(b.status).toBe("complete");
+    expect(b.steps.transfer).toMatchObject({ uploadedBy: "engine", attempts: 2, parts: 3 });
+    expect(b.steps.transfer.urls).toBeGreaterThanOrEqual(3);
+    const creates = (await storeRequests(`snapshots/${b.snapshotId}/archive`)).filter((x) => x.startsWith("POST") && x.includes("uploads"));
+    expect(creates).toHaveLength(2);
+    await nothingLeftInStore(b.snapshotId);
+    expect(await sandboxLeftovers(src, "/workspace/app")).toEqual([]);
   });
 });

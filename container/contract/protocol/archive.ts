@@ -18,7 +18,7 @@ const jsonQuery = <T extends z.ZodType>(schema: T) => z.preprocess((v) => {
 const queryBool = z.preprocess((v) => (v === "true" ? true : v === "false" ? false : v), z.boolean());
 
 /** A snapshot id, as a file name in the agent's area (manifest-kept.ts): no separators, no leading dot. */
-const KeptId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a snapshot id (letters, digits, '.', '_', '-')");
+export const KeptId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a snapshot id (letters, digits, '.', '_', '-')");
 /** A kept manifest asked for: the snapshot's id, and the SHA-256 its record keeps for its whole-tree manifest. */
 const BaseKept = z.object({ id: KeptId, sha256: Sha256Hex }).strict();
 

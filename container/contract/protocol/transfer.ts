@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { R2_MULTIPART } from "../r2-limits.ts";
 import { TarFormat } from "./formats.ts";
+import { KeptId } from "./archive.ts";
 import { ManifestTotals } from "./manifest.ts";
 import { ExtractExpectation, Ownership } from "./trees.ts";
 
@@ -25,6 +26,8 @@ export const DownloadBody = z.union([
 //                                                     to its presigned UploadPart URL → {bytes, sha256, parts, ms, peakBufferedBytes}
 //                                                     With source.archive.manifestOut: single pass, as GET /v1/archive
 //                                                     (the walk names tar's entries; the manifest from the stream) → also {manifest}
+//   POST   /v1/tree-size         TreeSizeBody         count the tree: {entries, bytes, tarMax, ms, by}: tarMax bounds its
+//                                                     tar archive, so the Worker signs enough part URLs up front
 //   POST   /v1/download-ranged   DownloadRangedBody   parallel Range GETs of one presigned URL into a file or, in
 //                                                     order, into the extractor → {bytes, sha256, ms, tool, ranges?, peakBufferedBytes?}
 
@@ -40,7 +43,7 @@ export const UploadMultipartBody = z
        * tar's entries named by the same sorted walk (less the request's selection); without it, tar's own pass in
        * directory order, which no manifest describes (a hard link may point either way).
        */
-      z.object({ archive: z.object({ path: z.string(), format: TarFormat, manifestOut: z.string().optional() }).strict() }).strict(),
+      z.object({ archive: z.object({ path: z.string(), format: TarFormat, manifestOut: z.string().optional(), keepAs: KeptId.optional() }).strict() }).strict(),
       /** a staged file in the sandbox */
       z.object({ file: z.string() }).strict(),
     ]),
@@ -78,10 +81,25 @@ export const UploadMultipartResult = z.object({
   })).min(1).max(R2_MULTIPART.maxParts),
   ms: z.number().nonnegative(),
   peakBufferedBytes: z.number().int().nonnegative(),
-  /** single pass (source.archive.manifestOut): the manifest written there, made from the archive's own stream */
-  manifest: z.object({ totals: ManifestTotals, entries: z.number().int().nonnegative(), jsonBytes: z.number().int().nonnegative(), walkMs: z.number().nonnegative() }).optional(),
+  /** single pass (source.archive.manifestOut): the manifest written there, made from the archive's own stream (sha256: of the file) */
+  manifest: z.object({ totals: ManifestTotals, entries: z.number().int().nonnegative(), jsonBytes: z.number().int().nonnegative(), walkMs: z.number().nonnegative(), sha256: SHA256_HEX.optional() }).optional(),
+  /** single pass: the native engine's or the agent's own */
+  engine: z.enum(["native", "node"]).optional(),
+  /** who PUT the parts: the engine itself (no byte through the agent), or the agent cutting a stream */
+  uploadedBy: z.enum(["engine", "agent"]).optional(),
 });
 export type UploadMultipartResult = z.infer<typeof UploadMultipartResult>;
+
+export const TreeSizeBody = z.object({ path: z.string() }).strict();
+/** How large a tar archive of the tree can be at most (tarMax), from a metadata pass (container/transfer/tree-size.ts). */
+export const TreeSizeResult = z.object({
+  entries: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+  tarMax: z.number().int().nonnegative(),
+  ms: z.number().nonnegative(),
+  by: z.enum(["native", "node"]),
+});
+export type TreeSizeResult = z.infer<typeof TreeSizeResult>;
 
 export const DownloadRangedBody = z
   .object({

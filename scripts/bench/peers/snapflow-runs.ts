@@ -3,7 +3,7 @@
 // a figure is at most that much late); each run's per-step milliseconds come from the API as they are.
 import type { apiClient, RunStatus } from "../../cli/api-client.ts";
 
-export const DEFAULT_BACKUP = "tar-zst-pipe";
+export const DEFAULT_BACKUP = "tar-zst-presigned-multipart";
 export const INCREMENTAL_BACKUP = "tar-zst-delta";
 export const DEFAULT_RESTORE = "presigned-tar-zst-pipe";
 /** the fastest mount restore in the seeds' matrix, and the image backup it restores */

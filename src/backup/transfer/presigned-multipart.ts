@@ -1,30 +1,37 @@
-// presigned-multipart: the agent cuts the live tar stream into equal parts and PUTs them in parallel to presigned
-// part URLs; the Worker only opens the upload (over the S3 API, which the URLs address), signs URLs and completes
-// or aborts. No archive byte crosses the Worker.
+// presigned-multipart: the sandbox PUTs the archive's parts in parallel to presigned part URLs; the Worker only opens
+// the upload (over the S3 API, which the URLs address), signs URLs and completes or aborts. No archive byte crosses
+// the Worker. The default backup takes this path (registry.ts DEFAULT_BACKUP).
 //
-// Part URLs are all signed up front (the agent cannot ask the Worker for more mid-stream), each with an expiry
-// fitted to when it will be used: part n cannot start before n - 1 parts have been cut from the stream, so its URL
-// lives 60 s plus those bytes at a slow 2 MB/s of archive output (partUrlExpirySeconds), never longer than
-// PRESIGN_EXPIRY_SECONDS (the presigner's cap: no URL outlives the deployment's policy). A leaked early URL is
-// useless within a minute or so; a late one lives as long as the stream plausibly needs to reach it. When the
-// stream is slower than that (or the upload outlasts the cap), the store answers 403 "Request has expired" to the
-// late part: the agent reports it as `url_expired` (502, not its generic tool failure), this step aborts the
-// upload, and the step's retry signs fresh URLs for a new upload. An upload that can never finish within
-// PRESIGN_EXPIRY_SECONDS fails after the retries naming the expired URL: raise the cap or use the Worker's
-// multipart path. (Signing in batches as the upload proceeds would need the agent to call back to the Worker.)
+// Who cuts the parts: the native engine itself (`snapflow-lazy pack --part-size`, container/transfer/engine-parts.ts)
+// when it can make the pass, so no byte crosses the agent either; else the agent cuts its own single pass's stream
+// (container/transfer/presigned-multipart.ts). The step reports which (`uploadedBy`).
 //
-// One walk: the agent makes the archive in a single pass (container/transfer/presigned-multipart.ts), so the manifest this
-// path records is the one made from the archive's own stream, with tar's entries named by the sorted walk, as on
-// every other tar path. The archive phase's manifest (a walk of its own, taken because every part URL is signed up
-// front and their number needs the tree's size) only sizes the upload: the single-pass one replaces it in the
-// store before the snapshot is recorded, so a restore checks the archive against what the archive holds.
+// How many URLs: all are signed up front (the sandbox cannot ask the Worker for more mid-stream), so this step first
+// asks the sandbox for a bound on the tar archive (POST /v1/tree-size: a metadata pass, ~0.1 s natively for 31.7k
+// entries; container/transfer/tree-size.ts) and signs URLs for it, plus one spare part for a tree that grows a little
+// meanwhile. zstd only shrinks tar, so the archive fits unless the tree grew by more than a part: then the sandbox
+// stops before sending the extra part and answers 400 naming `urls`, this step aborts that upload, counts again and
+// signs twice as many (or the new bound's, if larger) for one more attempt; a second overflow fails the run naming
+// urls. A tree that only shrank wastes nothing but unsigned-for-use URLs. (Before, the archive phase took a whole
+// hashing walk only to size this.)
 //
-// Integrity: the upload is opened with SHA-256 part checksums, the agent reports each part's SHA-256 (hashed from
+// Each URL's expiry is fitted to when it will be used: part n cannot start before n - 1 parts have been cut from the
+// stream, so its URL lives 60 s plus those bytes at a slow 2 MB/s of archive output (partUrlExpirySeconds), never
+// longer than PRESIGN_EXPIRY_SECONDS (the presigner's cap). A leaked early URL is useless within a minute or so; a
+// late one lives as long as the stream plausibly needs to reach it. When the stream is slower than that (or the
+// upload outlasts the cap), the store answers 403 "Request has expired" to the late part: the sandbox reports it as
+// `url_expired` (502), this step aborts the upload, and the step's retry signs fresh URLs for a new upload.
+//
+// One walk: the archive and its manifest come from one pass in the sandbox (the engine's, or the agent's), with
+// tar's entries named by the sorted walk, as on every other tar path; the manifest recorded is that pass's.
+//
+// Integrity: the upload is opened with SHA-256 part checksums, the sandbox reports each part's SHA-256 (hashed from
 // its buffer before the PUT), and the completion lists them, so the store itself refuses an object whose parts are
 // not the ones reported (BadDigest: permanent, the run stops, the upload is aborted). The composite of the
 // reported hashes is what the store must then keep for the object: verify reads it back (backup-phases.ts).
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
+import { AgentCallError } from "../../sandbox/agent-client.ts";
 import { R2_MULTIPART } from "../../../container/contract/r2-limits.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { compositeSha256 } from "../../store/part-checksums.ts";
@@ -38,35 +45,49 @@ export function partUrlExpirySeconds(partNumber: number, partSize: number): numb
   return 60 + Math.ceil(((partNumber - 1) * partSize) / 2e6);
 }
 
+/** Part URLs for an archive of at most `tarMax` bytes: its parts, and one spare for a tree that grows meanwhile. */
+export function urlCountFor(tarMax: number, partSize: number): number {
+  return Math.min(R2_MULTIPART.maxParts, Math.ceil(tarMax / partSize) + 1);
+}
+
+/** The sandbox's answer that the archive needs more parts than it was given URLs for. */
+const tooFewUrls = (e: unknown) => e instanceof AgentCallError && e.status === 400 && e.field === "urls";
+
 export const presignedMultipartTransfer: BackupTransfer = {
   streamsArchive: true,
-  // The archive phase still walks the tree first, to size the upload; the manifest recorded is the transfer's.
-  singlePass: false,
+  singlePass: true,
   hashedByWorker: false,
-  async transfer({ d, p, s, agent, archived, key, started }) {
+  async transfer({ d, p, s, agent, key, started }) {
     const format = tarOnly(s);
-    // The archive is at most about the tree's size; 25% headroom and one spare part cover incompressible data.
-    const expected = archived.manifest!.bytes; // the archive phase's walk: a size, not the manifest recorded
-    const partSize = partSizeOf(p, expected);
-    const count = Math.min(R2_MULTIPART.maxParts, Math.ceil((expected * 1.25) / partSize) + 1);
-    const upload = await d.presigner.createMultipartUpload(key);
-    try {
-      const fixed = p.tuning?.partUrlExpirySeconds;
-      const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, fixed ?? partUrlExpirySeconds(i + 1, partSize))));
-      const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
-      const up = await agent.uploadMultipart({ source: { archive: { path: p.path, format, manifestOut } }, partSize, concurrency: p.tuning?.concurrency ?? 4, urls }, expected);
-      if (!up.manifest) throw new SnapflowError("agent_error", `the agent in sandbox ${p.sandboxId} uploaded the archive without the manifest of what it archived (an agent older than this Worker?)`);
-      // R2's equal-part rule, checked on what the agent reports before completing.
-      const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
-      if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
-      await upload.complete(up.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
-      const storeChecksum = await compositeSha256(up.parts.map((part) => part.sha256));
-      // The manifest of what the archive holds replaces the sizing walk's (the record takes its totals from here).
-      const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest });
-      return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes, ...made };
-    } catch (e) {
-      await upload.abort().catch(() => {});
-      throw e;
+    let sized = await agent.treeSize(p.path);
+    const partSize = partSizeOf(p, sized.tarMax);
+    let count = urlCountFor(sized.tarMax, partSize);
+    const sizing = { sizeMs: sized.ms, sizeBy: sized.by, tarMax: sized.tarMax };
+    for (let attempt = 1; ; attempt++) {
+      const upload = await d.presigner.createMultipartUpload(key);
+      try {
+        const fixed = p.tuning?.partUrlExpirySeconds;
+        const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, fixed ?? partUrlExpirySeconds(i + 1, partSize))));
+        const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
+        const source = { archive: { path: p.path, format, manifestOut, keepAs: p.snapshotId } };
+        const up = await agent.uploadMultipart({ source, partSize, concurrency: p.tuning?.concurrency ?? 4, urls }, sized.tarMax);
+        if (!up.manifest) throw new SnapflowError("agent_error", `the agent in sandbox ${p.sandboxId} uploaded the archive without the manifest of what it archived (an agent older than this Worker?)`);
+        // R2's equal-part rule, checked on what the sandbox reports before completing.
+        const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
+        if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
+        await upload.complete(up.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
+        const storeChecksum = await compositeSha256(up.parts.map((part) => part.sha256));
+        // The manifest, too, goes from the sandbox to the store without the Worker (bound to its SHA-256).
+        const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest }, { bySandbox: true });
+        const by = { ...(up.uploadedBy ? { uploadedBy: up.uploadedBy } : {}), ...(up.engine ? { engine: up.engine } : {}) };
+        return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, urls: count, attempts: attempt, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes, ...sizing, ...by, ...made };
+      } catch (e) {
+        await upload.abort().catch(() => {});
+        if (attempt > 1 || !tooFewUrls(e) || count >= R2_MULTIPART.maxParts) throw e;
+        // The tree grew past the bound: count again and sign for twice as much (or the new bound), once.
+        sized = await agent.treeSize(p.path);
+        count = Math.max(Math.min(R2_MULTIPART.maxParts, count * 2), urlCountFor(sized.tarMax, partSize));
+      }
     }
   },
 };

@@ -26,8 +26,9 @@
 // target) and remove (apply a delta's deletions), both by directory descriptors that never follow a symlink
 // (internal/beneath); opaque, the same way, marks a restored overlay upper's opaque directories; sanitize, relink and
 // setid clean an extracted tree, make an image's hard links one file again and give set-id bits back, the same way.
-// pack is the backup engine (internal/pack): a tree's tar.zst archive and its manifest from one read of each file;
-// unpack its reverse for the default restore (internal/unpack): tar.zst → a tree checked against its manifest.
+// pack is the backup engine (internal/pack): a tree's tar.zst archive and its manifest from one read of each file,
+// written to stdout or PUT in parts to presigned URLs (internal/partupload); size bounds that archive beforehand;
+// unpack is its reverse for the default restore (internal/unpack): tar.zst → a tree checked against its manifest.
 package main
 
 import (
@@ -50,6 +51,9 @@ const usage = `usage:
                                                                  tar.zst to stdout, result JSON to fd N
   snapflow-lazy unpack --root DIR [--result-fd N] < JSON line {url?,manifest,keepOwners,complete,…} [+ tar.zst]
                                                                  the tree beneath DIR, result JSON to fd N
+  snapflow-lazy pack   … --part-size N [--concurrency 4] [--retries 2] < JSON {…,urls}
+                                                                 the archive PUT in parts to the urls; result JSON with its parts
+  snapflow-lazy size   --root DIR                                 {"entries","bytes","tarMax","ms"}: a tar archive's upper bound
   snapflow-lazy version                                                           release, Go and commit, one line
 `
 
@@ -71,6 +75,7 @@ func main() {
 		"sanitize": sanitizeCmd,
 		"pack":     packCmd,
 		"unpack":   unpackCmd,
+		"size":     sizeCmd,
 		"version":  versionCmd,
 	}
 	run, ok := commands[os.Args[1]]

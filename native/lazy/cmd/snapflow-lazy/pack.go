@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"snapflow/native/lazy/internal/pack"
 )
@@ -21,17 +22,27 @@ type packRequest struct {
 	Long      bool            `json:"long"`
 	Selection *pack.Selection `json:"selection"`
 	Delta     *pack.Delta     `json:"delta"`
+	// upload mode (--part-size): urls[i] is the presigned UploadPart URL of part i + 1. On stdin, never on argv (a
+	// URL is a credential: ps and logs show argv).
+	URLs []string `json:"urls"`
+	// test-only (the agent's faults.ts arms it): part 1 changed after it was hashed (packupload.go)
+	Lie bool `json:"lie"`
 }
 
 // packCmd makes a tree's zstd-compressed tar archive (stdout, or --out) and its manifest (--manifest) in one pass
 // (internal/pack). The result, or {"error": {code, message, field}} when it failed, goes to --result-fd (or stderr):
-// stdout is the archive.
+// stdout is the archive. With --part-size the archive goes to the store instead, cut into parts PUT to the presigned
+// URLs of the request (packupload.go), and the result lists the parts.
 func packCmd(args []string) error {
 	fs := newFlags("pack")
 	root := fs.String("root", "", "the tree to pack")
 	manifest := fs.String("manifest", "", "where the manifest JSON is written")
 	outPath := fs.String("out", "", "write the archive here instead of stdout")
 	resultFd := fs.Int("result-fd", 2, "the descriptor the result JSON is written to")
+	partSize := fs.Int("part-size", 0, "upload mode: bytes of every part but the last (the request's urls, one per part)")
+	concurrency := fs.Int("concurrency", 4, "upload mode: parts PUT at once")
+	retries := fs.Int("retries", 2, "upload mode: extra attempts per part on a network error, 5xx or 429")
+	timeout := fs.Duration("timeout", 120*time.Second, "upload mode: deadline per PUT attempt")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +78,16 @@ func packCmd(args []string) error {
 			os.Exit(1)
 		}
 	}()
+	if *partSize > 0 {
+		if req.Delta != nil {
+			return errors.New("stdin: a delta is made to stdout; --part-size uploads full backups only")
+		}
+		return packUpload(pack.Options{Root: *root, Manifest: *manifest, Level: req.Level, Threads: req.Threads, Long: req.Long, Selection: req.Selection},
+			uploadSettings{partSize: *partSize, concurrency: *concurrency, retries: *retries, timeout: *timeout, urls: req.URLs, lie: req.Lie}, resultOut)
+	}
+	if len(req.URLs) > 0 || req.Lie {
+		return errors.New("stdin: urls and lie need --part-size")
+	}
 	var out io.Writer = os.Stdout
 	if *outPath != "" {
 		f, err := os.Create(*outPath)
