@@ -3,6 +3,7 @@
 // timing table, and exits 0 only if the restored tree's manifest equals the source's. It removes what it made (the
 // snapshot, both sandboxes; a run Ctrl-C interrupted is cancelled first), or with --keep says what it kept.
 import { parseArgs } from "node:util";
+import { DEFAULT_BACKUP } from "../src/strategies/registry.ts";
 import { apiClient, ApiCallError, type RunStatus } from "./cli/api-client.ts";
 import { findRunningStack, freePort, portIsFree, stackDir, startStack, wranglerPort, type Stack, type StackInfo } from "./stack/stack.ts";
 import { processTree, sampleRss, type RssSample } from "./stack/rss.ts";
@@ -22,7 +23,7 @@ Options:
   --kind K             node-modules, or added-data (a node-modules base plus --added-bytes of
                        incompressible data, the shapes of snapshot-create-restore-benchmark.md)
   --added-bytes N      with --kind added-data                    (default 0)
-  --backup NAME        backup strategy                           (default tar-zst-pipe)
+  --backup NAME        backup strategy                           (default ${DEFAULT_BACKUP}, the API's)
   --restore NAME       restore strategy                          (default: the pipe restore for the format)
   --keep               keep the snapshot and the sandboxes (default: removed at the end); says where they are
   -h, --help           this help
@@ -36,7 +37,7 @@ const { values: opts } = parseArgs({
     seed: { type: "string", default: "1" },
     kind: { type: "string", default: "node-modules" },
     "added-bytes": { type: "string", default: "0" },
-    backup: { type: "string", default: "tar-zst-pipe" },
+    backup: { type: "string", default: DEFAULT_BACKUP },
     restore: { type: "string" },
     keep: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
