@@ -19,7 +19,7 @@ import { AgentError } from "../http/agent-error.ts";
 import { applyLayer, applyLayerStream } from "./manifest-layer.ts";
 import { readBodyBounded } from "../contract/bounded-body.ts";
 import { DEFAULT_MAX_MANIFEST_BYTES } from "../contract/manifest-limits.ts";
-import { checkUrl } from "../transfer/presigned.ts";
+import { checkUrl } from "../transfer/check-url.ts";
 import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest, type ManifestEntry } from "../contract/protocol.ts";
 import { manifestBatches, type ManifestHead } from "./manifest-stream.ts";
 

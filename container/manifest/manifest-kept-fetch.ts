@@ -6,7 +6,7 @@ import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { checkUrl } from "../transfer/presigned.ts";
+import { checkUrl } from "../transfer/check-url.ts";
 
 /**
  * Downloads the stored manifest at `url` to `file` (through `${file}.tmp`), refusing more than `limit` bytes; answers

@@ -42,7 +42,7 @@ import { open, stat, type FileHandle } from "node:fs/promises";
 import { PassThrough, type Readable } from "node:stream";
 import { AgentError, toolFailure } from "../http/agent-error.ts";
 import { archiveWithManifest, type SinglePassOptions, type SinglePassResult } from "../archive/archive.ts";
-import { checkUrl } from "./presigned.ts";
+import { checkUrl } from "./check-url.ts";
 import { enginePartsUpload } from "./engine-parts.ts";
 import { putBytes, withRetries } from "./presigned-http.ts";
 import type { TarFormat } from "../contract/protocol.ts";

@@ -22,7 +22,7 @@ import { pipeline } from "node:stream/promises";
 import { AgentError, toolFailure } from "../http/agent-error.ts";
 import { aria2cArgv, aria2cInput } from "./aria2c-argv.ts";
 import { extractFromStream, type ExtractVerification, type VerifiedExtract } from "../extract/extract.ts";
-import { checkUrl } from "./presigned.ts";
+import { checkUrl } from "./check-url.ts";
 import { getRange, redact, TransferError, withRetries } from "./presigned-http.ts";
 import type { TarFormat, WrittenBytes } from "../contract/protocol.ts";
 import { startTool } from "../system/run-tool.ts";

@@ -15,18 +15,8 @@ import { HashingStream } from "../archive/hashing-stream.ts";
 import { putBody } from "./presigned-http.ts";
 import { fetchWithStallDeadline } from "./stall-deadline.ts";
 import type { TarFormat, WrittenBytes } from "../contract/protocol.ts";
+import { checkUrl } from "./check-url.ts";
 
-/** The URL must be http(s); anything else (file:, data:) would let a caller read or write where it should not. */
-export function checkUrl(url: string, field: string): URL {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new AgentError("bad_request", `${field} is not a URL`, field);
-  }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new AgentError("bad_request", `${field} must be an http(s) URL`, field);
-  return u;
-}
 
 export async function uploadFile(file: string, url: string, createOnly = false): Promise<WrittenBytes> {
   const started = performance.now();
