@@ -11,7 +11,7 @@
 // changed) and applied to the base as it streams.
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rm, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { z } from "zod";
@@ -159,6 +159,8 @@ async function* fileBytes(file: string, field: string): AsyncGenerator<Uint8Arra
  */
 export interface ManifestReader {
   batches(): AsyncGenerator<ManifestEntry[]>;
+  /** lets go of a spooled copy (its descriptor); the request's end calls it */
+  close?(): Promise<void>;
 }
 
 /** A manifest already held, as a reader. */
@@ -169,8 +171,9 @@ export const readerOf = (m: Manifest): ManifestReader => ({
 });
 
 /**
- * A manifest to read as a stream. A stored one is spooled to `spool` (a sandbox file the caller removes) as it
- * arrives, bounded and hashed, so its passes read the sandbox's copy; without `spool` each pass fetches it again.
+ * A manifest to read as a stream. A stored one is spooled to `spool` as it arrives, bounded and hashed, then read
+ * through a descriptor with the name removed (the caller closes it: `close`), so its passes read the sandbox's copy;
+ * without `spool` each pass fetches it again.
  * A layer and its chain are read whole and applied (loadManifest).
  */
 export async function openManifest(source: ManifestSource, field: string, spool?: string): Promise<ManifestReader> {
@@ -194,17 +197,34 @@ export async function openManifest(source: ManifestSource, field: string, spool?
         for (const layer of [...layers, top]) tree = applyLayerStream(tree, layer, field);
         return tree;
       },
+      close: async () => base.close?.(),
     };
   }
   if (!spool) return { batches: () => manifestBatches(storedBytes(source, field), field) };
   await mkdir(dirname(spool), { recursive: true });
+  let held: FileHandle;
   try {
     await pipeline(storedBytes(source, field), createWriteStream(spool));
-  } catch (e) {
+    held = await open(spool, "r");
+  } finally {
+    // Read through the descriptor from here: the name goes at once, so nothing is left in staging however long the
+    // request lives (a restore step abandoned by the Worker can outlive its retry) or if the agent dies.
     await rm(spool, { force: true });
-    throw e;
   }
-  return { batches: () => manifestBatches(fileBytes(spool, field), field) };
+  return { batches: () => manifestBatches(handleBytes(held, field), field), close: () => held.close().catch(() => {}) };
+}
+
+/** A spooled copy's bytes, read from its descriptor from the start (positional reads: it may be read again). */
+async function* handleBytes(fh: FileHandle, field: string): AsyncGenerator<Uint8Array> {
+  const limit = agentManifestByteLimit();
+  for (let at = 0; ; ) {
+    const buffer = Buffer.allocUnsafe(256 * 1024);
+    const { bytesRead } = await fh.read(buffer, 0, buffer.length, at);
+    if (bytesRead === 0) return;
+    at += bytesRead;
+    if (at > limit) throw new AgentError("bad_request", `${field}: the manifest passes ${limit} bytes, more than this agent reads (SNAPFLOW_MAX_MANIFEST_BYTES)`, field);
+    yield buffer.subarray(0, bytesRead);
+  }
 }
 
 /** A whole manifest (version 1) read through the stream: its entries held, not its text and a parse tree too. */

@@ -65,9 +65,14 @@ export async function requestedManifestReader(c: Ctx, source: P.ManifestSource |
   const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
   const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
   const spool = await c.path(stagingPath(`manifest-${randomUUID()}`, "json"), field);
-  // The base of a layer is spooled beside it (manifest-file.ts openManifest).
-  c.res.once("close", () => void Promise.all([rm(spool, { force: true }), rm(`${spool}.base`, { force: true })]).catch(() => {}));
-  return openManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field, spool);
+  // The base of a layer is spooled beside it (manifest-file.ts openManifest); each spool's name goes once it is
+  // written (read by descriptor), or here if the request ends while it is being written.
+  let reader: ManifestReader | undefined;
+  c.res.once("close", () => void Promise.all([rm(spool, { force: true }), rm(`${spool}.base`, { force: true }), reader?.close?.()]).catch(() => {}));
+  reader = await openManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field, spool);
+  // Ended while it was opening: close now (the close listener saw no reader yet).
+  if (c.res.closed) await reader.close?.();
+  return reader;
 }
 
 /** The in-stream check a restore request asks for, if any. */
