@@ -25,6 +25,7 @@ import { findOnPath } from "../system/find-on-path.ts";
 import { startTool } from "../system/run-tool.ts";
 import type { SinglePassOptions, SinglePassResult } from "./single-pass.ts";
 import type { EngineSelection } from "./selection.ts";
+import { readAll, safeJson } from "../system/engine-answer.ts";
 
 /** Which pass the agent makes when both could: SNAPFLOW_PACK_ENGINE=node keeps its own (benchmarks compare the two). */
 export function preferredEngine(env: Record<string, string | undefined> = process.env): "native" | "node" {
@@ -87,12 +88,6 @@ export const engineKeptFile = (keep: { dir: string; id: string }) => `${keptFile
 /** The engine binary, or null when this sandbox has none (then the agent's own pass runs). */
 export function engineBinary(): Promise<string | null> {
   return findOnPath("snapflow-lazy");
-}
-
-async function readAll(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 /**
@@ -174,10 +169,3 @@ export class EngineLacksPack extends Error {
   }
 }
 
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

@@ -23,6 +23,7 @@ import { startTool } from "../system/run-tool.ts";
 import { storeIdleMs } from "../transfer/stall-deadline.ts";
 import { verifyFailed } from "../manifest/tree-verify.ts";
 import type { VerifiedExtract } from "./extract.ts";
+import { readAll, safeJson } from "../system/engine-answer.ts";
 
 /** Which restore the agent makes when both could: SNAPFLOW_UNPACK_ENGINE=node keeps its own (benchmarks compare the two). */
 export function preferredUnpack(env: Record<string, string | undefined> = process.env): "native" | "node" {
@@ -78,20 +79,6 @@ const UnpackFailure = z.object({ error: z.object({ code: z.enum(CODES), message:
 export class EngineLacksUnpack extends Error {
   constructor() {
     super("snapflow-lazy here has no unpack subcommand");
-  }
-}
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }
 

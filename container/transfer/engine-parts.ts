@@ -20,6 +20,7 @@ import type { SinglePassOptions, SinglePassResult } from "../archive/single-pass
 import type { TarFormat } from "../contract/protocol.ts";
 import { keepManifest } from "../manifest/manifest-kept.ts";
 import { startTool } from "../system/run-tool.ts";
+import { readAll, safeJson } from "../system/engine-answer.ts";
 
 export interface EnginePartsOptions {
   partSize: number;
@@ -95,16 +96,3 @@ export async function enginePartsUpload(dir: string, format: TarFormat, pass: Si
   }
 }
 
-async function readAll(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

@@ -11,6 +11,7 @@ import { engineBinary } from "../archive/engine-pass.ts";
 import type { TreeSizeResult } from "../contract/protocol.ts";
 import { walkTree } from "../manifest/tree-walk.ts";
 import { runTool } from "../system/run-tool.ts";
+import { safeJson } from "../system/engine-answer.ts";
 
 /** The engine's per-entry allowance (internal/treesize TarOverheadPerEntry). */
 const TAR_OVERHEAD_PER_ENTRY = 2048;
@@ -44,10 +45,3 @@ export async function treeSize(dir: string): Promise<TreeSizeResult> {
   return { entries, bytes, tarMax, ms: Math.round(performance.now() - started), by: "node" };
 }
 
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

@@ -76,7 +76,7 @@ func classify(walk []walked, base *baseManifest, rehash bool) *classification {
 		if d := strings.Count(b, "/") - strings.Count(a, "/"); d != 0 {
 			return d
 		}
-		return compareUTF16(b, a)
+		return CompareUTF16(b, a)
 	})
 	for _, p := range c.deleted {
 		if slash := strings.LastIndexByte(p, '/'); slash > 0 {

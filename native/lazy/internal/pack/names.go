@@ -10,10 +10,11 @@ import (
 // so both walks, and so both manifests, list a tree in the same order. UTF-8 byte order differs from it only
 // between a character above U+FFFF (a surrogate pair, 0xD800–0xDFFF) and one in U+E000–U+FFFF.
 func sortNames(names []string) {
-	slices.SortFunc(names, compareUTF16)
+	slices.SortFunc(names, CompareUTF16)
 }
 
-func compareUTF16(a, b string) int {
+// CompareUTF16 orders two names as JavaScript's default sort does (by UTF-16 code units); unpack's walk uses it too.
+func CompareUTF16(a, b string) int {
 	i := 0
 	for i < len(a) && i < len(b) && a[i] == b[i] {
 		i++

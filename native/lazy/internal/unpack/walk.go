@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"snapflow/native/lazy/internal/beneath"
+	"snapflow/native/lazy/internal/pack"
 )
 
 // Walked is the metadata walk's comparison of the made tree with the manifest (container/manifest/tree-verify.ts
@@ -101,7 +101,7 @@ func Walk(root string, x *Expected, keepOwners bool, limit int) (*Walked, error)
 		}
 	}
 	// Named in path order, the first `limit` of them, as the agent's comparison names them.
-	slices.SortStableFunc(d.list, func(a, b Difference) int { return compareUTF16(a.Path, b.Path) })
+	slices.SortStableFunc(d.list, func(a, b Difference) int { return pack.CompareUTF16(a.Path, b.Path) })
 	if len(d.list) > limit {
 		d.list = d.list[:limit]
 	}
@@ -116,7 +116,7 @@ func walkDir(dir int, rel string, out map[string]*walkEntry, order *[]string, fi
 	if err != nil {
 		return fmt.Errorf("walking %q: %w", rel, err)
 	}
-	slices.SortFunc(names, compareUTF16)
+	slices.SortFunc(names, pack.CompareUTF16)
 	for _, name := range names {
 		path := name
 		if rel != "" {
@@ -166,29 +166,4 @@ func walkDir(dir int, rel string, out map[string]*walkEntry, order *[]string, fi
 		}
 	}
 	return nil
-}
-
-// compareUTF16 orders names as JavaScript's default sort does (by UTF-16 code units), so this walk meets a hard
-// link's names in the agent's (and the backup's) order (pack/names.go has the same).
-func compareUTF16(a, b string) int {
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
-	}
-	if i == len(a) || i == len(b) {
-		return len(a) - len(b)
-	}
-	for i > 0 && !utf8.RuneStart(a[i]) {
-		i--
-	}
-	ra, _ := utf8.DecodeRuneInString(a[i:])
-	rb, _ := utf8.DecodeRuneInString(b[i:])
-	return utf16Key(ra) - utf16Key(rb)
-}
-
-func utf16Key(r rune) int {
-	if r >= 0x10000 {
-		return (0xD800+int((r-0x10000)>>10))<<21 | int(r)
-	}
-	return int(r) << 21
 }
