@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"snapflow/native/lazy/internal/pack"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -65,14 +66,9 @@ type Result struct {
 	Ms          int64        `json:"ms"`
 }
 
-// Error is a failure the agent answers with this code (agent-error-codes.ts), naming the field at fault.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
-func (e *Error) Error() string { return e.Message }
+// Error is a failure the agent answers with this code (agent-error-codes.ts), naming the field at fault: the same
+// shape as pack's.
+type Error = pack.Error
 
 // Run unpacks the zstd-compressed tar read from archive beneath o.Root. expected answers the manifest; it is
 // awaited once decompression has begun, so its download overlaps the archive's first bytes.
