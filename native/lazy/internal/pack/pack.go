@@ -143,9 +143,12 @@ func Run(opts Options, out io.Writer) (Result, error) {
 // archiveOut is the archive's way out: tar ──▶ 1 MiB buffer ──▶ zstd ──▶ SHA-256 and count ──▶ out.
 type archiveOut struct {
 	hashed   *hashingWriter
-	z        *zstd.Encoder
+	z        io.WriteCloser // the stream encoder (--long), or frames of 4 MiB encoded on every core (frames.go)
 	buffered *bufio.Writer
 }
+
+// frameSize: each independent zstd frame's input when the archive is compressed on several cores (frames.go).
+const frameSize = 8 << 20
 
 func newArchiveOut(opts Options, out io.Writer) (*archiveOut, error) {
 	hashed := &hashingWriter{w: out, h: sha256.New()}
@@ -161,10 +164,20 @@ func newArchiveOut(opts Options, out io.Writer) (*archiveOut, error) {
 	if opts.Long {
 		zopts = append(zopts, zstd.WithWindowSize(1<<27))
 	}
-	z, err := zstd.NewWriter(hashed, zopts...)
+	if opts.Long || threads == 1 {
+		z, err := zstd.NewWriter(hashed, zopts...)
+		if err != nil {
+			return nil, err
+		}
+		return &archiveOut{hashed: hashed, z: z, buffered: bufio.NewWriterSize(z, 1<<20)}, nil
+	}
+	// Independent frames, one per core at once: EncodeAll on an encoder shared by the workers (it is safe for
+	// concurrent use, up to its concurrency).
+	enc, err := zstd.NewWriter(nil, zopts...)
 	if err != nil {
 		return nil, err
 	}
+	z := newFrameWriter(hashed, enc, frameSize, threads)
 	return &archiveOut{hashed: hashed, z: z, buffered: bufio.NewWriterSize(z, 1<<20)}, nil
 }
 
