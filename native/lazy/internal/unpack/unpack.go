@@ -32,13 +32,13 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"snapflow/native/lazy/internal/pack"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 
 	"snapflow/native/lazy/internal/beneath"
+	"snapflow/native/lazy/internal/pack"
 )
 
 // Options: where the tree goes and how it is checked.
