@@ -1,0 +1,244 @@
+// Package filecas is snapflow's file-level content-addressed format (issue 24): a snapshot is a compressed index of
+// the tree's entries, each regular file's content named as a list of content-defined chunks (FastCDC, SHA-256), and
+// the chunks themselves live zstd-compressed, one frame each, in packs: one pack object per backup, holding only the
+// chunks no earlier snapshot of its lineage had. An incremental reuses an unchanged file's chunk list without opening
+// the file (restic's rule: size, ns mtime, ctime, inode, device), so it reads and stores only what changed.
+//
+//	index (zstd-compressed JSON, the snapshot's object):
+//	{"version":1,"avgChunk":N,
+//	 "packs":[{"name":"<snapshot id that wrote it>","bytes":N,"sha256":"…"},…],
+//	 "chunks":[{"sha256":"…","pack":P,"offset":N,"stored":N,"size":N},…],
+//	 "entries":[{<the manifest entry: path,type,mode,size,mtime,uid,gid,target,link,holes,sha256,stat>,
+//	            "chunks":[i,…],"data":[[offset,length],…],"node":"fifo"|"char"|"block"},…]}
+//
+// A chunk is the zstd frame at [offset, offset+stored) of pack P, which decompresses to `size` bytes whose SHA-256 is
+// `sha256`. A file's chunks, in order, are its content: its data regions concatenated (a sparse file lists its data
+// regions in `data`; the rest is holes; without `data` the file is one region [0, size)). A hard link's later names
+// carry `link` (the first name) and no chunks. The pack's store key is built by the Worker from the tenant and the
+// pack's name, never taken from the index as a key.
+//
+// The index comes from a sandbox: Decode bounds what it reads and Validate refuses any index whose references,
+// names or sizes do not hold together, before anything acts on it.
+package filecas
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	json "github.com/goccy/go-json"
+	"github.com/klauspost/compress/zstd"
+
+	"snapflow/native/lazy/internal/pack"
+)
+
+// Version is the only index format this package reads and writes.
+const Version = 1
+
+// Index is one snapshot of the file-level format.
+type Index struct {
+	Version  int     `json:"version"`
+	AvgChunk int     `json:"avgChunk"`
+	Packs    []Pack  `json:"packs"`
+	Chunks   []Chunk `json:"chunks"`
+	Entries  []Entry `json:"entries"`
+}
+
+// Pack is one pack object the index's chunks live in, named by the backup that wrote it.
+type Pack struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	Sha256 string `json:"sha256"`
+}
+
+// Chunk is one distinct chunk: where its zstd frame lies in which pack, and what it decompresses to.
+type Chunk struct {
+	Sha256 string `json:"sha256"`
+	Pack   int    `json:"pack"`
+	Offset int64  `json:"offset"`
+	Stored int64  `json:"stored"`
+	Size   int64  `json:"size"`
+}
+
+// Entry is a manifest entry plus, for a regular file with content, its chunks (indexes into Index.Chunks) and, for a
+// sparse one, its data regions.
+type Entry struct {
+	pack.Entry
+	Chunks []int      `json:"chunks,omitempty"`
+	Data   [][2]int64 `json:"data,omitempty"`
+	// Node: what an "other" entry is ("fifo", "char", "block"): a restore makes fifos and never makes devices.
+	Node string `json:"node,omitempty"`
+}
+
+// Limits bound what a sandbox's index can make a reader do.
+type Limits struct {
+	// MaxCompressed and MaxJSON: the index object's bytes, and its JSON once decompressed.
+	MaxCompressed int64
+	MaxJSON       int64
+	// MaxChunk: the largest chunk's size (FastCDC's max is 4 × avg), so a decoder's buffer is bounded.
+	MaxChunk int64
+}
+
+// DefaultLimits: the npm workspace's index is ~1.5 MB compressed, ~9 MB of JSON for 31.7k entries; the manifest bound
+// (MAX_MANIFEST_BYTES, 128 MiB) holds for the JSON too.
+var DefaultLimits = Limits{MaxCompressed: 64 << 20, MaxJSON: 128 << 20, MaxChunk: 8 << 20}
+
+// Encode writes the index as zstd-compressed JSON.
+func Encode(w io.Writer, x *Index) error {
+	enc, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		return err
+	}
+	if err := json.NewEncoder(enc).Encode(x); err != nil {
+		enc.Close()
+		return err
+	}
+	return enc.Close()
+}
+
+// Decode reads a zstd-compressed index within the limits and validates it.
+func Decode(r io.Reader, l Limits) (*Index, error) {
+	dec, err := zstd.NewReader(&capped{r: r, left: l.MaxCompressed, what: "the index object"}, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(l.MaxJSON)))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	var x Index
+	if err := json.NewDecoder(&capped{r: dec, left: l.MaxJSON, what: "the index's JSON"}).Decode(&x); err != nil {
+		return nil, refused("", fmt.Sprintf("the index does not decode: %v", err))
+	}
+	if err := x.Validate(l); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// packName: the id of the snapshot whose backup wrote the pack (ids.ts: letters, digits, '-' and '_').
+var packName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// Validate checks that every reference lies inside the index, every name is a relative path beneath the root, and a
+// file's chunks add up to its data: what a restore or a mount would otherwise trust.
+func (x *Index) Validate(l Limits) error {
+	if x.Version != Version {
+		return refused("version", fmt.Sprintf("version %d is not %d", x.Version, Version))
+	}
+	for i, p := range x.Packs {
+		if !packName.MatchString(p.Name) || !sha256Hex.MatchString(p.Sha256) || p.Bytes < 0 {
+			return refused("packs", fmt.Sprintf("pack %d (%q) has a bad name, SHA-256 or size", i, p.Name))
+		}
+	}
+	for i, c := range x.Chunks {
+		if !sha256Hex.MatchString(c.Sha256) || c.Pack < 0 || c.Pack >= len(x.Packs) || c.Offset < 0 || c.Stored <= 0 ||
+			c.Size <= 0 || c.Size > l.MaxChunk || c.Offset+c.Stored > x.Packs[c.Pack].Bytes {
+			return refused("chunks", fmt.Sprintf("chunk %d (%s) lies outside its pack or has a bad size", i, c.Sha256))
+		}
+	}
+	seen := make(map[string]struct{}, len(x.Entries))
+	for i := range x.Entries {
+		e := &x.Entries[i]
+		if err := checkName(e.Path); err != nil {
+			return err
+		}
+		if _, dup := seen[e.Path]; dup {
+			return refused("entries", fmt.Sprintf("%q is listed twice", e.Path))
+		}
+		seen[e.Path] = struct{}{}
+		switch e.Type {
+		case "file", "dir", "symlink":
+		case "other":
+			if e.Node != "fifo" && e.Node != "char" && e.Node != "block" {
+				return refused("entries", fmt.Sprintf("%q is an other entry of node %q", e.Path, e.Node))
+			}
+		default:
+			return refused("entries", fmt.Sprintf("%q has type %q", e.Path, e.Type))
+		}
+		if e.Link != "" {
+			if err := checkName(e.Link); err != nil {
+				return err
+			}
+			if e.Type != "file" || len(e.Chunks) > 0 || len(e.Data) > 0 {
+				return refused("entries", fmt.Sprintf("%q is a hard link with content of its own", e.Path))
+			}
+			continue
+		}
+		if e.Type != "file" && (len(e.Chunks) > 0 || len(e.Data) > 0) {
+			return refused("entries", fmt.Sprintf("%q is a %s with content", e.Path, e.Type))
+		}
+		if e.Size < 0 {
+			return refused("entries", fmt.Sprintf("%q has a negative size", e.Path))
+		}
+		data := e.Size
+		if len(e.Data) > 0 {
+			data = 0
+			end := int64(0)
+			for _, r := range e.Data {
+				if r[0] < end || r[1] <= 0 || r[0]+r[1] > e.Size {
+					return refused("entries", fmt.Sprintf("%q has data regions out of order or beyond its size", e.Path))
+				}
+				end = r[0] + r[1]
+				data += r[1]
+			}
+		}
+		var sum int64
+		for _, c := range e.Chunks {
+			if c < 0 || c >= len(x.Chunks) {
+				return refused("entries", fmt.Sprintf("%q names chunk %d of %d", e.Path, c, len(x.Chunks)))
+			}
+			sum += x.Chunks[c].Size
+		}
+		if e.Type == "file" && sum != data {
+			return refused("entries", fmt.Sprintf("%q: its chunks hold %d bytes, its data is %d", e.Path, sum, data))
+		}
+	}
+	return nil
+}
+
+// checkName refuses what could lead outside the tree: an absolute name, '..', '.' or empty components, a NUL.
+func checkName(p string) error {
+	if p == "" {
+		return nil // the root itself
+	}
+	if strings.HasPrefix(p, "/") || strings.Contains(p, "\x00") {
+		return &pack.Error{Code: "path_outside_root", Field: "index", Message: fmt.Sprintf("the index's name %q is refused: it could lead outside the restored tree", p)}
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == "" || part == "." || part == ".." {
+			return &pack.Error{Code: "path_outside_root", Field: "index", Message: fmt.Sprintf("the index's name %q is refused: it could lead outside the restored tree", p)}
+		}
+	}
+	return nil
+}
+
+func refused(field, why string) error {
+	f := "index"
+	if field != "" {
+		f = "index." + field
+	}
+	return &pack.Error{Code: "bad_request", Field: f, Message: "the file-level index is refused: " + why}
+}
+
+// capped fails a read past its bound instead of reading on: a sandbox's object is never read whole on trust.
+type capped struct {
+	r    io.Reader
+	left int64
+	what string
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		if n, _ := c.r.Read(one[:]); n > 0 {
+			return 0, refused("", c.what+" is larger than its bound")
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
