@@ -153,12 +153,15 @@ const routes: [string, string, Handler][] = [
     // The schema admitted only backup preset names.
     const strategy = findBackup(body.strategy)!;
     if (strategy.delta && !body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} is a delta; name the snapshot it is taken against`, "baseSnapshotId");
-    if (!strategy.delta && body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
+    // A file-level backup takes it as its parent (whose chunk lists it reuses; files-parent.ts): still a whole snapshot.
+    const takesParent = strategy.format.kind === "files";
+    if (!strategy.delta && !takesParent && body.baseSnapshotId) throw apiError("bad_request", `baseSnapshotId: ${strategy.name} makes full snapshots; use a delta strategy (e.g. tar-zst-delta)`, "baseSnapshotId");
     let base = body.baseSnapshotId ? await readSnapshot(d.store, d.kv, body.baseSnapshotId) : null;
     // A delta builds on its base's chunks (a fork restores the base lazily) and reads its manifest: a base of another
     // tenant is answered as one that does not exist, like a restore of another tenant's snapshot below.
     if (base && tenantOf(base) !== body.tenant) base = null;
     if (body.baseSnapshotId && !base) throw apiError("not_found", `base snapshot ${body.baseSnapshotId} does not exist (or did not complete)`, "baseSnapshotId");
+    if (takesParent && base && base.format.kind !== "files") throw apiError("bad_request", `baseSnapshotId: ${strategy.name}'s parent must be a file-level snapshot; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     if (strategy.delta === "overlay-upper" && base?.delta?.kind === "overlay-upper") {
       // A sleep of a workspace woken from an overlay delta: the wake laid the delta's chain read-only under an empty
       // upper, so this delta is what changed since, over the named one. Every link is checked, and the depth bounded.

@@ -34,7 +34,7 @@ export interface ArchiveContext {
 export type ArchivePlanName = "single-pass" | "image" | "overlay-upper" | "changed-files" | "walk";
 
 /** Tar archives of a tree are made in one pass; images and overlay uppers still take the manifest apart. */
-export const isSinglePass = (s: BackupStrategy) => s.format.kind === "tar" && s.delta !== "overlay-upper" && BACKUP_TRANSFERS[s.path].singlePass;
+export const isSinglePass = (s: BackupStrategy) => (s.format.kind === "tar" || s.format.kind === "files") && s.delta !== "overlay-upper" && BACKUP_TRANSFERS[s.path].singlePass;
 
 export function archivePlanOf(s: BackupStrategy): ArchivePlanName {
   if (isSinglePass(s)) return "single-pass";
@@ -85,9 +85,11 @@ async function archiveTail(c: ArchiveContext, made: { manifest: ManifestTotals; 
     return { ms: since(started), bytes: 0, overlapped: true, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
   }
   const staged = stagedArchive(p, s);
-  const archived = await stagingFits(p, s, manifest.bytes, () => isImage(s.format)
-    ? agent.makeImage({ path: p.path, output: staged, format: s.format })
-    : agent.archiveToFile({ path: archiveRoot ?? p.path, output: staged, format: s.format, filesFrom: delta?.list }));
+  const format = s.format;
+  if (format.kind === "files") throw new SnapflowError("bad_request", `${s.name}: the file-level format is made in one pass during transfer, never staged`, { field: "strategy" });
+  const archived = await stagingFits(p, s, manifest.bytes, () => format.kind !== "tar"
+    ? agent.makeImage({ path: p.path, output: staged, format })
+    : agent.archiveToFile({ path: archiveRoot ?? p.path, output: staged, format, filesFrom: delta?.list }));
   return { ms: since(started), bytes: archived.bytes, sha256: archived.sha256, archiveMs: archived.ms, staged, manifest, delta, ...(archiveRoot ? { archiveRoot } : {}) };
 }
 

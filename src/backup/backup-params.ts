@@ -1,5 +1,5 @@
 // What a backup is asked to do (the BackupWorkflow's params) and what its phases hand each other.
-import type { ChunkRecord, StepResult } from "../snapshots/records.ts";
+import type { ChunkRecord, FilesRecord, StepResult } from "../snapshots/records.ts";
 import type { Labels } from "../snapshots/snapshot-meta.ts";
 
 export interface BackupParams {
@@ -79,6 +79,8 @@ export interface TransferResult extends StepResult {
   storeChecksum?: string;
   /** a chunked backup: the image, its chunks, and what this backup had to upload of them */
   chunks?: ChunkedTransfer;
+  /** a file-level backup: the packs its index names and what it read and stored */
+  files?: FilesRecord;
 }
 
 /** What the record keeps of a chunked transfer (ChunkRecord), and its timings. */

@@ -119,6 +119,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256, ...(sent.storeChecksum ? { storeChecksum: sent.storeChecksum } : {}) },
     manifest: { key: manifestKey(p.snapshotId), ...totals },
     ...(sent.chunks ? { chunks: chunkRecordOf(sent.chunks) } : {}),
+    ...(sent.files ? { files: sent.files } : {}),
     ...(delta ? { delta: { kind: "changed-files" as const, base: p.baseSnapshotId!, changed: delta.changed, deleted: delta.deleted, deletedKey: deletedKey(p.snapshotId) } } : {}),
     ...(archived.archiveRoot ? { delta: { kind: "overlay-upper" as const, base: p.baseSnapshotId!, ...(archived.chain ? { chain: archived.chain } : {}) } } : {}),
     ...(p.compacts ? { compacts: p.compacts } : {}),
@@ -141,22 +142,22 @@ export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy)
   const record = await readSnapshot(d.store, d.kv, p.snapshotId);
   if (record) {
     await indexSnapshot(d.kv, record).catch((e) => console.warn(`index entry of ${p.snapshotId} not written: ${e instanceof Error ? e.message : String(e)}`));
-    await removeStaging(d, p, s);
+    await removeStaging(d, p, s, true);
     return { recorded: true };
   }
   await abortRecordedUploads(d.store, p.snapshotId);
   await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId), deletedKey(p.snapshotId)]);
   if (p.baseSnapshotId) await removeDependant(d.store, p.baseSnapshotId, p.snapshotId);
-  await removeStaging(d, p, s);
+  await removeStaging(d, p, s, false);
   return { recorded: false };
 }
 
-/** The backup's files in the sandbox's staging area. */
-async function removeStaging(d: Deps, p: BackupParams, s: BackupStrategy): Promise<void> {
+/** The backup's files in the sandbox's staging area (a recorded file-level snapshot's kept index stays: the next backup's parent). */
+async function removeStaging(d: Deps, p: BackupParams, s: BackupStrategy, recorded: boolean): Promise<void> {
   const agent = new AgentClient(d.transport, p.sandboxId);
   // Chunks a failed chunked backup uploaded stay: others may share them, and the collector removes unreferenced
   // ones once they are older than its grace period (chunk-gc.ts).
-  for (const file of [stagedArchive(p, s), sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId)]) {
+  for (const file of [stagedArchive(p, s), sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId), ...(s.format.kind === "files" && !recorded ? [sandboxPaths.filesIndex(p.snapshotId)] : [])]) {
     // An agent that cannot be reached now leaves them to its own sweeper (container/system/sweep.ts): they are bounded.
     await agent.deleteFile(file).catch((e) => console.warn(`staging file ${file} of ${p.snapshotId} not removed: ${e instanceof Error ? e.message : String(e)}`));
   }

@@ -129,7 +129,7 @@ export const archivePlan: RestorePlan = {
     }
     const clearMs = since(t);
     const format = probed.snapshot.format;
-    if (!isImage(format) && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
+    if (format.kind === "tar" && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
     // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
     const made = await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
     // A tree made at the target (a lazy mount) goes in now, usable at once; verify walks it there (afterSwap).

@@ -12,6 +12,7 @@ import type * as P from "../../container/contract/protocol.ts";
 import { SELECTION_HEADER, TreeSizeResult, UploadMultipartResult } from "../../container/contract/protocol.ts";
 import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
 import { fetchWithDeadline } from "./deadline-fetch.ts";
+import { FilesPackAnswer, FilesUnpackAnswer } from "./files-answers.ts";
 import type { SandboxTransport } from "./transport.ts";
 
 /**
@@ -253,6 +254,14 @@ export class AgentClient {
   /** How large a tar archive of the tree at `path` can be at most (a metadata pass: container/transfer/tree-size.ts). */
   treeSize(path: string) {
     return this.json(TreeSizeResult, "tree size", "/v1/tree-size", { path }, "POST");
+  }
+  /** The file-level backup (the native engine's files-pack): the pack PUT in parts, the index and manifest written. */
+  filesPack(body: Record<string, unknown>, bytes?: number): Promise<FilesPackAnswer> {
+    return this.json(FilesPackAnswer, "file-level backup", "/v1/files/pack", body, "POST", { long: { bytes } });
+  }
+  /** The file-level restore (files-unpack): the tree made beneath `path` from the index and the packs' URLs. */
+  filesUnpack(body: Record<string, unknown>, bytes?: number): Promise<FilesUnpackAnswer> {
+    return this.json(FilesUnpackAnswer, "file-level restore", "/v1/files/unpack", body, "POST", { long: { bytes } });
   }
   async uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number): Promise<P.UploadMultipartResult> {
     const what = "presigned multipart upload";

@@ -23,6 +23,11 @@ export const sandboxPaths = {
     const { layer, upper } = overlayLayer(restoreId);
     return { image: imagePath(restoreId, "sqsh"), lower: mountPath(restoreId), layer, upper, chainImage: chainImagePath(restoreId), chainLayers: chainLayersPath(restoreId), chainLayer: (i: number) => chainLayerPath(restoreId, i) };
   },
+  /**
+   * a file-level snapshot's index as the sandbox keeps it after its backup (beside the kept manifests): the next
+   * backup's parent, read by the engine when its SHA-256 is the record's
+   */
+  filesIndex: (id: string) => `${SANDBOX_DIRS.manifests}/${id}.fidx.zst`,
   /** a chunked backup's index of its staged image, read by the chunk upload */
   chunkIndex: (id: string) => stagingPath(id, "index.json"),
   /** a lazy restore: its mount's directory, the overlay's lower (lazy-overlay) and layer, and the shared chunk cache */

@@ -52,6 +52,8 @@ export interface SnapshotRecord {
    * chunks are shared by the tenant's snapshots under its prefix (chunks/chunk-keys.ts); the image they make up, and what this backup uploaded of them
    */
   chunks?: ChunkRecord;
+  /** a file-level snapshot: `archive` is its index; the packs it names, and what this backup read and stored */
+  files?: FilesRecord;
   /**
    * a delta: the snapshot it applies on top of. changed-files deltas keep their deletions beside the archive;
    * an overlay-upper delta is the overlay's upper directory, whose whiteouts are its deletions. Its `base` is its
@@ -90,6 +92,22 @@ export interface ChunkRecord {
   replacedBad?: number;
   /** the distinct chunks a lazy mount reads before its tree answers (the head and the squashfs tables: mount-set.ts) */
   mountFirst?: string[];
+}
+
+/**
+ * A file-level snapshot (native/lazy/internal/filecas): `packs` every pack its index names (packs/<tenant>/<name>,
+ * the collector keeps them while a record lists them), `pack` the one this backup wrote (absent: nothing new),
+ * `parent` the snapshot whose index it reused unchanged files' chunk lists from.
+ */
+export interface FilesRecord {
+  parent?: string;
+  packs: { name: string; bytes: number }[];
+  pack?: { name: string; bytes: number; sha256: string; storeChecksum?: string };
+  chunks: number;
+  newChunks: number;
+  newBytes: number;
+  read: { files: number; bytes: number };
+  reused: { files: number; bytes: number };
 }
 
 /** What a snapshot record keeps of a chunked transfer's result (its timings stay in the steps). */

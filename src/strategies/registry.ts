@@ -1,7 +1,7 @@
 // The strategy registry: every way snapflow can move a workspace, as data. A strategy is
 // format × path × materialization plus the tools it needs; the seeds' strategy names are presets of it, so
 // our result tables line up with theirs row by row. Adding a preset is adding an entry here.
-import type { ArchiveFormat, ErofsFormat, ImageFormat, ProbeResult, SquashfsFormat, TarFormat, ToolName } from "../../container/contract/protocol.ts";
+import type { ArchiveFormat, ErofsFormat, FilesFormat, ImageFormat, ProbeResult, SquashfsFormat, TarFormat, ToolName } from "../../container/contract/protocol.ts";
 import { EVERY_STRATEGY, formatFidelity, restoreFidelity, type Fidelity } from "./fidelity.ts";
 
 /** How archive bytes travel from the sandbox to the store. */
@@ -13,6 +13,7 @@ export type BackupPath =
   | "sdk-base64-chunked" // the seeds' baseline: split the staged archive, readFile each chunk as base64, decode, multipart
   | "sdk-base64-stream" // readFileStream: base64 in server-sent events, decoded in the Worker, multipart
   | "chunked" // the staged image cut into content-addressed chunks; the agent PUTs only the chunks the store lacks
+  | "files" // the native engine chunks the files that changed since the sandbox's last snapshot and PUTs them as one pack in parts
   | "sdk-backup"; // the Sandbox SDK's own createBackup (squashfs made and uploaded by the SDK's container), then copied to the snapshot's key
 
 /** How archive bytes travel from the store into the sandbox, and what becomes of them there. */
@@ -78,7 +79,7 @@ const tar = (compression: TarFormat["compression"], level?: number): TarFormat =
 const plain = tar("none"), zstd3 = tar("zstd", 3), zstd1 = tar("zstd", 1), gzip6 = tar("gzip", 6), pigz6 = tar("pigz", 6), lz4 = tar("lz4", 1);
 
 const toolsFor = (f: ArchiveFormat): ToolName[] =>
-  f.kind === "tar" ? (f.compression === "none" ? ["tar"] : ["tar", f.compression as ToolName]) : f.kind === "squashfs" ? ["mksquashfs"] : ["mkfs.erofs"];
+  f.kind === "tar" ? (f.compression === "none" ? ["tar"] : ["tar", f.compression as ToolName]) : f.kind === "squashfs" ? ["mksquashfs"] : f.kind === "files" ? ["snapflow-lazy"] : ["mkfs.erofs"];
 
 const SEED_R2 = "r2-backup-restore-benchmark.md";
 const SEED_003 = "snapshot-create-restore-benchmark.md";
@@ -91,6 +92,7 @@ const BACKUP_HOW: Record<BackupPath, string> = {
   "sdk-base64-chunked": "archive to a file, split into 10 MiB chunks, each read through the SDK file API as base64, decoded, multipart",
   "sdk-base64-stream": "archive to a file, read through the SDK's streaming file API (base64 events), decoded, multipart",
   chunked: "cut into content-defined chunks (FastCDC) stored by SHA-256; the agent PUTs only the chunks the store lacks over checksum-bound presigned URLs, and the snapshot is their index",
+  files: "file by file: an unchanged file keeps its chunk list unread, a changed one is cut into FastCDC chunks, the new ones zstd-compressed into one pack PUT in parts to presigned URLs by the native engine; the snapshot is the compressed index",
   "sdk-backup": "made and uploaded by the Sandbox SDK's own createBackup (its container's mksquashfs, then its presigned, parallel multipart upload to the BACKUP_BUCKET binding's bucket), then copied by the Worker to the snapshot's key, hashed on the way; production only",
 };
 const RESTORE_HOW: Record<RestorePath, string> = {
@@ -169,6 +171,10 @@ function restore({ name, format, path, what, seed, materialize = "extract", down
     return { ...common, materialize: "mount-fuse", requires: [], needs: ["sdk"], description: `${what}: ${RESTORE_HOW[path]}`, fidelity: restoreFidelity(format, "mount-fuse") };
   }
   const aria2c: ToolName[] = downloader === "aria2c" ? ["aria2c"] : [];
+  // The file-level format: the index is brought, then the native engine makes the tree from the packs it names.
+  if (format.kind === "files") {
+    return { ...common, materialize, requires: ["snapflow-lazy"], description: `${what}: ${RESTORE_HOW[path]}, then the tree made from its packs by Range GETs, every chunk checked (snapflow-lazy files-unpack)`, fidelity: restoreFidelity(format, materialize) };
+  }
   if (format.kind === "tar") {
     return { ...common, materialize: "extract", requires: [...aria2c, ...toolsFor(format), MERGE], description: `${what}: ${RESTORE_HOW[path]}`, fidelity: restoreFidelity(format, "extract") };
   }
@@ -187,6 +193,11 @@ const erofs = (compression: ErofsFormat["compression"]): ErofsFormat => ({ kind:
  * target (1.1× download-then-mount) and a small first use (2.1% of the image) in native/lazy/MEASUREMENTS.md.
  */
 export const CHUNK_AVG = 512 * 1024;
+/**
+ * The file-level format: 1 MiB average chunks (restic's), zstd 3 per chunk. Most files of a node_modules tree are far
+ * smaller than a chunk and make one chunk each; the average only decides how a large file is cut.
+ */
+export const filesFormat: FilesFormat = { kind: "files", avgChunk: 1 << 20, level: 3 };
 const chunkedSquashfs: SquashfsFormat = { ...squashfs("zstd", 3), chunks: { avg: CHUNK_AVG } };
 
 export const STRATEGIES: readonly Strategy[] = [
@@ -222,6 +233,7 @@ export const STRATEGIES: readonly Strategy[] = [
   backup({ name: "erofs-lz4hc", format: erofs("lz4hc"), path: "stream", what: "mkfs.erofs -zlz4hc" }),
   backup({ name: "erofs", format: erofs("none"), path: "stream", what: "mkfs.erofs, uncompressed" }),
   backup({ name: "squashfs-chunked", format: chunkedSquashfs, path: "chunked", what: "mksquashfs -comp zstd level 3" }),
+  backup({ name: "files-cas", format: filesFormat, path: "files", what: "the file-level content-addressed format (snapflow-lazy files-pack), deduplicated against the sandbox's last snapshot" }),
   backup({ name: "overlay-delta", format: zstd3, path: "multipart", what: "the upper directory of the workspace's overlay (what changed over its base image), tar | zstd -3 -T0", seed: SEED_R2, delta: "overlay-upper" }),
   backup({ name: "tar-zst-delta", format: zstd3, path: "multipart", what: "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0", delta: "changed-files" }),
   // The SDK's own backup (its default: squashfs, lz4), measured like every preset; restored by the squashfs presets.
@@ -259,6 +271,8 @@ export const STRATEGIES: readonly Strategy[] = [
   restore({ name: "lazy-squashfs-overlay", format: chunkedSquashfs, path: "presigned-file", what: "chunked squashfs (the index)", materialize: "lazy-overlay" }),
   // forks: a chunked base mounted lazily under a writable overlay, with an overlay-delta's upper extracted into it
   restore({ name: "lazy-overlay-restore", format: chunkedSquashfs, path: "presigned-file", what: "chunked squashfs base, mounted lazily (+ an overlay-delta)", materialize: "overlay" }),
+  // the file-level format: the index brought (presigned GET, hash-checked), the tree made from the packs it names
+  restore({ name: "files-extract", format: filesFormat, path: "presigned-file", what: "the file-level index" }),
   // The SDK's own restore, measured like every preset (any squashfs snapshot: sdk-backup's, or ours). Last of the
   // squashfs restores, so that it is never the default one.
   restore({ name: "sdk-restore", format: squashfs("lz4"), path: "sdk-restore", what: "squashfs" }),
@@ -312,10 +326,11 @@ export function archiveFamily(format: ArchiveFormat): string {
 /** A short name of a format for messages: "tar+zstd", "squashfs+lz4". */
 export function formatName(format: ArchiveFormat): string {
   if (format.kind === "squashfs" && format.chunks) return `squashfs+${format.compression} in chunks`;
+  if (format.kind === "files") return "the file-level format";
   return format.compression === "none" ? format.kind : `${format.kind}+${format.compression}`;
 }
 
-export const isImage = (f: ArchiveFormat): f is ImageFormat => f.kind !== "tar";
+export const isImage = (f: ArchiveFormat): f is ImageFormat => f.kind === "squashfs" || f.kind === "erofs";
 
 /** Restore strategies that can read a snapshot made with `format`. */
 export function restoresFor(format: ArchiveFormat): RestoreStrategy[] {

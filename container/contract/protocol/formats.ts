@@ -41,17 +41,32 @@ export const ErofsFormat = z.object({
 });
 export type ErofsFormat = z.infer<typeof ErofsFormat>;
 
+/**
+ * The file-level content-addressed format (native/lazy/internal/filecas): the snapshot's object is a zstd-compressed
+ * index of the tree's entries, each regular file's content a list of FastCDC chunks (`avgChunk`: min avg/4, max
+ * 4·avg) held as zstd frames in packs, one pack per backup with only the chunks its lineage lacked. An incremental
+ * reuses an unchanged file's chunk list without reading it. The chunking is part of the format, as for images.
+ */
+export const FilesFormat = z.object({
+  kind: z.literal("files"),
+  avgChunk: z.number().int().min(64 * 1024).max(2 * 2 ** 20).refine((n) => (n & (n - 1)) === 0, "a power of two"),
+  level: z.number().int().min(1).max(22).optional(),
+});
+export type FilesFormat = z.infer<typeof FilesFormat>;
+
 export const ImageFormat = z.discriminatedUnion("kind", [SquashfsFormat, ErofsFormat]);
 export type ImageFormat = z.infer<typeof ImageFormat>;
 
 /** Every archive format a snapshot can have. */
-export const ArchiveFormat = z.discriminatedUnion("kind", [TarFormat, SquashfsFormat, ErofsFormat]);
+export const ArchiveFormat = z.discriminatedUnion("kind", [TarFormat, SquashfsFormat, ErofsFormat, FilesFormat]);
 export type ArchiveFormat = z.infer<typeof ArchiveFormat>;
 
 /** The file name extension of an archive format: tar, tar.zst, tar.gz, tar.lz4, sqsh, erofs. */
 export function extensionOf(format: ArchiveFormat): string {
   // A chunked image's stored object is its index (the chunks live under chunks/, shared).
   if (format.kind === "squashfs" && format.chunks) return "sqsh.index.json";
+  // Not "….index.json": the chunk collector reads those as image chunk indexes (chunk-gc.ts INDEX).
+  if (format.kind === "files") return "fidx.zst";
   if (format.kind !== "tar") return format.kind === "squashfs" ? "sqsh" : "erofs";
   return { none: "tar", zstd: "tar.zst", gzip: "tar.gz", pigz: "tar.gz", lz4: "tar.lz4" }[format.compression];
 }

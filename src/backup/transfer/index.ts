@@ -2,6 +2,7 @@
 import type { BackupPath } from "../../strategies/registry.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
 import { chunkedTransfer } from "./chunked.ts";
+import { filesTransfer } from "./files.ts";
 import { multipartTransfer } from "./multipart.ts";
 import { presignedMultipartTransfer } from "./presigned-multipart.ts";
 import { presignedPutTransfer } from "./presigned-put.ts";
@@ -18,6 +19,7 @@ export const BACKUP_TRANSFERS: Record<BackupPath, BackupTransfer> = {
   "sdk-base64-chunked": sdkBase64ChunkedTransfer,
   "sdk-base64-stream": sdkBase64StreamTransfer,
   chunked: chunkedTransfer,
+  files: filesTransfer,
   "sdk-backup": sdkBackupTransfer,
 };
 

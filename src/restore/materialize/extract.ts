@@ -1,13 +1,23 @@
 // extract: tar x of a staged tar archive; unsquashfs or fsck.erofs --extract of a staged image. The staged file
 // is removed afterwards: the extracted tree no longer needs it.
 import { since } from "../../phases/phase-runner.ts";
+import { filesSnapshot, packUrls } from "../files-packs.ts";
 import type { Materialization } from "./materialization.ts";
 
 export const extractMaterialization: Materialization = {
   mounts: false,
   keeps: "tree",
-  async materialize({ agent, p }, staged, format, expected, dir) {
+  async materialize(c, staged, format, expected, dir) {
+    const { agent, p } = c;
     const t = performance.now();
+    // The file-level format: the staged file is the index (its SHA-256 checked on arrival); the engine makes the tree
+    // from the packs it names, every chunk checked against its SHA-256 before it is written, every file against its entry.
+    if (format.kind === "files") {
+      const record = await filesSnapshot(c, c.p.snapshotId);
+      const made = await agent.filesUnpack({ path: dir, index: { file: staged, sha256: record.archive.sha256 }, packs: packUrls(c, record), keepOwners: p.keepOwnership ?? false }, record.manifest.bytes);
+      await agent.deleteFile(staged).catch(() => {});
+      return { ms: since(t), bytes: made.bytes, how: "files-unpack", chunks: made.chunks, requests: made.requests, fetchedBytes: made.fetchedBytes, engineMs: made.ms };
+    }
     // A tar archive is checked entry by entry on its way into tar, then by a metadata walk; an extracted image's
     // content is vouched for by the image's SHA-256 (checked on arrival) and gets the metadata walk in verify.
     const done = format.kind === "tar"

@@ -2,7 +2,7 @@
 // squashfuse without CAP_SYS_ADMIN). The image stays: it backs the mount for as long as the mount lives.
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
-import { formatName } from "../../strategies/registry.ts";
+import { formatName, isImage } from "../../strategies/registry.ts";
 import type { Materialization } from "./materialization.ts";
 
 export const mountMaterialization = (how: "mount-kernel" | "mount-fuse"): Materialization => ({
@@ -10,7 +10,7 @@ export const mountMaterialization = (how: "mount-kernel" | "mount-fuse"): Materi
   keeps: "image",
   async materialize({ agent }, staged, format, _expected, dir) {
     const t = performance.now();
-    if (format.kind === "tar") throw new SnapflowError("snapshot_unusable", `a ${formatName(format)} archive cannot be mounted; restore it with an extracting strategy`);
+    if (!isImage(format)) throw new SnapflowError("snapshot_unusable", `a ${formatName(format)} archive cannot be mounted; restore it with an extracting strategy`);
     const done = await agent.materialize({ archive: staged, path: dir, format, how });
     return { ms: since(t), bytes: done.bytes, how, ...(done.mounted ? { mounted: done.mounted.path } : {}) };
   },

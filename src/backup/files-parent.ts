@@ -1,0 +1,42 @@
+// The parent of a file-level backup: the snapshot whose index lends unchanged files their chunk lists (restic's
+// parent). Named by the request (baseSnapshotId), or else this sandbox's latest file-level snapshot of the same path
+// and tenant. Any parent gives an exact snapshot (a file's chunks are reused only when its metadata says it is
+// unchanged, and every chunk is named by its SHA-256); a missing or older one only costs reading more files.
+import type { Deps } from "../deps.ts";
+import { SnapflowError } from "../errors.ts";
+import { listSnapshots } from "../snapshots/list-snapshots.ts";
+import { readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
+import { tenantOf } from "../snapshots/tenant.ts";
+import { findBackup } from "../strategies/registry.ts";
+import type { BackupParams } from "./backup-params.ts";
+
+export interface FilesParent {
+  id: string;
+  /** its index: the store key and the SHA-256 its record keeps */
+  key: string;
+  indexSha256: string;
+  packs: { name: string; bytes: number }[];
+}
+
+const usable = (r: SnapshotRecord | null, p: BackupParams): r is SnapshotRecord & { files: NonNullable<SnapshotRecord["files"]> } =>
+  !!r && r.format.kind === "files" && !!r.files && tenantOf(r) === (p.tenant ?? tenantOf({})) && r.id !== p.snapshotId;
+
+export async function filesParent(d: Deps, p: BackupParams): Promise<FilesParent | undefined> {
+  let record: SnapshotRecord | null = null;
+  if (p.baseSnapshotId) {
+    record = await readSnapshot(d.store, d.kv, p.baseSnapshotId);
+    if (!usable(record, p)) throw new SnapflowError("snapshot_unusable", `baseSnapshotId: ${p.baseSnapshotId} is not a file-level snapshot of this tenant (or was deleted)`, { field: "baseSnapshotId" });
+  } else {
+    const { snapshots } = await listSnapshots(d.kv, { sandboxId: p.sandboxId, path: p.path }, { limit: 1000 });
+    const candidates = snapshots.filter((s) => findBackup(s.strategy)?.format.kind === "files").sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    for (const c of candidates.slice(0, 3)) {
+      const r = await readSnapshot(d.store, d.kv, c.id);
+      if (usable(r, p)) {
+        record = r;
+        break;
+      }
+    }
+  }
+  if (!usable(record, p)) return undefined;
+  return { id: record.id, key: record.archive.key, indexSha256: record.archive.sha256, packs: record.files.packs };
+}

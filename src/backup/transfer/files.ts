@@ -1,0 +1,124 @@
+// files: the file-level content-addressed format (issue 24; native/lazy/internal/filecas). The native engine
+// (`snapflow-lazy files-pack`, run by the agent's POST /v1/files/pack) walks the tree once: a file unchanged since the
+// parent snapshot (size, ns mtime, ctime, inode, device) keeps its chunk list from the parent's index unread; a changed
+// one is read once, hashed, cut into FastCDC chunks, and the chunks no snapshot of its lineage had are compressed into
+// one pack, PUT in parts to presigned UploadPart URLs as it fills (the default backup's way: no byte through the
+// agent or the Worker). The snapshot's own object is the index (zstd JSON), PUT by the sandbox bound to its SHA-256;
+// the manifest likewise. Nothing of the parent is copied: a snapshot is its index, and names the packs it needs.
+//
+//   parent     the snapshot named by baseSnapshotId, else this sandbox's latest file-level snapshot of the same path
+//              and tenant (restic's parent). Its index: the copy the sandbox kept, if its SHA-256 is the record's,
+//              else a presigned GET of the stored one.
+//   packs      the engine reports every pack the index names; the Worker accepts only this backup's own and those
+//              its parent's record lists (a sandbox cannot reach another lineage's packs by naming them), and verify
+//              HEADs each of them.
+//   no change  no new chunk: no pack; the multipart upload is aborted, the index alone is stored.
+import type { FilesFormat } from "../../../container/contract/protocol.ts";
+import { R2_MULTIPART } from "../../../container/contract/r2-limits.ts";
+import { packKey } from "../../chunks/pack-keys.ts";
+import { SnapflowError } from "../../errors.ts";
+import { since } from "../../phases/phase-runner.ts";
+import { AgentCallError } from "../../sandbox/agent-client.ts";
+import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
+import type { FilesRecord } from "../../snapshots/records.ts";
+import { DEFAULT_TENANT } from "../../snapshots/tenant.ts";
+import { compositeSha256 } from "../../store/part-checksums.ts";
+import type { BackupStrategy } from "../../strategies/registry.ts";
+import { filesParent } from "../files-parent.ts";
+import { selectionOf } from "../selection.ts";
+import { storeSinglePassManifest } from "../single-pass.ts";
+import type { BackupTransfer } from "./backup-transfer.ts";
+import { partSizeOf } from "./part-size.ts";
+import { partUrlExpirySeconds, urlCountFor } from "./presigned-multipart.ts";
+
+export function filesOnly(s: BackupStrategy): FilesFormat {
+  if (s.format.kind !== "files") throw new SnapflowError("bad_request", `${s.name}: the files path needs the file-level format`, { field: "strategy" });
+  return s.format;
+}
+
+const tooFewUrls = (e: unknown) => e instanceof AgentCallError && e.status === 400 && e.field === "urls";
+
+export const filesTransfer: BackupTransfer = {
+  streamsArchive: true,
+  singlePass: true,
+  // The index is small: verify reads it back and hashes it (the sandbox made it).
+  hashedByWorker: false,
+  async transfer({ d, p, s, agent, key, started }) {
+    const format = filesOnly(s);
+    const tenant = p.tenant ?? DEFAULT_TENANT;
+    const parentStarted = performance.now();
+    const parent = await filesParent(d, p);
+    const parentMs = since(parentStarted);
+    // Compressed chunks are never much larger than the files they come from: the tar bound covers them.
+    let sized = await agent.treeSize(p.path);
+    const partSize = partSizeOf(p, sized.tarMax);
+    let count = urlCountFor(sized.tarMax, partSize);
+    const indexOut = sandboxPaths.filesIndex(p.snapshotId);
+    const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
+    const selection = selectionOf(p);
+    for (let attempt = 1; ; attempt++) {
+      const upload = await d.presigner.createMultipartUpload(packKey(tenant, p.snapshotId));
+      try {
+        const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, p.tuning?.partUrlExpirySeconds ?? partUrlExpirySeconds(i + 1, partSize))));
+        const base = parent ? { file: sandboxPaths.filesIndex(parent.id), url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256 } : undefined;
+        const up = await agent.filesPack({
+          path: p.path, manifestOut, indexOut, name: p.snapshotId, avgChunk: format.avgChunk, ...(format.level ? { level: format.level } : {}),
+          ...(selection ? { selection } : {}), ...(base ? { base } : {}), urls, partSize, concurrency: p.tuning?.concurrency ?? 4,
+        }, sized.tarMax);
+        // The packs the index names: this backup's own, and only those its parent's record lists.
+        const allowed = new Set([p.snapshotId, ...(parent?.packs.map((x) => x.name) ?? [])]);
+        const foreign = up.packs.find((x) => !allowed.has(x.name));
+        if (foreign) throw new SnapflowError("transfer_damaged", `the index names pack ${foreign.name}, which is neither this backup's nor one its parent ${parent?.id ?? "(none)"} names`);
+        const own = up.packs.find((x) => x.name === p.snapshotId);
+        if (!!own !== up.parts.length > 0 || (own && own.bytes !== up.pack?.bytes)) throw new SnapflowError("transfer_damaged", `the engine uploaded ${up.parts.length} parts, and its index ${own ? `names a pack of ${own.bytes} bytes` : "names no pack"} of this backup's`);
+        let storeChecksum: string | undefined;
+        if (up.parts.length) {
+          const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
+          if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
+          await upload.complete(up.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
+          storeChecksum = await compositeSha256(up.parts.map((part) => part.sha256));
+        } else {
+          await upload.abort();
+        }
+        // The index and the manifest go from the sandbox to the store bound to their SHA-256 (the store refuses other bytes).
+        const [, made] = await Promise.all([
+          agent.uploadToUrl({ path: indexOut, url: await d.presigner.url(key, "PUT", { sha256: up.index.sha256, expiresSeconds: 60 + Math.ceil(up.index.bytes / 8e6) }) }, up.index.bytes),
+          storeSinglePassManifest(d, p, agent, { bytes: up.index.bytes, sha256: up.index.sha256, ms: up.ms, manifest: { totals: up.totals, entries: up.entries, jsonBytes: up.jsonBytes, walkMs: up.walkMs, sha256: up.jsonSha256 } }, { bySandbox: true }),
+        ]);
+        const files: FilesRecord = {
+          ...(parent ? { parent: parent.id } : {}), packs: up.packs,
+          ...(up.pack ? { pack: { ...up.pack, ...(storeChecksum ? { storeChecksum } : {}) } } : {}),
+          chunks: up.index.chunks, newChunks: up.newChunks, newBytes: up.newBytes, read: up.read, reused: up.reused,
+        };
+        return {
+          ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls: count, attempts: attempt,
+          parentMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(up.baseFrom ? { baseFrom: up.baseFrom } : {}),
+          files, ...made,
+        };
+      } catch (e) {
+        await upload.abort().catch(() => {});
+        if (attempt > 1 || !tooFewUrls(e) || count >= R2_MULTIPART.maxParts) throw e;
+        sized = await agent.treeSize(p.path);
+        count = Math.max(Math.min(R2_MULTIPART.maxParts, count * 2), urlCountFor(sized.tarMax, partSize));
+      }
+    }
+  },
+
+  // Every pack the index names is in the store at the size the engine reported; the new one also with the SHA-256
+  // checksum its parts make (the store checked each part at completion).
+  async verifyStored({ d, p, sent }) {
+    const files = sent.files;
+    if (!files) throw new SnapflowError("transfer_damaged", `the file-level backup ${p.snapshotId} reported no packs`);
+    const tenant = p.tenant ?? DEFAULT_TENANT;
+    const heads = await Promise.all(files.packs.map(async (x) => ({ x, head: await d.store.head(packKey(tenant, x.name)) })));
+    const bad = heads.filter(({ x, head }) => head?.size !== x.bytes);
+    if (bad.length) {
+      throw new SnapflowError("snapshot_unusable", `${bad.length} of the ${files.packs.length} packs the index names are not in the store at their size, first: ${bad.slice(0, 3).map(({ x, head }) => `${x.name} (${head ? `${head.size} bytes, not ${x.bytes}` : "missing"})`).join(", ")}`);
+    }
+    if (files.pack?.storeChecksum) {
+      const kept = await d.presigner.storedChecksum(packKey(tenant, files.pack.name));
+      if (kept !== null && kept !== files.pack.storeChecksum) throw new SnapflowError("snapshot_unusable", `pack ${files.pack.name}: the store keeps SHA-256 checksum ${kept}, its parts make ${files.pack.storeChecksum}`);
+    }
+    return { packsChecked: files.packs.length };
+  },
+};
