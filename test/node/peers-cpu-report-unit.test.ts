@@ -24,15 +24,15 @@ it("the CPU ratios use each row's median total, and the Worker's CPU over the ar
   ]);
   const byName = Object.fromEntries(ratios(d).map((r) => [r.name, r]));
   // totals as measured: 1 + 2 + 1.1 + 1 = 5.1, 7.1, 6.1; less 0.1 of polls: 5, 7, 6 → median 6 over the floor's 5
-  expect(byName["stack CPU-seconds per default backup / the floor's with the store"]!.value).toBeCloseTo(6 / 5, 9);
-  expect(byName["stack CPU-seconds per default backup / the floor's with the store"]!.met).toBe(false);
-  expect(byName["Worker CPU-seconds per GB of archive, default backup"]!.value).toBeCloseTo(20, 9);
-  expect(byName["snapflow default backup / floor with store"]!.value).toBeCloseTo(5000 / 3000, 9);
+  expect(byName["stack CPU-seconds per default backup / the floor's with the store (issue 23)"]!.value).toBeCloseTo(6 / 5, 9);
+  expect(byName["stack CPU-seconds per default backup / the floor's with the store (issue 23)"]!.met).toBe(false);
+  expect(byName["Worker CPU-seconds per GB of archive, default backup (issue 23)"]!.value).toBeCloseTo(20, 9);
+  expect(byName["snapflow default backup / floor with store (issue 23)"]!.value).toBeCloseTo(5000 / 3000, 9);
   const md = peersMarkdown({ name: "t", date: "2026-11-26", machine: "m", runs: 3, change: { bytes: 0, seed: 1, description: "" }, datasets: [d] }, "t.svg");
   expect(md).toContain("| operation | n | median s | min s | max s | agent | engine | Worker | polls (Worker, est.) | wrangler | store | commands | total CPU-s |");
   expect(md).toContain("| snapflow-backup | 3 | 5.00 | 4.00 | 6.00 | 1.00 | 2.00 | 2.00 | 0.10 | 0.18 | 1.00 | 0.00 | 6.00 |");
   expect(md).toContain("| floor-store | 3 | 3.00 | 2.90 | 3.10 | 1.00 | 2.00 | 0.00 | — | 0.20 | 1.00 | 0.00 | 5.00 |");
-  expect(md).toContain("| Worker CPU-seconds per GB of archive, default backup | 20.00 CPU-s/GB | ≤ 0.5 CPU-s/GB | **missed** |");
+  expect(md).toContain("| Worker CPU-seconds per GB of archive, default backup (issue 23) | 20.00 CPU-s/GB | ≤ 0.5 CPU-s/GB | **missed** |");
 });
 
 it("a results file from before the CPU columns renders them as dashes and says why its CPU ratios have no value", () => {
