@@ -12,6 +12,9 @@ export const MOUNT_RESTORE = "presigned-squashfs-mount";
 /** chunked snapshots (issue 10): the backup that uploads only new chunks, and the restore usable before download */
 export const CHUNKED_BACKUP = "squashfs-chunked";
 export const LAZY_RESTORE = "lazy-squashfs";
+/** the file-level content-addressed format (issue 24), and its extracting restore */
+export const FILES_BACKUP = "files-cas";
+export const FILES_RESTORE = "files-extract";
 export const POLL_MS = 100;
 
 export interface SnapflowRun {
