@@ -4,7 +4,8 @@ package filecas
 // validated) index and its packs' presigned URLs.
 //
 //	tree pass, in index order (internal/unpack's Maker: descriptors beneath the root, nothing followed):
-//	    directories (mkdirat, 0700 for now), symlinks, FIFOs ("fifo" nodes; devices are never made), empty files;
+//	    directories (mkdirat, 0700 for now), symlinks, FIFOs ("fifo" nodes; devices are never made), files
+//	    without chunks (empty, or all hole: ftruncate);
 //	    every file's parent made on the way, so a symlink where a directory should be refuses the index here,
 //	    before a byte is fetched
 //	plan: each distinct chunk once with every (file, position) it goes to; each pack's chunks in offset order
@@ -25,6 +26,8 @@ package filecas
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 	"sync"
@@ -228,18 +231,29 @@ func (r *restore) tree() error {
 
 const emptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-// emptyFile makes a file without chunks: Validate lets only a file of size 0 have none.
+// emptyFile makes a file without chunks: empty, or all hole (no data, holes equal to its size: ftruncate makes it).
 func (r *restore) emptyFile(e *Entry, mtime unix.Timespec) error {
 	fd, err := r.maker.CreateFile(e.Path)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
+	sum := emptySha256
+	if e.Size > 0 {
+		if err := unix.Ftruncate(fd, e.Size); err != nil {
+			return unpack.MadeError(e.Path, err)
+		}
+		h := sha256.New()
+		for n := e.Size; n > 0; n -= min(n, int64(len(zeroBlock))) {
+			h.Write(zeroBlock[:min(n, int64(len(zeroBlock)))])
+		}
+		sum = hex.EncodeToString(h.Sum(nil))
+	}
 	if err := r.maker.SetFile(fd, e.Path, e.Mode&0o7777, int(e.UID), int(e.GID), mtime); err != nil {
 		return err
 	}
-	if e.Sha256 != emptySha256 {
-		r.note(unpack.Difference{Path: e.Path, Kind: "changed", Fields: []unpack.Field{{Name: "sha256", Expected: optional(e.Sha256), Actual: emptySha256}}})
+	if e.Sha256 != sum {
+		r.note(unpack.Difference{Path: e.Path, Kind: "changed", Fields: []unpack.Field{{Name: "sha256", Expected: optional(e.Sha256), Actual: sum}}})
 	}
 	r.maker.MadeFile(e.Path, e.Size)
 	r.files.Add(1)

@@ -20,7 +20,7 @@ import (
 
 // sourceTree makes a tree with every kind of entry a restore makes: nested directories with their own modes, small
 // and multi-chunk files, two files of the same content, a symlink out of the tree, hard links across directories, a
-// FIFO, a sparse file, an empty file, nanosecond mtimes.
+// FIFO, a sparse file, a file that is all hole, an empty file, nanosecond mtimes.
 func sourceTree(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "src")
 	rng := rand.New(rand.NewSource(7))
@@ -54,6 +54,8 @@ func sourceTree(t *testing.T) string {
 	must(err)
 	must(f.Truncate(4 << 20))
 	must(f.Close())
+	must(os.WriteFile(filepath.Join(dir, "d/hole-only"), nil, 0o644))
+	must(os.Truncate(filepath.Join(dir, "d/hole-only"), 2<<20))
 	must(os.Chmod(filepath.Join(dir, "a/b"), 0o750))
 	// Nanosecond mtimes, directories last (their children moved them).
 	at := time.Unix(1_700_000_000, 123_456_789)
