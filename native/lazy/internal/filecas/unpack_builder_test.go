@@ -34,6 +34,12 @@ type built struct {
 // build indexes dir: chunks of chunkSize bytes, spread over nPacks packs (chunk k of the whole tree in pack k % n:
 // a file's chunks then come from several requests, out of order).
 func build(t *testing.T, dir string, chunkSize, nPacks int) *built {
+	return buildWith(t, dir, chunkSize, nPacks, false)
+}
+
+// buildWith: denseHoles indexes a sparse file as its whole content (zeros included) with its holes counted and no
+// data regions, as a backup that does not map them may.
+func buildWith(t *testing.T, dir string, chunkSize, nPacks int, denseHoles bool) *built {
 	t.Helper()
 	enc, err := zstd.NewWriter(nil)
 	if err != nil {
@@ -96,12 +102,15 @@ func build(t *testing.T, dir string, chunkSize, nPacks int) *built {
 			e.Sha256 = hex.EncodeToString(sum[:])
 			data := content
 			if st.Blocks*512 < st.Size {
-				e.Data, data = dataOf(t, path, content)
+				regions, inData := dataOf(t, path, content)
 				var n int64
-				for _, r := range e.Data {
+				for _, r := range regions {
 					n += r[1]
 				}
 				e.Holes = st.Size - n
+				if !denseHoles || n == 0 {
+					e.Data, data = regions, inData
+				}
 			}
 			for off := 0; off < len(data); off += chunkSize {
 				e.Chunks = append(e.Chunks, addChunk(data[off:min(off+chunkSize, len(data))]))

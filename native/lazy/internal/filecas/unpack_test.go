@@ -165,8 +165,9 @@ func errCode(t *testing.T, err error, code string) *Error {
 func TestUnpackMakesTheTreeItsIndexDescribes(t *testing.T) {
 	unix.Umask(0)
 	src := sourceTree(t)
-	for _, packs := range []int{1, 3} {
-		b := build(t, src, 4096, packs)
+	for _, packs := range []int{1, 3, -1} {
+		// -1: one pack, sparse files indexed dense (their zero chunks, one shared chunk, come before their turn)
+		b := buildWith(t, src, 4096, max(packs, 1), packs < 0)
 		s := serve(t, b.packs)
 		root := emptyRoot(t)
 		res, err := Unpack(context.Background(), roundTrip(t, b.x), options(root, s, b))

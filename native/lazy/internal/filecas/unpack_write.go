@@ -132,6 +132,13 @@ func (w *writer) open(f *fileState) error {
 	}
 	if !f.created {
 		f.created, f.ino = true, [2]uint64{st.Dev, st.Ino}
+		// A sparse file has its size from the start: a hole (or a zero block left unwritten) reads back as zeros.
+		if f.sparse {
+			if err := unix.Ftruncate(fd, f.e.Size); err != nil {
+				unix.Close(fd)
+				return unpack.MadeError(f.e.Path, err)
+			}
+		}
 	} else if st.Mode&unix.S_IFMT != unix.S_IFREG || f.ino != [2]uint64{st.Dev, st.Ino} {
 		unix.Close(fd)
 		return &Error{Code: "tool_failed", Message: fmt.Sprintf("restoring %s: the file made for it was replaced", f.e.Path)}
