@@ -9,8 +9,9 @@ package filecas
 //	    every file's parent made on the way, so a symlink where a directory should be refuses the index here,
 //	    before a byte is fetched
 //	plan: each distinct chunk once with every (file, position) it goes to; each pack's chunks in offset order
-//	    coalesced into Range requests (a gap ≤ 1 MiB read and discarded, a request ≤ 8 MiB)
-//	Concurrency fetchers, each taking the next request:
+//	    coalesced into Range requests (a gap ≤ 1 MiB read and discarded, a request ≤ 8 MiB), chained where a file
+//	    runs on from one request into the next (a chain runs on one fetcher, in order)
+//	Concurrency fetchers, each taking the next chain:
 //	    Range GET (resumed after a break, abandoned after Idle of silence, retried: internal/unpack's Download)
 //	    ──▶ per chunk: zstd frame decoded (bounded by MaxChunk) ──▶ SHA-256 == its name, or verify_failed
 //	    ──▶ written to every use: the file made O_CREAT|O_EXCL|O_NOFOLLOW beneath the root on its first chunk
@@ -264,14 +265,14 @@ func (r *restore) emptyFile(e *Entry, mtime unix.Timespec) error {
 func (r *restore) fetchAll(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	next := make(chan request)
+	next := make(chan []request)
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
 	fail := func(err error) {
 		once.Do(func() { first = err; cancel() })
 	}
-	for range min(r.o.Concurrency, max(1, len(r.plan.requests))) {
+	for range min(r.o.Concurrency, max(1, len(r.plan.chains))) {
 		f, err := newFetcher(r)
 		if err != nil {
 			return err
@@ -280,19 +281,21 @@ func (r *restore) fetchAll(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			defer f.close()
-			for q := range next {
-				if err := f.run(ctx, q); err != nil {
-					fail(err)
-					return
+			for chain := range next {
+				for _, q := range chain {
+					if err := f.run(ctx, q); err != nil {
+						fail(err)
+						return
+					}
 				}
 			}
 		}()
 	}
 	go func() {
 		defer close(next)
-		for _, q := range r.plan.requests {
+		for _, c := range r.plan.chains {
 			select {
-			case next <- q:
+			case next <- c:
 			case <-ctx.Done():
 				return
 			}

@@ -21,11 +21,13 @@ type request struct {
 	chunks     []int
 }
 
-// plan is what a restore fetches: each distinct chunk once, with every place it goes, in coalesced requests.
+// plan is what a restore fetches: each distinct chunk once, with every place it goes, in coalesced requests; the
+// requests in chains, each run by one fetcher in order.
 type plan struct {
 	files    []*fileState
 	uses     map[int][]use
 	requests []request
+	chains   [][]request
 }
 
 // storedBound is the most a zstd frame of size bytes can take (ZSTD_COMPRESSBOUND, with room for the frame's
@@ -110,7 +112,33 @@ func makePlan(x *Index, urls map[string]string, gap, span int64) (*plan, error) 
 		}
 		p.requests = append(p.requests, request{pack: ch.Pack, start: ch.Offset, end: end, chunks: []int{c}})
 	}
+	p.chains = chain(p.requests, p.uses)
 	return p, nil
+}
+
+// chain groups the requests so that one that holds a later chunk of a file the request before it holds runs after
+// it, on the same fetcher: a file larger than a request (one of 143 MB in the npm workspace) then comes in order and
+// is hashed as written, instead of its later chunks arriving first on other fetchers and being read back.
+func chain(requests []request, uses map[int][]use) [][]request {
+	var chains [][]request
+	lastIn := map[*fileState]int{} // the request a file's latest chunk so far lies in
+	for i, q := range requests {
+		continues := false
+		for _, c := range q.chunks {
+			for _, u := range uses[c] {
+				if last, ok := lastIn[u.f]; ok && last == i-1 {
+					continues = true
+				}
+				lastIn[u.f] = i
+			}
+		}
+		if continues && len(chains) > 0 {
+			chains[len(chains)-1] = append(chains[len(chains)-1], q)
+		} else {
+			chains = append(chains, []request{q})
+		}
+	}
+	return chains
 }
 
 // piece is where a run of a chunk's bytes lies in its file: data[from:to] at file offset at.

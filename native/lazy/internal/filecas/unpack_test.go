@@ -366,3 +366,26 @@ func TestUnpackResumesAStalledRequest(t *testing.T) {
 	}
 	sameTree(t, src, o.Root)
 }
+
+func TestUnpackHashesAFileLargerThanARequestAsItIsWritten(t *testing.T) {
+	unix.Umask(0)
+	src := filepath.Join(t.TempDir(), "src")
+	os.MkdirAll(src, 0o755)
+	big := make([]byte, 400_000)
+	rand.New(rand.NewSource(3)).Read(big)
+	os.WriteFile(filepath.Join(src, "big"), big, 0o644)
+	os.WriteFile(filepath.Join(src, "small"), []byte("after it"), 0o644)
+	b := build(t, src, 4096, 1)
+	s := serve(t, b.packs)
+	o := options(emptyRoot(t), s, b)
+	o.Span = 16 << 10 // ~25 requests for the big file's ~100 chunks, on three fetchers
+	res, err := Unpack(context.Background(), roundTrip(t, b.x), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its requests are one chain on one fetcher: its chunks come in order, none is read back.
+	if !res.Equal || res.Ranges < 20 || res.RereadBytes != 0 {
+		t.Fatalf("%d ranges, %d bytes read back: %+v", res.Ranges, res.RereadBytes, res)
+	}
+	sameTree(t, src, o.Root)
+}
