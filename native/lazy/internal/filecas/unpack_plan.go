@@ -55,8 +55,8 @@ func makePlan(x *Index, urls map[string]string, gap, span int64) (*plan, error) 
 	}
 	for i := range x.Entries {
 		e := &x.Entries[i]
-		if e.Type != "file" || e.Link != "" || len(e.Chunks) == 0 {
-			continue
+		if e.Type != "file" || e.Link != "" || len(e.Chunks) == 0 || e.Path == "" {
+			continue // the root ("") is the staging directory itself: never made, as the tree pass skips it
 		}
 		f := newFileState(e, x)
 		p.files = append(p.files, f)
