@@ -55,6 +55,8 @@ const usage = `usage:
                                                                  the archive PUT in parts to the urls; result JSON with its parts
   snapflow-lazy size   --root DIR                                 {"entries","bytes","tarMax","ms"}: a tar archive's upper bound
   snapflow-lazy version                                                           release, Go and commit, one line
+  snapflow-lazy files-unpack --root DIR [--result-fd N] < JSON line {index:{file}|{url,sha256},packs,keepOwners,walk,…}
+                                                                 a file-level index's tree beneath DIR, result JSON to fd N
 `
 
 func main() {
@@ -77,6 +79,8 @@ func main() {
 		"unpack":   unpackCmd,
 		"size":     sizeCmd,
 		"version":  versionCmd,
+		// the file-level format (issue 24)
+		"files-unpack": filesUnpackCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {

@@ -60,6 +60,35 @@ func OpenDirBeneath(root int, rel string) (int, error) {
 	return fd, nil
 }
 
+// OpenFileBeneath opens the file at `rel` ('/'-separated, no '..') below `root` with flags (O_NOFOLLOW and
+// O_CLOEXEC added), following no symlink on the way or at its end: with O_CREAT|O_EXCL it makes the file (mode), and
+// nothing that exists is ever opened. openat2 does it in one call; without it the parent is opened as OpenDirBeneath
+// opens it, then the file with openat.
+func OpenFileBeneath(root int, rel string, flags int, mode uint32) (int, error) {
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if flags&unix.O_CREAT == 0 {
+		mode = 0 // openat2 refuses a mode it would not use (EINVAL)
+	}
+	if !noOpenat2 {
+		fd, err := unix.Openat2(root, rel, &unix.OpenHow{
+			Flags:   uint64(flags),
+			Mode:    uint64(mode),
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if !errors.Is(err, unix.ENOSYS) {
+			return fd, err
+		}
+		noOpenat2 = true
+	}
+	dir, name := splitRel(rel)
+	parent, err := OpenDirBeneath(root, dir)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(parent)
+	return unix.Openat(parent, name, flags, mode)
+}
+
 // Names lists a directory by its descriptor (without "." and "..").
 func Names(dir int) ([]string, error) {
 	var names []string

@@ -66,14 +66,14 @@ func optional(s string) any {
 	return s
 }
 
-// differences collects them: all counted, the first `limit` kept.
-type differences struct {
+// Differences collects them: all counted, the first `limit` kept (NewDifferences).
+type Differences struct {
 	limit  int
 	list   []Difference
 	counts Counts
 }
 
-func (d *differences) note(x Difference) {
+func (d *Differences) Note(x Difference) {
 	switch x.Kind {
 	case "missing":
 		d.counts.Missing++
@@ -87,4 +87,18 @@ func (d *differences) note(x Difference) {
 	}
 }
 
-func (d *differences) equal() bool { return d.counts.Missing+d.counts.Extra+d.counts.Changed == 0 }
+func (d *Differences) Equal() bool { return d.counts.Missing+d.counts.Extra+d.counts.Changed == 0 }
+
+// NewDifferences keeps the first limit differences and counts them all.
+func NewDifferences(limit int) *Differences { return &Differences{limit: limit} }
+
+// List is the differences kept, never nil.
+func (d *Differences) List() []Difference {
+	if d.list == nil {
+		return []Difference{}
+	}
+	return d.list
+}
+
+// Counts counts every difference noted.
+func (d *Differences) Counts() Counts { return d.counts }

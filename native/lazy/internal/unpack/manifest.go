@@ -39,6 +39,15 @@ type Expected struct {
 
 func (x *Expected) lookup(path string) *Want { return x.byPath[path] }
 
+// NewExpected is a manifest made of entries already decoded (a file-level index's, internal/filecas).
+func NewExpected(entries []*Want) *Expected {
+	x := &Expected{Entries: entries, byPath: make(map[string]*Want, len(entries))}
+	for _, w := range entries {
+		x.byPath[w.Path] = w
+	}
+	return x
+}
+
 // ManifestSource is where the manifest is: a file in the sandbox, or a presigned URL whose SHA-256 the snapshot's
 // record keeps. Field names the request field in errors, as the agent's loadManifest does.
 type ManifestSource struct {

@@ -29,7 +29,10 @@ type Download struct {
 	cancel context.CancelFunc
 	timer  *time.Timer
 	off    int64
-	size   int64 // the object's size, from the first answer; -1 when not said
+	size   int64 // the object's size, from the first answer; -1 when not said (a range's length when ranged)
+	// ranged: only [start, start+size) is asked for, every answer a 206 (NewRangeDownload)
+	ranged bool
+	start  int64
 	tries  int
 	failed error
 }
@@ -37,6 +40,12 @@ type Download struct {
 // NewDownload prepares a Download; nothing is requested before the first Read.
 func NewDownload(ctx context.Context, url string, idle time.Duration, retries int) *Download {
 	return &Download{URL: url, Client: http.DefaultClient, Idle: idle, Retries: retries, ctx: ctx, size: -1}
+}
+
+// NewRangeDownload prepares a Download of the object's bytes [start, start+length) (length > 0): each request asks
+// `Range: bytes=<start+read>-<start+length-1>` and must be answered 206 from exactly that byte.
+func NewRangeDownload(ctx context.Context, url string, start, length int64, idle time.Duration, retries int) *Download {
+	return &Download{URL: url, Client: http.DefaultClient, Idle: idle, Retries: retries, ctx: ctx, size: length, ranged: true, start: start}
 }
 
 var contentRange = regexp.MustCompile(`^bytes (\d+)-\d+/(\d+|\*)$`)
@@ -48,7 +57,11 @@ func (d *Download) open() error {
 		cancel()
 		return &Error{Code: "bad_request", Message: "url: " + err.Error(), Field: "url"}
 	}
-	if d.off > 0 {
+	from := d.start + d.off
+	switch {
+	case d.ranged:
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", from, d.start+d.size-1))
+	case d.off > 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", d.off))
 	}
 	d.Attempts++
@@ -61,7 +74,7 @@ func (d *Download) open() error {
 		return d.stalledOr(err)
 	}
 	want := http.StatusOK
-	if d.off > 0 {
+	if d.off > 0 || d.ranged {
 		want = http.StatusPartialContent
 	}
 	if resp.StatusCode != want {
@@ -71,13 +84,13 @@ func (d *Download) open() error {
 		cancel()
 		return &httpStatus{status: resp.StatusCode, text: strings.TrimSpace(string(text))}
 	}
-	if d.off == 0 {
+	if d.off == 0 && !d.ranged {
 		d.size = resp.ContentLength
-	} else if m := contentRange.FindStringSubmatch(resp.Header.Get("Content-Range")); m == nil || m[1] != strconv.FormatInt(d.off, 10) {
+	} else if m := contentRange.FindStringSubmatch(resp.Header.Get("Content-Range")); m == nil || m[1] != strconv.FormatInt(from, 10) {
 		resp.Body.Close()
 		d.timer.Stop()
 		cancel()
-		return &Error{Code: "tool_failed", Message: fmt.Sprintf("presigned GET: asked to resume at byte %d, the store answered %q", d.off, resp.Header.Get("Content-Range"))}
+		return &Error{Code: "tool_failed", Message: fmt.Sprintf("presigned GET: asked to resume at byte %d, the store answered %q", from, resp.Header.Get("Content-Range"))}
 	}
 	d.body, d.cancel = resp.Body, cancel
 	return nil

@@ -119,13 +119,13 @@ func Run(ctx context.Context, archive io.Reader, expected func() (*Expected, err
 	if _, err := io.Copy(io.Discard, hashed); err != nil {
 		return nil, streamError(err)
 	}
-	if err := e.finish(); err != nil {
+	if err := e.Finish(); err != nil {
 		return nil, err
 	}
 	if o.Complete {
 		for _, w := range x.Entries {
 			if !w.seen {
-				e.diffs.note(Difference{Path: w.Path, Kind: "missing"})
+				e.diffs.Note(Difference{Path: w.Path, Kind: "missing"})
 			}
 		}
 	}
@@ -135,7 +135,7 @@ func Run(ctx context.Context, archive io.Reader, expected func() (*Expected, err
 	}
 	return &Result{
 		Bytes: hashed.n, Sha256: hex.EncodeToString(hashed.h.Sum(nil)), TarBytes: tarStream.n, Entries: e.entries,
-		Equal: e.diffs.equal(), Counts: e.diffs.counts, Differences: diffs, Ms: time.Since(started).Milliseconds(),
+		Equal: e.diffs.Equal(), Counts: e.diffs.counts, Differences: diffs, Ms: time.Since(started).Milliseconds(),
 	}, nil
 }
 

@@ -53,7 +53,7 @@ func Walk(root string, x *Expected, keepOwners bool, limit int) (*Walked, error)
 	if err := walkDir(fd, "", actual, &order, firstOf); err != nil {
 		return nil, err
 	}
-	d := differences{limit: 1 << 30}
+	d := Differences{limit: 1 << 30}
 	strip := func(m int64) int64 {
 		if keepOwners {
 			return m
@@ -74,7 +74,7 @@ func Walk(root string, x *Expected, keepOwners bool, limit int) (*Walked, error)
 		}
 		g := actual[w.Path]
 		if g == nil {
-			d.note(Difference{Path: w.Path, Kind: "missing"})
+			d.Note(Difference{Path: w.Path, Kind: "missing"})
 			continue
 		}
 		delete(actual, w.Path)
@@ -87,17 +87,17 @@ func Walk(root string, x *Expected, keepOwners bool, limit int) (*Walked, error)
 			fields = append(fields, Field{Name: "gid", Expected: *w.GID, Actual: g.gid})
 		}
 		if len(fields) > 0 {
-			d.note(Difference{Path: w.Path, Kind: "changed", Fields: fields})
+			d.Note(Difference{Path: w.Path, Kind: "changed", Fields: fields})
 		}
 		if w.Holes > holeTolerance && w.Link == "" && g.Type == "file" {
 			if unallocated := max(0, g.Size-g.allocated); unallocated < w.Holes/2 {
-				d.note(Difference{Path: w.Path, Kind: "changed", Fields: []Field{{Name: "holes", Expected: w.Holes, Actual: unallocated}}})
+				d.Note(Difference{Path: w.Path, Kind: "changed", Fields: []Field{{Name: "holes", Expected: w.Holes, Actual: unallocated}}})
 			}
 		}
 	}
 	for _, p := range order {
 		if _, left := actual[p]; left {
-			d.note(Difference{Path: p, Kind: "extra"})
+			d.Note(Difference{Path: p, Kind: "extra"})
 		}
 	}
 	// Named in path order, the first `limit` of them, as the agent's comparison names them.
@@ -108,7 +108,7 @@ func Walk(root string, x *Expected, keepOwners bool, limit int) (*Walked, error)
 	if d.list == nil {
 		d.list = []Difference{}
 	}
-	return &Walked{Equal: d.equal(), Counts: d.counts, Differences: d.list, Entries: len(order), Ms: time.Since(started).Milliseconds(), Owners: owners, Sparse: sparse}, nil
+	return &Walked{Equal: d.Equal(), Counts: d.counts, Differences: d.list, Entries: len(order), Ms: time.Since(started).Milliseconds(), Owners: owners, Sparse: sparse}, nil
 }
 
 func walkDir(dir int, rel string, out map[string]*walkEntry, order *[]string, firstOf map[[2]uint64]string) error {

@@ -1,0 +1,60 @@
+// The extract restore of the file-level format (issue 24): a tree made from a snapshot's index and its packs by the
+// native engine (`snapflow-lazy files-unpack`, native/lazy/internal/filecas). Part of the agent's protocol
+// (../protocol.ts re-exports every part): both sides import it.
+//
+//   POST   /v1/files/unpack  FilesUnpackBody  make the index's tree at `path` (empty or absent), every chunk checked
+//                                             against its name before it is written, every file against its entry,
+//                                             then (walk) the tree's metadata against the index → FilesUnpackResult;
+//                                             a tree that differs is 422 verify_failed naming the first differences
+import { z } from "zod";
+
+const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits");
+/** a pack's name: the id of the snapshot whose backup wrote it (ids.ts; filecas/format.go packName) */
+export const PackName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, "must be a snapshot id");
+
+export const FilesUnpackBody = z
+  .object({
+    /** where the tree is made: a directory that is empty or not there yet (a swap's new tree, say) */
+    path: z.string(),
+    /** the index: a file in the sandbox, or the store's object with the SHA-256 its record keeps */
+    index: z.union([z.object({ file: z.string(), sha256: Sha256Hex.optional() }).strict(), z.object({ url: z.string(), sha256: Sha256Hex }).strict()]),
+    /** a presigned GET URL for each pack the index's chunks lie in, by the pack's name */
+    packs: z.record(PackName, z.string()),
+    /** keep the index's owners and files' set-id bits (the restore's keepOwnership) */
+    keepOwners: z.boolean().default(false),
+    /** walk the made tree and compare its metadata with the index (a restore that is checked: the default) */
+    walk: z.boolean().default(true),
+    /** Range GETs in flight */
+    concurrency: z.number().int().min(1).max(32).default(4),
+  })
+  .strict();
+
+const count = z.number().int().nonnegative();
+const Difference = z.object({
+  path: z.string(),
+  kind: z.enum(["missing", "extra", "changed"]),
+  fields: z.array(z.object({ name: z.string(), expected: z.unknown(), actual: z.unknown() })).optional(),
+});
+
+/** What the engine answers (cmd/snapflow-lazy/files_unpack.go), and the route with it once the tree is equal. */
+export const FilesUnpackResult = z.object({
+  /** the index's entries, files made (hard links not counted), their bytes */
+  entries: count,
+  files: count,
+  bytes: count,
+  /** distinct chunks fetched and checked; HTTP requests made (resumes included); coalesced ranges planned */
+  chunks: count,
+  requests: count,
+  ranges: count,
+  /** bytes the requests brought (the chunks' stored bytes and the gaps read between them) */
+  fetchedBytes: count,
+  /** bytes hashed by reading them back: chunks that came before their turn in their file */
+  rereadBytes: count,
+  equal: z.boolean(),
+  counts: z.object({ missing: count, extra: count, changed: count }),
+  differences: z.array(Difference),
+  walked: z.object({ entries: count, ms: count, owners: z.enum(["compared", "not-in-manifest"]).optional(), sparse: z.literal("compared").optional() }).optional(),
+  indexMs: count,
+  ms: count,
+});
+export type FilesUnpackResult = z.infer<typeof FilesUnpackResult>;

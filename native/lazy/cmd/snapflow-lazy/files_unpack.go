@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"snapflow/native/lazy/internal/filecas"
+	"snapflow/native/lazy/internal/unpack"
+)
+
+// filesUnpackRequest is files-unpack's one stdin line (container/extract/engine-files-unpack.ts): where the index and
+// the packs are, and how the restore runs. URLs come here, never in argv.
+type filesUnpackRequest struct {
+	Index struct {
+		File   string `json:"file"`
+		URL    string `json:"url"`
+		Sha256 string `json:"sha256"`
+	} `json:"index"`
+	Packs       map[string]string `json:"packs"`
+	KeepOwners  bool              `json:"keepOwners"`
+	Walk        bool              `json:"walk"`
+	IdleSeconds int               `json:"idleSeconds"`
+	Retries     int               `json:"retries"`
+	Concurrency int               `json:"concurrency"`
+	Limit       int               `json:"limit"`
+}
+
+type filesUnpackResult struct {
+	*filecas.UnpackResult
+	IndexMs int64 `json:"indexMs"`
+}
+
+// filesUnpackCmd is the extract restore of the file-level format (internal/filecas Unpack): the index read (a
+// sandbox file or a presigned URL, bounded, SHA-256 checked when given) and decoded, validated, before anything is
+// made; then the tree beneath --root, each chunk checked against its name before it is written, each file against
+// its entry. The result, or {"error": {code, message, field}}, goes to --result-fd. On any failure --root holds a
+// partial tree: the caller discards it (it is a staging directory).
+func filesUnpackCmd(args []string) error {
+	fs := newFlags("files-unpack")
+	root := fs.String("root", "", "the empty staging directory the tree is made in")
+	resultFd := fs.Int("result-fd", 2, "the descriptor the result JSON is written to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := required(fs, "root"); err != nil {
+		return err
+	}
+	resultOut := os.NewFile(uintptr(*resultFd), "result")
+	answerError := func(err error) error {
+		var known *filecas.Error
+		if !errors.As(err, &known) {
+			known = &filecas.Error{Code: "tool_failed", Message: err.Error()}
+		}
+		json.NewEncoder(resultOut).Encode(map[string]any{"error": known})
+		return err
+	}
+	line, err := bufio.NewReaderSize(os.Stdin, 1<<20).ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return answerError(fmt.Errorf("stdin: %w", err))
+	}
+	var req filesUnpackRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return answerError(&filecas.Error{Code: "bad_request", Message: "stdin: the request line: " + err.Error()})
+	}
+	if req.IdleSeconds <= 0 || req.Retries < 0 || req.Concurrency < 0 {
+		return answerError(&filecas.Error{Code: "bad_request", Message: "stdin: idleSeconds must be positive, retries and concurrency not negative"})
+	}
+	// The modes the index gives are the modes made: no umask between them.
+	unix.Umask(0)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	idle := time.Duration(req.IdleSeconds) * time.Second
+
+	started := time.Now()
+	x, err := readIndex(ctx, req, idle)
+	if err != nil {
+		return answerError(err)
+	}
+	indexMs := time.Since(started).Milliseconds()
+	res, err := filecas.Unpack(ctx, x, filecas.UnpackOptions{
+		Root: *root, Packs: req.Packs, KeepOwners: req.KeepOwners, Walk: req.Walk,
+		Idle: idle, Retries: req.Retries, Concurrency: req.Concurrency, Limit: req.Limit,
+	})
+	if err != nil {
+		return answerError(err)
+	}
+	return json.NewEncoder(resultOut).Encode(filesUnpackResult{UnpackResult: res, IndexMs: indexMs})
+}
+
+// readIndex reads the whole index object (so its SHA-256 is of every byte), decodes and validates it within
+// filecas.DefaultLimits, and compares the SHA-256 when the request gives one.
+func readIndex(ctx context.Context, req filesUnpackRequest, idle time.Duration) (*filecas.Index, error) {
+	var body io.ReadCloser
+	switch {
+	case req.Index.File != "":
+		f, err := os.Open(req.Index.File)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &filecas.Error{Code: "not_found", Field: "index.file", Message: "index.file: no index file there"}
+		}
+		if err != nil {
+			return nil, err
+		}
+		body = f
+	case req.Index.URL != "":
+		body = unpack.NewDownload(ctx, req.Index.URL, idle, req.Retries)
+	default:
+		return nil, &filecas.Error{Code: "bad_request", Field: "index", Message: "index: neither a file nor a url"}
+	}
+	defer body.Close()
+	h := sha256.New()
+	limits := filecas.DefaultLimits
+	counted := &countingReader{r: io.LimitReader(body, limits.MaxCompressed+1)}
+	read := io.TeeReader(counted, h)
+	x, err := filecas.Decode(read, limits)
+	if err != nil {
+		return nil, err
+	}
+	// What follows the JSON (a zstd frame's end, padding) is hashed too, within the bound.
+	if _, err := io.Copy(io.Discard, read); err != nil {
+		return nil, err
+	}
+	if counted.n > limits.MaxCompressed {
+		return nil, &filecas.Error{Code: "bad_request", Field: "index", Message: fmt.Sprintf("index: the object is larger than %d bytes", limits.MaxCompressed)}
+	}
+	if req.Index.Sha256 != "" {
+		if got := hex.EncodeToString(h.Sum(nil)); got != req.Index.Sha256 {
+			return nil, &filecas.Error{Code: "verify_failed", Field: "index", Message: fmt.Sprintf("index: the stored index has sha256 %s, its snapshot's record says %s", got, req.Index.Sha256)}
+		}
+	}
+	return x, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
