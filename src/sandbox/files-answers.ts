@@ -2,7 +2,7 @@
 // before acting on them: every count a non-negative integer, every digest 64 hex characters, every pack name a
 // snapshot id (pack-keys.ts makes keys of them), part ETags safe to put in a completion body.
 import { z } from "zod";
-import { UploadMultipartResult } from "../../container/contract/protocol.ts";
+import { FilesUnpackResult, UploadMultipartResult } from "../../container/contract/protocol.ts";
 import { PACK_NAME } from "../chunks/pack-keys.ts";
 
 const count = z.number().int().nonnegative();
@@ -33,14 +33,6 @@ export const FilesPackAnswer = z.object({
 });
 export type FilesPackAnswer = z.infer<typeof FilesPackAnswer>;
 
-export const FilesUnpackAnswer = z.object({
-  entries: count,
-  files: count,
-  bytes: count,
-  chunks: count,
-  requests: count,
-  fetchedBytes: count,
-  equal: z.boolean().optional(),
-  ms: z.number().nonnegative(),
-});
+/** The engine's extract restore answers as the agent's protocol says (the route parsed it; the Worker parses it again). */
+export const FilesUnpackAnswer = FilesUnpackResult;
 export type FilesUnpackAnswer = z.infer<typeof FilesUnpackAnswer>;

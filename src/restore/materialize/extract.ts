@@ -11,10 +11,11 @@ export const extractMaterialization: Materialization = {
     const { agent, p } = c;
     const t = performance.now();
     // The file-level format: the staged file is the index (its SHA-256 checked on arrival); the engine makes the tree
-    // from the packs it names, every chunk checked against its SHA-256 before it is written, every file against its entry.
+    // from the packs it names, every chunk checked against its SHA-256 before it is written, every file against its
+    // entry. Its own metadata walk is left out: verify walks the tree against the manifest next.
     if (format.kind === "files") {
       const record = await filesSnapshot(c, c.p.snapshotId);
-      const made = await agent.filesUnpack({ path: dir, index: { file: staged, sha256: record.archive.sha256 }, packs: packUrls(c, record), keepOwners: p.keepOwnership ?? false }, record.manifest.bytes);
+      const made = await agent.filesUnpack({ path: dir, index: { file: staged, sha256: record.archive.sha256 }, packs: packUrls(c, record), keepOwners: p.keepOwnership ?? false, walk: false }, record.manifest.bytes);
       await agent.deleteFile(staged).catch(() => {});
       return { ms: since(t), bytes: made.bytes, how: "files-unpack", chunks: made.chunks, requests: made.requests, fetchedBytes: made.fetchedBytes, engineMs: made.ms };
     }
