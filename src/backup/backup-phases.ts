@@ -15,6 +15,7 @@ import { since } from "../phases/phase-runner.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
+import { setFilesLineage } from "../snapshots/files-lineage.ts";
 import { DEFAULT_TENANT } from "../snapshots/tenant.ts";
 import { archiveKey, chunkRecordOf, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
 import { abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
@@ -130,6 +131,8 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     steps,
   };
   await recordSnapshot(d.store, d.kv, record);
+  // The next file-level backup of this tree takes this one as its parent (files-parent.ts).
+  if (s.format.kind === "files") await setFilesLineage(d, p.sandboxId, p.path, p.snapshotId, "backup");
   return { ms: since(t), bytes: 0 };
 }
 

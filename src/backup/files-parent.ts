@@ -1,13 +1,12 @@
 // The parent of a file-level backup: the snapshot whose index lends unchanged files their chunk lists (restic's
-// parent). Named by the request (baseSnapshotId), or else this sandbox's latest file-level snapshot of the same path
-// and tenant. Any parent gives an exact snapshot (a file's chunks are reused only when its metadata says it is
+// parent). Named by the request (baseSnapshotId), or else the file-level snapshot the tree at this sandbox's path last
+// came from or went to (files-lineage.ts: its last file-level backup, or the restore that made it), of the same tenant. Any parent gives an exact snapshot (a file's chunks are reused only when its metadata says it is
 // unchanged, and every chunk is named by its SHA-256); a missing or older one only costs reading more files.
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
-import { listSnapshots } from "../snapshots/list-snapshots.ts";
+import { filesLineage } from "../snapshots/files-lineage.ts";
 import { readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
 import { tenantOf } from "../snapshots/tenant.ts";
-import { findBackup } from "../strategies/registry.ts";
 import type { BackupParams } from "./backup-params.ts";
 
 export interface FilesParent {
@@ -27,15 +26,8 @@ export async function filesParent(d: Deps, p: BackupParams): Promise<FilesParent
     record = await readSnapshot(d.store, d.kv, p.baseSnapshotId);
     if (!usable(record, p)) throw new SnapflowError("snapshot_unusable", `baseSnapshotId: ${p.baseSnapshotId} is not a file-level snapshot of this tenant (or was deleted)`, { field: "baseSnapshotId" });
   } else {
-    const { snapshots } = await listSnapshots(d.kv, { sandboxId: p.sandboxId, path: p.path }, { limit: 1000 });
-    const candidates = snapshots.filter((s) => findBackup(s.strategy)?.format.kind === "files").sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-    for (const c of candidates.slice(0, 3)) {
-      const r = await readSnapshot(d.store, d.kv, c.id);
-      if (usable(r, p)) {
-        record = r;
-        break;
-      }
-    }
+    const last = await filesLineage(d, p.sandboxId, p.path);
+    if (last) record = await readSnapshot(d.store, d.kv, last.snapshotId);
   }
   if (!usable(record, p)) return undefined;
   return { id: record.id, key: record.archive.key, indexSha256: record.archive.sha256, packs: record.files.packs };

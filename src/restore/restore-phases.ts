@@ -16,6 +16,7 @@
 //
 // Until the swap, the target is untouched; until record, the old tree can be put back. A failure runs
 // cleanupRestore, which puts the target back exactly as it was (container/extract/tree-swap.ts).
+import { setFilesLineage } from "../snapshots/files-lineage.ts";
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";
@@ -149,6 +150,8 @@ export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   const t = performance.now();
   await putJson(d.store, restoreRecordKey(p.restoreId), { ...p, strategy: s.name, completedAt: new Date().toISOString(), verified: true, ...lazyMoments(steps), steps });
   const committed = await contextOf(d, p, s).agent.commitSwap(p.path, p.restoreId);
+  // A file-level tree made here: the next file-level backup of it takes this snapshot as its parent (files-parent.ts).
+  if (s.format.kind === "files") await setFilesLineage(d, p.sandboxId, p.path, p.snapshotId, "restore");
   return { ms: since(t), bytes: 0, removedOld: committed.removedOld };
 }
 
