@@ -13,9 +13,9 @@
 //
 // A chunk is the zstd frame at [offset, offset+stored) of pack P, which decompresses to `size` bytes whose SHA-256 is
 // `sha256`. A file's chunks, in order, are its content: its data regions concatenated (a sparse file lists its data
-// regions in `data`; the rest is holes; without `data` the file is one region [0, size)). A hard link's later names
-// carry `link` (the first name) and no chunks. The pack's store key is built by the Worker from the tenant and the
-// pack's name, never taken from the index as a key.
+// regions in `data`; the rest is holes; without `data` the file is one region [0, size), or none when `holes` is its
+// size: a file that is all hole). A hard link's later names carry `link` (the first name) and no chunks. The pack's
+// store key is built by the Worker from the tenant and the pack's name, never taken from the index as a key.
 //
 // The index comes from a sandbox: Decode bounds what it reads and Validate refuses any index whose references,
 // names or sizes do not hold together, before anything acts on it.
@@ -171,6 +171,9 @@ func (x *Index) Validate(l Limits) error {
 			return refused("entries", fmt.Sprintf("%q has a negative size", e.Path))
 		}
 		data := e.Size
+		if len(e.Data) == 0 && e.Holes == e.Size {
+			data = 0 // all hole
+		}
 		if len(e.Data) > 0 {
 			data = 0
 			end := int64(0)
