@@ -53,6 +53,9 @@ const usage = `usage:
                                                                  the tree beneath DIR, result JSON to fd N
   snapflow-lazy pack   … --part-size N [--concurrency 4] [--retries 2] < JSON {…,urls}
                                                                  the archive PUT in parts to the urls; result JSON with its parts
+  snapflow-lazy files-pack --root DIR --manifest FILE --index FILE (--part-size N [--concurrency 4] [--retries 2] | --out FILE)
+                       [--result-fd N] < JSON {name,avgChunk,level,selection,base:{file,url,sha256},urls}
+                                                                 file-level backup: new chunks packed, the index; result JSON to fd N
   snapflow-lazy size   --root DIR                                 {"entries","bytes","tarMax","ms"}: a tar archive's upper bound
   snapflow-lazy version                                                           release, Go and commit, one line
 `
@@ -63,20 +66,21 @@ func main() {
 		os.Exit(2)
 	}
 	commands := map[string]func([]string) error{
-		"chunk":    chunkCmd,
-		"upload":   uploadCmd,
-		"mount":    mountCmd,
-		"verify":   verifyCmd,
-		"merge":    mergeCmd,
-		"remove":   removeCmd,
-		"opaque":   opaqueCmd,
-		"relink":   relinkCmd,
-		"setid":    setidCmd,
-		"sanitize": sanitizeCmd,
-		"pack":     packCmd,
-		"unpack":   unpackCmd,
-		"size":     sizeCmd,
-		"version":  versionCmd,
+		"chunk":      chunkCmd,
+		"upload":     uploadCmd,
+		"mount":      mountCmd,
+		"verify":     verifyCmd,
+		"merge":      mergeCmd,
+		"remove":     removeCmd,
+		"opaque":     opaqueCmd,
+		"relink":     relinkCmd,
+		"setid":      setidCmd,
+		"sanitize":   sanitizeCmd,
+		"pack":       packCmd,
+		"unpack":     unpackCmd,
+		"size":       sizeCmd,
+		"files-pack": filesPackCmd,
+		"version":    versionCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {

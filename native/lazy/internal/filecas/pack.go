@@ -1,0 +1,229 @@
+package filecas
+
+// Backup: the file-level backup. One pass over a tree that writes its manifest (pack's, byte for byte), its index and
+// the pack of the chunks no earlier snapshot of its lineage had.
+//
+//	base index (file or GET; SHA-256 checked, Decode validates) ──┐  read while the tree is walked
+//	walk (pack's: descriptors, the agent's order, the selection) ─┴─▶ for each entry, in walk order:
+//	    regular file unchanged since the base by restic's rule (pack.UnchangedFile) → the base's chunks, sha256,
+//	        data regions: the file is not opened
+//	    else read once (pack_read.go): SHA-256 of the content (holes as zeros) and FastCDC over its data regions,
+//	        SHA-256 per chunk; a chunk the base or this pass already has is referenced, a new one goes on
+//	    ──▶ new chunks: one zstd frame each, compressed on every core, written in the order found (pack_frames.go)
+//	        ──▶ the pack (SHA-256, count) ──▶ out (the caller's: parts PUT as they fill, or a file)
+//	    ──▶ the manifest entry (nameless file until the end), the index entry (memory)
+//	out closed (every part stored) ──▶ the index: the referenced chunks, the base's packs still referenced, this
+//	pack ──▶ zstd JSON, named at opts.Index; the manifest named at opts.Manifest
+//
+// A base that cannot be used fails with base_unusable before a byte is written to out; any failure leaves neither
+// the manifest nor the index behind.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"snapflow/native/lazy/internal/pack"
+)
+
+// DefaultAvgChunk is FastCDC's average chunk size when the request names none (min avg/4, max avg*4).
+const DefaultAvgChunk = 1 << 20
+
+// Options: what to back up, and how.
+type Options struct {
+	Root     string
+	Manifest string
+	Index    string
+	// Name names the pack this pass writes (the snapshot's id).
+	Name      string
+	AvgChunk  int
+	Level     int
+	Selection *pack.Selection
+	Base      *BaseSource
+	// Threads compress at once (0: one per CPU).
+	Threads int
+}
+
+// Sink takes the pack's bytes. Close is called after the last one and before the index and the manifest are named,
+// so that a pack the store did not take leaves neither behind.
+type Sink interface {
+	io.Writer
+	Close() error
+}
+
+// Result is what a pass made, beside the manifest's summary.
+type Result struct {
+	pack.Summary
+	WalkMs int64     `json:"walkMs"`
+	Ms     int64     `json:"ms"`
+	Index  IndexMade `json:"index"`
+	// Pack is nil when no chunk was new: nothing was written to the sink.
+	Pack   *Pack  `json:"pack"`
+	Read   Counts `json:"read"`
+	Reused Counts `json:"reused"`
+	// NewChunks and NewBytes: the chunks the pack holds, and their bytes before compression.
+	NewChunks int   `json:"newChunks"`
+	NewBytes  int64 `json:"newBytes"`
+}
+
+// IndexMade is the index file written: its bytes, SHA-256 and how many chunks it lists.
+type IndexMade struct {
+	Bytes  int64  `json:"bytes"`
+	Sha256 string `json:"sha256"`
+	Chunks int    `json:"chunks"`
+}
+
+// Counts are files and their bytes (read: data bytes read; reused: sizes of the files taken from the base).
+type Counts struct {
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Backup backs opts.Root up into out (the new chunks' frames), opts.Manifest and opts.Index.
+func Backup(opts Options, out Sink) (Result, error) {
+	started := time.Now()
+	avg := opts.AvgChunk
+	if avg == 0 {
+		avg = DefaultAvgChunk
+	}
+	if avg < 1<<10 || avg > int(DefaultLimits.MaxChunk/4) || avg&(avg-1) != 0 {
+		return Result{}, &pack.Error{Code: "bad_request", Field: "avgChunk", Message: fmt.Sprintf("avgChunk: %d is not a power of two from 1 KiB to %d", avg, DefaultLimits.MaxChunk/4)}
+	}
+	if !packName.MatchString(opts.Name) {
+		return Result{}, &pack.Error{Code: "bad_request", Field: "name", Message: fmt.Sprintf("name: %q is not a snapshot id (letters, digits, '-', '_')", opts.Name)}
+	}
+	based := make(chan baseRead, 1)
+	go func() {
+		if opts.Base == nil {
+			based <- baseRead{}
+			return
+		}
+		x, err := readBase(opts.Base)
+		based <- baseRead{x, err}
+	}()
+	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)
+	if err != nil {
+		<-based
+		return Result{}, err
+	}
+	fail := func(err error) (Result, error) {
+		pass.Abandon()
+		return Result{}, err
+	}
+	walk, err := pass.Walk()
+	if err != nil {
+		<-based
+		return fail(err)
+	}
+	walkMs := time.Since(started).Milliseconds()
+	read := <-based
+	if read.err != nil {
+		return fail(read.err)
+	}
+	base := read.index
+	if base != nil {
+		for _, p := range base.Packs {
+			if p.Name == opts.Name {
+				return fail(&pack.Error{Code: "bad_request", Field: "name", Message: fmt.Sprintf("name: the base already has a pack named %q; a pass writes a pack of its own name", opts.Name)})
+			}
+		}
+	}
+
+	table := newChunkTable(base)
+	frames, err := newFramer(out, opts.Level, opts.Threads, avg)
+	if err != nil {
+		return fail(err)
+	}
+	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1}
+	entries, reused, err := r.entries(walk, base, pass)
+	r.close()
+	written, werr := frames.close()
+	if err == nil {
+		err = werr
+	}
+	if err == nil {
+		err = out.Close()
+	}
+	if err != nil {
+		return fail(err)
+	}
+
+	x := table.index(avg, entries, opts.Name, written)
+	idx, err := newIndexFile(opts.Index)
+	if err != nil {
+		return fail(err)
+	}
+	made, err := idx.write(x)
+	if err == nil {
+		err = pass.Finish()
+	} else {
+		pass.Abandon()
+	}
+	if err != nil {
+		idx.abandon()
+		return Result{}, err
+	}
+	if err := idx.name(); err != nil {
+		os.Remove(opts.Manifest) // named a moment ago: without its index it speaks for nothing
+		return Result{}, err
+	}
+	res := Result{Summary: pass.Summary(), WalkMs: walkMs, Index: made, Read: r.read, Reused: reused, NewChunks: frames.chunks, NewBytes: frames.raw}
+	if written.n > 0 {
+		res.Pack = &Pack{Name: opts.Name, Bytes: written.n, Sha256: hex.EncodeToString(written.h.Sum(nil))}
+	}
+	res.Ms = time.Since(started).Milliseconds()
+	return res, nil
+}
+
+// entries makes the index's entries in walk order and writes the manifest's; answers the files taken from the base.
+func (r *reader) entries(walk []pack.Walked, base *Index, pass *pack.Pass) ([]Entry, Counts, error) {
+	var byPath map[string]*Entry
+	if base != nil {
+		byPath = make(map[string]*Entry, len(base.Entries))
+		for i := range base.Entries {
+			byPath[base.Entries[i].Path] = &base.Entries[i]
+		}
+	}
+	var reused Counts
+	// sizeOf: the size of each first name of a file with several links, which its later names record
+	sizeOf := map[string]int64{}
+	entries := make([]Entry, 0, len(walk))
+	for i := range walk {
+		w := &walk[i]
+		e := Entry{Entry: pack.EntryOf(w)}
+		st := w.Lstat()
+		switch e.Type {
+		case "other":
+			e.Node = nodeOf(st.Mode)
+		case "file":
+			if link := w.Link(); link != "" {
+				e.Link, e.Size = link, sizeOf[link]
+				break
+			}
+			if st.Nlink > 1 {
+				sizeOf[e.Path] = st.Size
+			}
+			if old := byPath[e.Path]; old != nil && old.Type == "file" && pack.UnchangedFile(w, &old.Entry) {
+				e.Sha256, e.Holes, e.Data = old.Sha256, old.Holes, old.Data
+				e.Chunks = make([]int, len(old.Chunks))
+				for k, c := range old.Chunks {
+					e.Chunks[k] = r.table.refBase(c)
+				}
+				reused.Files++
+				reused.Bytes += e.Size
+				break
+			}
+			if err := r.file(w, &e); err != nil {
+				return nil, reused, err
+			}
+		}
+		if err := pass.Add(&e.Entry); err != nil {
+			return nil, reused, err
+		}
+		entries = append(entries, e)
+	}
+	return entries, reused, nil
+}
