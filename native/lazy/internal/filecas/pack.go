@@ -138,9 +138,13 @@ func Backup(opts Options, out Sink) (Result, error) {
 		return fail(err)
 	}
 	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1}
-	entries, reused, err := r.entries(walk, base, pass)
+	emit := newEmitter(pass)
+	reused, err := r.entries(walk, base, emit)
 	r.close()
 	written, werr := frames.close()
+	if eerr := emit.close(); err == nil {
+		err = eerr
+	}
 	if err == nil {
 		err = werr
 	}
@@ -151,12 +155,12 @@ func Backup(opts Options, out Sink) (Result, error) {
 		return fail(err)
 	}
 
-	x := table.index(avg, entries, opts.Name, written)
+	x := table.index(avg, opts.Name, written)
 	idx, err := newIndexFile(opts.Index)
 	if err != nil {
 		return fail(err)
 	}
-	made, err := idx.write(x)
+	made, err := idx.write(x, emit.entries.Bytes())
 	if err == nil {
 		err = pass.Finish()
 	} else {
@@ -178,8 +182,8 @@ func Backup(opts Options, out Sink) (Result, error) {
 	return res, nil
 }
 
-// entries makes the index's entries in walk order and writes the manifest's; answers the files taken from the base.
-func (r *reader) entries(walk []pack.Walked, base *Index, pass *pack.Pass) ([]Entry, Counts, error) {
+// entries makes the index's entries in walk order and hands them to emit; answers the files taken from the base.
+func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts, error) {
 	var byPath map[string]*Entry
 	if base != nil {
 		byPath = make(map[string]*Entry, len(base.Entries))
@@ -190,40 +194,39 @@ func (r *reader) entries(walk []pack.Walked, base *Index, pass *pack.Pass) ([]En
 	var reused Counts
 	// sizeOf: the size of each first name of a file with several links, which its later names record
 	sizeOf := map[string]int64{}
-	entries := make([]Entry, 0, len(walk))
 	for i := range walk {
 		w := &walk[i]
-		e := Entry{Entry: pack.EntryOf(w)}
 		st := w.Lstat()
-		switch e.Type {
-		case "other":
-			e.Node = nodeOf(st.Mode)
-		case "file":
-			if link := w.Link(); link != "" {
-				e.Link, e.Size = link, sizeOf[link]
-				break
-			}
+		var e Entry
+		if w.Kind() == "file" && w.Link() == "" {
 			if st.Nlink > 1 {
-				sizeOf[e.Path] = st.Size
+				sizeOf[w.Path()] = st.Size
 			}
-			if old := byPath[e.Path]; old != nil && old.Type == "file" && pack.UnchangedFile(w, &old.Entry) {
-				e.Sha256, e.Holes, e.Data = old.Sha256, old.Holes, old.Data
-				e.Chunks = make([]int, len(old.Chunks))
+			// Unchanged: the base's entry is what pack would write (the rule compares every field lstat gives, and
+			// the lstat key is the base's), content included.
+			if old := byPath[w.Path()]; old != nil && old.Type == "file" && pack.UnchangedFile(w, &old.Entry) {
+				e = Entry{Entry: old.Entry, Data: old.Data, Chunks: make([]int, len(old.Chunks))}
 				for k, c := range old.Chunks {
 					e.Chunks[k] = r.table.refBase(c)
 				}
 				reused.Files++
 				reused.Bytes += e.Size
-				break
+			} else {
+				e.Entry = pack.EntryOf(w)
+				if err := r.file(w, &e); err != nil {
+					return reused, err
+				}
 			}
-			if err := r.file(w, &e); err != nil {
-				return nil, reused, err
+		} else {
+			e.Entry = pack.EntryOf(w)
+			switch {
+			case e.Type == "other":
+				e.Node = nodeOf(st.Mode)
+			case e.Type == "file": // a later name of a file with several links
+				e.Link, e.Size = w.Link(), sizeOf[w.Link()]
 			}
 		}
-		if err := pass.Add(&e.Entry); err != nil {
-			return nil, reused, err
-		}
-		entries = append(entries, e)
+		emit.add(e)
 	}
-	return entries, reused, nil
+	return reused, nil
 }

@@ -66,7 +66,8 @@ func newFramer(out io.Writer, level, threads, avg int) (*framer, error) {
 	for range threads {
 		go func() {
 			for j := range f.work {
-				j.out = f.enc.EncodeAll(j.data, make([]byte, 0, len(j.data)/2+64))
+				// Room for a frame of incompressible data (raw blocks: a few bytes per 128 KiB), so it never grows.
+				j.out = f.enc.EncodeAll(j.data, make([]byte, 0, len(j.data)+len(j.data)>>10+64))
 				close(j.done)
 			}
 		}()

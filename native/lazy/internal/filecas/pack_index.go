@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	json "github.com/goccy/go-json"
+	"github.com/klauspost/compress/zstd"
+
 	"snapflow/native/lazy/internal/pack"
 )
 
@@ -28,12 +31,36 @@ func newIndexFile(final string) (*indexFile, error) {
 	return &indexFile{final: final, tmp: tmp, f: f}, nil
 }
 
-func (x *indexFile) write(idx *Index) (IndexMade, error) {
+// write writes the index whose entries (left out of idx) are already encoded, comma-separated: the bytes Encode
+// writes for the whole index (the same JSON, compressed alike).
+func (x *indexFile) write(idx *Index, entries []byte) (IndexMade, error) {
 	out := &counted{w: x.f, h: sha256.New()}
-	if err := Encode(out, idx); err != nil {
+	enc, err := zstd.NewWriter(out, zstd.WithEncoderLevel(indexLevel))
+	if err != nil {
 		return IndexMade{}, err
 	}
-	if err := x.f.Close(); err != nil {
+	head, err := json.Marshal(struct {
+		Version  int     `json:"version"`
+		AvgChunk int     `json:"avgChunk"`
+		Packs    []Pack  `json:"packs"`
+		Chunks   []Chunk `json:"chunks"`
+	}{idx.Version, idx.AvgChunk, idx.Packs, idx.Chunks})
+	if err == nil {
+		_, err = enc.Write(append(head[:len(head)-1], `,"entries":[`...))
+	}
+	if err == nil {
+		_, err = enc.Write(entries)
+	}
+	if err == nil {
+		_, err = enc.Write([]byte("]}\n"))
+	}
+	if cerr := enc.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = x.f.Close()
+	}
+	if err != nil {
 		return IndexMade{}, err
 	}
 	return IndexMade{Bytes: out.n, Sha256: hex.EncodeToString(out.h.Sum(nil)), Chunks: len(idx.Chunks)}, nil

@@ -150,8 +150,14 @@ func (r *reader) chunked(fd int, rel string, size int64, regions []pack.Region, 
 	r.whole.Reset()
 	in := &regionReader{fd: fd, rel: rel, size: size, regions: regions, whole: r.whole}
 	maxChunk := r.avg * 4
-	// A chunker per file (fastcdc-go has no reset); its buffer only needs to exceed the largest chunk.
-	c, err := fastcdc.NewChunker(in, fastcdc.Options{AverageSize: r.avg, MinSize: r.avg / 4, MaxSize: maxChunk, BufSize: 2 * maxChunk})
+	// A chunker per file (fastcdc-go has no reset), so a buffer per file: it only needs to exceed the largest chunk,
+	// and a larger one than the data serves nothing.
+	var data int64
+	for _, g := range regions {
+		data += g.Length
+	}
+	buf := int(max(int64(maxChunk+1), min(int64(2*maxChunk), data+1)))
+	c, err := fastcdc.NewChunker(in, fastcdc.Options{AverageSize: r.avg, MinSize: r.avg / 4, MaxSize: maxChunk, BufSize: buf})
 	if err != nil {
 		return err
 	}

@@ -59,8 +59,9 @@ func (t *chunkTable) lookup(sum [32]byte, size int64) (int, *Chunk) {
 
 // index is the new index: the base's packs still referenced (in the base's order), then this pass's (named name,
 // when it wrote any byte), and the chunks with their packs renumbered.
-func (t *chunkTable) index(avg int, entries []Entry, name string, written *counted) *Index {
-	x := &Index{Version: Version, AvgChunk: avg, Packs: []Pack{}, Chunks: make([]Chunk, len(t.refs)), Entries: entries}
+// Its entries are left out: the emitter holds them encoded.
+func (t *chunkTable) index(avg int, name string, written *counted) *Index {
+	x := &Index{Version: Version, AvgChunk: avg, Packs: []Pack{}, Chunks: make([]Chunk, len(t.refs))}
 	renumber := map[int]int{}
 	if t.base != nil {
 		used := make([]bool, len(t.base.Packs))
