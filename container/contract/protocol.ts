@@ -68,3 +68,4 @@ export * from "./protocol/swaps.ts";
 export * from "./protocol/admin.ts";
 export * from "./protocol/answers.ts";
 export * from "./protocol/probe.ts";
+export * from "./protocol/filecas-pack.ts";
