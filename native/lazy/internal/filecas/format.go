@@ -94,7 +94,9 @@ func Encode(w io.Writer, x *Index) error {
 	if err != nil {
 		return err
 	}
-	if err := json.NewEncoder(enc).Encode(x); err != nil {
+	j := json.NewEncoder(enc)
+	j.SetEscapeHTML(false) // as the manifest is written (and JSON.stringify writes): '<', '>' and '&' as they are
+	if err := j.Encode(x); err != nil {
 		enc.Close()
 		return err
 	}

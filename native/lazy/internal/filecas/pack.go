@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"snapflow/native/lazy/internal/pack"
@@ -95,14 +96,19 @@ func Backup(opts Options, out Sink) (Result, error) {
 	if !packName.MatchString(opts.Name) {
 		return Result{}, &pack.Error{Code: "bad_request", Field: "name", Message: fmt.Sprintf("name: %q is not a snapshot id (letters, digits, '-', '_')", opts.Name)}
 	}
+	// The base is read (and its chunks' table made) while the tree is walked.
 	based := make(chan baseRead, 1)
 	go func() {
 		if opts.Base == nil {
-			based <- baseRead{}
+			based <- baseRead{table: newChunkTable(nil)}
 			return
 		}
 		x, err := readBase(opts.Base)
-		based <- baseRead{x, err}
+		if err != nil {
+			based <- baseRead{err: err}
+			return
+		}
+		based <- baseRead{index: x, table: newChunkTable(x)}
 	}()
 	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)
 	if err != nil {
@@ -132,13 +138,17 @@ func Backup(opts Options, out Sink) (Result, error) {
 		}
 	}
 
-	table := newChunkTable(base)
+	table := read.table
 	frames, err := newFramer(out, opts.Level, opts.Threads, avg)
 	if err != nil {
 		return fail(err)
 	}
 	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1}
-	emit := newEmitter(pass)
+	emit, err := newEmitter(pass)
+	if err != nil {
+		frames.close()
+		return fail(err)
+	}
 	reused, err := r.entries(walk, base, emit)
 	r.close()
 	written, werr := frames.close()
@@ -184,13 +194,11 @@ func Backup(opts Options, out Sink) (Result, error) {
 
 // entries makes the index's entries in walk order and hands them to emit; answers the files taken from the base.
 func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts, error) {
-	var byPath map[string]*Entry
+	var prior []Entry
 	if base != nil {
-		byPath = make(map[string]*Entry, len(base.Entries))
-		for i := range base.Entries {
-			byPath[base.Entries[i].Path] = &base.Entries[i]
-		}
+		prior = base.Entries
 	}
+	at := 0 // the base's entries are in walk order: the next one to meet
 	var reused Counts
 	// sizeOf: the size of each first name of a file with several links, which its later names record
 	sizeOf := map[string]int64{}
@@ -204,7 +212,7 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 			}
 			// Unchanged: the base's entry is what pack would write (the rule compares every field lstat gives, and
 			// the lstat key is the base's), content included.
-			if old := byPath[w.Path()]; old != nil && old.Type == "file" && pack.UnchangedFile(w, &old.Entry) {
+			if old := priorEntry(prior, &at, w.Path()); old != nil && old.Type == "file" && pack.UnchangedFile(w, &old.Entry) {
 				e = Entry{Entry: old.Entry, Data: old.Data, Chunks: make([]int, len(old.Chunks))}
 				for k, c := range old.Chunks {
 					e.Chunks[k] = r.table.refBase(c)
@@ -218,6 +226,7 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 				}
 			}
 		} else {
+			priorEntry(prior, &at, w.Path())
 			e.Entry = pack.EntryOf(w)
 			switch {
 			case e.Type == "other":
@@ -229,4 +238,44 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 		emit.add(e)
 	}
 	return reused, nil
+}
+
+// priorEntry is the base's entry for path, found by merging: both lists are in walk order, so it is the next entry (or one
+// after those the tree no longer has); a path the base lacks leaves the place as it was. A base out of that order
+// (made by something else) only finds fewer entries: their files are read again.
+func priorEntry(prior []Entry, at *int, path string) *Entry {
+	for i := *at; i < len(prior); i++ {
+		switch c := walkOrder(prior[i].Path, path); {
+		case c == 0:
+			*at = i + 1
+			return &prior[i]
+		case c > 0:
+			return nil
+		}
+	}
+	return nil
+}
+
+// walkOrder compares two paths as the walk lists them: name by name (pack.CompareUTF16, the agent's sort), a
+// directory before what is below it.
+func walkOrder(a, b string) int {
+	if a == b {
+		return 0
+	}
+	for {
+		an, arest, amore := strings.Cut(a, "/")
+		bn, brest, bmore := strings.Cut(b, "/")
+		if c := pack.CompareUTF16(an, bn); c != 0 {
+			return c
+		}
+		switch {
+		case !amore && !bmore:
+			return 0
+		case !amore:
+			return -1
+		case !bmore:
+			return 1
+		}
+		a, b = arest, brest
+	}
 }

@@ -29,6 +29,7 @@ type BaseSource struct {
 
 type baseRead struct {
 	index *Index
+	table *chunkTable
 	err   error
 }
 

@@ -31,31 +31,30 @@ func newIndexFile(final string) (*indexFile, error) {
 	return &indexFile{final: final, tmp: tmp, f: f}, nil
 }
 
-// write writes the index whose entries (left out of idx) are already encoded, comma-separated: the bytes Encode
-// writes for the whole index (the same JSON, compressed alike).
+// write writes the index whose entries (left out of idx) the emitter has compressed, as a zstd frame that holds the
+// rest of the JSON: the head goes before it in a frame of its own. One zstd stream (frames concatenated), whose JSON
+// is what Encode writes for the whole index.
 func (x *indexFile) write(idx *Index, entries []byte) (IndexMade, error) {
 	out := &counted{w: x.f, h: sha256.New()}
-	enc, err := zstd.NewWriter(out, zstd.WithEncoderLevel(indexLevel))
-	if err != nil {
-		return IndexMade{}, err
-	}
 	head, err := json.Marshal(struct {
 		Version  int     `json:"version"`
 		AvgChunk int     `json:"avgChunk"`
 		Packs    []Pack  `json:"packs"`
 		Chunks   []Chunk `json:"chunks"`
 	}{idx.Version, idx.AvgChunk, idx.Packs, idx.Chunks})
-	if err == nil {
-		_, err = enc.Write(append(head[:len(head)-1], `,"entries":[`...))
+	if err != nil {
+		return IndexMade{}, err
 	}
-	if err == nil {
-		_, err = enc.Write(entries)
+	enc, err := zstd.NewWriter(out, zstd.WithEncoderLevel(indexLevel))
+	if err != nil {
+		return IndexMade{}, err
 	}
-	if err == nil {
-		_, err = enc.Write([]byte("]}\n"))
-	}
+	_, err = enc.Write(append(head[:len(head)-1], `,"entries":[`...))
 	if cerr := enc.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		_, err = out.Write(entries)
 	}
 	if err == nil {
 		err = x.f.Close()

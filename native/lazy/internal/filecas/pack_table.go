@@ -8,9 +8,12 @@ import "encoding/hex"
 type chunkTable struct {
 	base   *Index
 	baseBy map[string]int
+	// fromBase: the new index of each base chunk referenced, -1 for the others
+	fromBase []int
 	// refs: the new index's chunks; Pack is the base's pack index, or newPack for a chunk of this pass's pack (its
 	// Offset and Stored are set when its frame is written)
-	refs  []*Chunk
+	refs []*Chunk
+	// bySha: the new index of each chunk of this pass's pack
 	bySha map[string]int
 }
 
@@ -21,8 +24,10 @@ func newChunkTable(base *Index) *chunkTable {
 	if base != nil {
 		t.base = base
 		t.baseBy = make(map[string]int, len(base.Chunks))
+		t.fromBase = make([]int, len(base.Chunks))
 		for i, c := range base.Chunks {
 			t.baseBy[c.Sha256] = i
+			t.fromBase[i] = -1
 		}
 	}
 	return t
@@ -30,17 +35,13 @@ func newChunkTable(base *Index) *chunkTable {
 
 // refBase is the new index of the base's chunk i.
 func (t *chunkTable) refBase(i int) int {
-	c := t.base.Chunks[i]
-	if at, ok := t.bySha[c.Sha256]; ok {
+	if at := t.fromBase[i]; at >= 0 {
 		return at
 	}
-	return t.add(&c)
-}
-
-func (t *chunkTable) add(c *Chunk) int {
-	t.refs = append(t.refs, c)
-	t.bySha[c.Sha256] = len(t.refs) - 1
-	return len(t.refs) - 1
+	c := t.base.Chunks[i]
+	t.refs = append(t.refs, &c)
+	t.fromBase[i] = len(t.refs) - 1
+	return t.fromBase[i]
 }
 
 // lookup is the new index of the chunk whose SHA-256 is sum and size is size, and whether it is new: then its entry
@@ -54,7 +55,9 @@ func (t *chunkTable) lookup(sum [32]byte, size int64) (int, *Chunk) {
 		return t.refBase(i), nil
 	}
 	c := &Chunk{Sha256: name, Pack: newPack, Size: size}
-	return t.add(c), c
+	t.refs = append(t.refs, c)
+	t.bySha[name] = len(t.refs) - 1
+	return len(t.refs) - 1, c
 }
 
 // index is the new index: the base's packs still referenced (in the base's order), then this pass's (named name,

@@ -47,6 +47,9 @@ func tree(t *testing.T) string {
 	must(t, os.WriteFile(filepath.Join(root, "d/sub/copy.txt"), []byte("hello"), 0o600))
 	must(t, os.WriteFile(filepath.Join(root, "d/mid.js"), bytes.Repeat([]byte("const x = require('y');\n"), 3000), 0o644))
 	must(t, os.WriteFile(filepath.Join(root, "empty"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "d/<&>\"é😀.txt"), []byte("escaped"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(root, "d-x"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "d-x/！full"), []byte("after d/ in walk order"), 0o644))
 	must(t, os.WriteFile(filepath.Join(root, "x.log"), []byte("left out"), 0o644))
 	must(t, os.Symlink("../a.txt", filepath.Join(root, "d/link")))
 	must(t, os.WriteFile(filepath.Join(root, "d/first"), random(2, 40_000), 0o644))
@@ -121,13 +124,23 @@ func backup(t *testing.T, root, name string, base *BaseSource) (made, error) {
 	if sum(m.indexRaw) != res.Index.Sha256 || int64(len(m.indexRaw)) != res.Index.Bytes || len(m.index.Chunks) != res.Index.Chunks {
 		t.Fatalf("the result's index %+v is not the file written", res.Index)
 	}
-	// Written as its entries were made, the index is what Encode writes for it.
+	// Written as its entries were made, the index's JSON is what Encode writes for it.
 	var again bytes.Buffer
 	must(t, Encode(&again, m.index))
-	if !bytes.Equal(again.Bytes(), m.indexRaw) {
-		t.Fatal("the index written is not Encode's")
+	if want, got := unzstd(t, again.Bytes()), unzstd(t, m.indexRaw); !bytes.Equal(got, want) {
+		t.Fatalf("the index written is not Encode's:\n%s\n%s", got, want)
 	}
 	return m, nil
+}
+
+func unzstd(t *testing.T, b []byte) []byte {
+	t.Helper()
+	d, err := zstd.NewReader(nil)
+	must(t, err)
+	defer d.Close()
+	out, err := d.DecodeAll(b, nil)
+	must(t, err)
+	return out
 }
 
 // baseOf names m's index as the base of the next pass (its kept file).
@@ -450,5 +463,18 @@ func TestAFileChangedWhileReadFailsThePassNamingIt(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("left %v", left)
+	}
+}
+
+func TestWalkOrderIsTheWalks(t *testing.T) {
+	// As the walk lists them: a directory's entries right after it, names by UTF-16 code units (an emoji's surrogates
+	// before U+FF01, unlike UTF-8's byte order).
+	listed := []string{"a", "a/b", "a/b/c", "a/😀", "a/！", "a-c", "a.d", "b"}
+	for i := range listed {
+		for j := range listed {
+			if got := walkOrder(listed[i], listed[j]); (got < 0) != (i < j) || (got == 0) != (i == j) {
+				t.Fatalf("walkOrder(%q, %q) = %d", listed[i], listed[j], got)
+			}
+		}
 	}
 }
