@@ -158,19 +158,23 @@ func Backup(opts Options, out Sink) (Result, error) {
 	if err == nil {
 		err = werr
 	}
-	if err == nil {
-		err = out.Close()
-	}
 	if err != nil {
 		return fail(err)
 	}
-
+	// The pack's last bytes are written: the index is written while its last parts are stored, and named (with the
+	// manifest) only once they are.
+	closed := make(chan error, 1)
+	go func() { closed <- out.Close() }()
 	x := table.index(avg, opts.Name, written)
 	idx, err := newIndexFile(opts.Index)
 	if err != nil {
+		<-closed
 		return fail(err)
 	}
 	made, err := idx.write(x, emit.entries.Bytes())
+	if cerr := <-closed; err == nil {
+		err = cerr
+	}
 	if err == nil {
 		err = pass.Finish()
 	} else {

@@ -478,3 +478,20 @@ func TestWalkOrderIsTheWalks(t *testing.T) {
 		}
 	}
 }
+
+// refusingSink takes the pack's bytes, then fails to store its last part.
+type refusingSink struct{ memSink }
+
+func (s *refusingSink) Close() error { return errors.New("the store refused the last part") }
+
+func TestAPackTheStoreDidNotTakeLeavesNeitherManifestNorIndex(t *testing.T) {
+	root := tree(t)
+	dir := t.TempDir()
+	_, err := Backup(Options{Root: root, Manifest: filepath.Join(dir, "m.json"), Index: filepath.Join(dir, "i.zst"), Name: "s1", AvgChunk: avg}, &refusingSink{})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("refused the last part")) {
+		t.Fatalf("err %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("left %v", left)
+	}
+}
