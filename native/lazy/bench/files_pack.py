@@ -3,7 +3,7 @@
 
 usage: bench/files_pack.py TREE WORKDIR
 TREE is read only: it is copied to WORKDIR (cp -a), which the incremental changes and which is removed after.
-  full:        RUNS backups of the copy, the pack PUT in 16 MiB parts to a loopback sink (this script's threads:
+  full:        RUNS backups of the copy, the pack PUT in PART_MIB (16) MiB parts to a loopback sink (this script's threads:
                they read each body and answer an ETag, as a store's UploadPart does)
   incremental: 8 new files of 1.25 MiB of random bytes and one small file edited, then RUNS backups over the last
                full one's index (its kept file)
@@ -15,7 +15,7 @@ import hashlib, http.server, json, os, resource, shutil, statistics, subprocess,
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.join(HERE, "..", "bin", "snapflow-lazy")
 RUNS = int(os.environ.get("RUNS", "3"))
-PART = 16 << 20
+PART = int(os.environ.get("PART_MIB", "16")) << 20
 
 
 class Sink(http.server.BaseHTTPRequestHandler):
