@@ -249,11 +249,11 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 // (made by something else) only finds fewer entries: their files are read again.
 func priorEntry(prior []Entry, at *int, path string) *Entry {
 	for i := *at; i < len(prior); i++ {
-		switch c := walkOrder(prior[i].Path, path); {
-		case c == 0:
+		if prior[i].Path == path {
 			*at = i + 1
 			return &prior[i]
-		case c > 0:
+		}
+		if walkOrder(prior[i].Path, path) >= 0 { // after it (or a name that is not UTF-8, which only equals itself)
 			return nil
 		}
 	}
