@@ -55,6 +55,9 @@ func tree(t *testing.T) string {
 	must(t, os.WriteFile(filepath.Join(root, "d/first"), random(2, 40_000), 0o644))
 	must(t, os.Link(filepath.Join(root, "d/first"), filepath.Join(root, "d/sub/second")))
 	must(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	if os.Geteuid() == 0 { // a device node (root only): listed as "other", never read
+		must(t, syscall.Mknod(filepath.Join(root, "null-dev"), syscall.S_IFCHR|0o644, 1<<8|3))
+	}
 	f, err := os.Create(filepath.Join(root, "sparse.img"))
 	must(t, err)
 	_, err = f.WriteAt(random(3, 20_000), 1<<20)
@@ -261,6 +264,9 @@ func TestAFullBackupWritesPacksManifestAndADecodableIndex(t *testing.T) {
 	}
 	if e := entry(m.index, "fifo"); e.Type != "other" || e.Node != "fifo" {
 		t.Fatalf("fifo: %+v", e)
+	}
+	if e := entry(m.index, "null-dev"); os.Geteuid() == 0 && (e.Type != "other" || e.Node != "char" || slices.Contains(m.opened, "null-dev")) {
+		t.Fatalf("null-dev: %+v", e)
 	}
 	if entry(m.index, "x.log") != nil {
 		t.Fatal("the selection's exclusion is in the index")
