@@ -161,3 +161,24 @@ func TestFilesPackWithAnUnusableBasePutsNothing(t *testing.T) {
 		t.Fatalf("left %v", left)
 	}
 }
+
+func TestFilesPackOutWritesThePackToAFile(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "f"), []byte("content"), 0o644)
+	dir := t.TempDir()
+	result, _ := os.CreateTemp(t.TempDir(), "result")
+	cmd := exec.Command(binary, "files-pack", "--root", root, "--manifest", filepath.Join(dir, "m.json"), "--index", filepath.Join(dir, "index.zst"), "--out", filepath.Join(dir, "pack"), "--result-fd", "3")
+	cmd.Stdin = strings.NewReader(`{"name":"s1"}`)
+	cmd.ExtraFiles = []*os.File{result}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var a filesPackAnswer
+	text, _ := os.ReadFile(result.Name())
+	json.Unmarshal(text, &a)
+	pack, _ := os.ReadFile(filepath.Join(dir, "pack"))
+	sum := sha256.Sum256(pack)
+	if a.Pack == nil || a.Pack.Bytes != int64(len(pack)) || a.Pack.Sha256 != hex.EncodeToString(sum[:]) || len(a.Parts) != 0 {
+		t.Fatalf("answer %s, pack of %d bytes", text, len(pack))
+	}
+}
