@@ -53,6 +53,9 @@ const usage = `usage:
                                                                  the tree beneath DIR, result JSON to fd N
   snapflow-lazy pack   … --part-size N [--concurrency 4] [--retries 2] < JSON {…,urls}
                                                                  the archive PUT in parts to the urls; result JSON with its parts
+  snapflow-lazy files-pack --root DIR --manifest FILE --index FILE (--part-size N [--concurrency 4] [--retries 2] | --out FILE)
+                       [--result-fd N] < JSON {name,avgChunk,level,selection,base:{file,url,sha256},urls}
+                                                                 file-level backup: new chunks packed, the index; result JSON to fd N
   snapflow-lazy size   --root DIR                                 {"entries","bytes","tarMax","ms"}: a tar archive's upper bound
   snapflow-lazy version                                                           release, Go and commit, one line
   snapflow-lazy files-unpack --root DIR [--result-fd N] < JSON line {index:{file}|{url,sha256},packs,keepOwners,walk,…}
@@ -80,6 +83,7 @@ func main() {
 		"size":     sizeCmd,
 		"version":  versionCmd,
 		// the file-level format (issue 24)
+		"files-pack":   filesPackCmd,
 		"files-unpack": filesUnpackCmd,
 	}
 	run, ok := commands[os.Args[1]]

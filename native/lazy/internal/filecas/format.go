@@ -84,13 +84,19 @@ type Limits struct {
 // (MAX_MANIFEST_BYTES, 128 MiB) holds for the JSON too.
 var DefaultLimits = Limits{MaxCompressed: 64 << 20, MaxJSON: 128 << 20, MaxChunk: 8 << 20}
 
+// indexLevel: an incremental writes the whole index (13.6 MB of JSON for the npm workspace) after its last chunk, on
+// the pass's critical path; klauspost's fastest level makes it 2.97 MB in less time than its default's 3.09 MB.
+const indexLevel = zstd.SpeedFastest
+
 // Encode writes the index as zstd-compressed JSON.
 func Encode(w io.Writer, x *Index) error {
-	enc, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	enc, err := zstd.NewWriter(w, zstd.WithEncoderLevel(indexLevel))
 	if err != nil {
 		return err
 	}
-	if err := json.NewEncoder(enc).Encode(x); err != nil {
+	j := json.NewEncoder(enc)
+	j.SetEscapeHTML(false) // as the manifest is written (and JSON.stringify writes): '<', '>' and '&' as they are
+	if err := j.Encode(x); err != nil {
 		enc.Close()
 		return err
 	}
@@ -116,6 +122,20 @@ func Decode(r io.Reader, l Limits) (*Index, error) {
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+// isSha256Hex is sha256Hex.MatchString without the regexp machinery: Validate asks it of every chunk (25k for the npm
+// workspace, where the regexp took ~30 ms of an incremental's base read).
+func isSha256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // packName: the id of the snapshot whose backup wrote the pack (ids.ts: letters, digits, '-' and '_').
 var packName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
@@ -126,12 +146,12 @@ func (x *Index) Validate(l Limits) error {
 		return refused("version", fmt.Sprintf("version %d is not %d", x.Version, Version))
 	}
 	for i, p := range x.Packs {
-		if !packName.MatchString(p.Name) || !sha256Hex.MatchString(p.Sha256) || p.Bytes < 0 {
+		if !packName.MatchString(p.Name) || !isSha256Hex(p.Sha256) || p.Bytes < 0 {
 			return refused("packs", fmt.Sprintf("pack %d (%q) has a bad name, SHA-256 or size", i, p.Name))
 		}
 	}
 	for i, c := range x.Chunks {
-		if !sha256Hex.MatchString(c.Sha256) || c.Pack < 0 || c.Pack >= len(x.Packs) || c.Offset < 0 || c.Stored <= 0 ||
+		if !isSha256Hex(c.Sha256) || c.Pack < 0 || c.Pack >= len(x.Packs) || c.Offset < 0 || c.Stored <= 0 ||
 			c.Size <= 0 || c.Size > l.MaxChunk || c.Offset+c.Stored > x.Packs[c.Pack].Bytes {
 			return refused("chunks", fmt.Sprintf("chunk %d (%s) lies outside its pack or has a bad size", i, c.Sha256))
 		}
@@ -207,10 +227,15 @@ func checkName(p string) error {
 	if strings.HasPrefix(p, "/") || strings.Contains(p, "\x00") {
 		return &pack.Error{Code: "path_outside_root", Field: "index", Message: fmt.Sprintf("the index's name %q is refused: it could lead outside the restored tree", p)}
 	}
-	for _, part := range strings.Split(p, "/") {
+	for rest := p; ; {
+		part, after, more := strings.Cut(rest, "/")
 		if part == "" || part == "." || part == ".." {
 			return &pack.Error{Code: "path_outside_root", Field: "index", Message: fmt.Sprintf("the index's name %q is refused: it could lead outside the restored tree", p)}
 		}
+		if !more {
+			break
+		}
+		rest = after
 	}
 	return nil
 }

@@ -257,13 +257,7 @@ func gone(err error) bool { return errors.Is(err, unix.ENOENT) || errors.Is(err,
 
 // entry packs one entry the walk found.
 func (p *packer) entry(dirfd int, name, rel, host string, st *unix.Stat_t) error {
-	e := Entry{
-		Path: rel, Mode: st.Mode & 0o7777, Mtime: manifestSeconds(mtimeOf(st)), UID: st.Uid, GID: st.Gid,
-		Stat: Stat{
-			Ino: strconv.FormatUint(st.Ino, 10), Dev: strconv.FormatUint(st.Dev, 10),
-			MtimeNs: strconv.FormatInt(st.Mtim.Nano(), 10), CtimeNs: strconv.FormatInt(st.Ctim.Nano(), 10),
-		},
-	}
+	e := entryOf(rel, st)
 	h := &tar.Header{Name: "./" + rel, Mode: int64(e.Mode), Uid: int(st.Uid), Gid: int(st.Gid), ModTime: mtimeOf(st)}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFSOCK:
@@ -308,6 +302,17 @@ func (p *packer) entry(dirfd int, name, rel, host string, st *unix.Stat_t) error
 		}
 		h.Devmajor, h.Devminor = int64(unix.Major(st.Rdev)), int64(unix.Minor(st.Rdev))
 		return p.emit(&e, h)
+	}
+}
+
+// entryOf is the manifest entry's fields that lstat gives, whatever the entry's type.
+func entryOf(rel string, st *unix.Stat_t) Entry {
+	return Entry{
+		Path: rel, Mode: st.Mode & 0o7777, Mtime: manifestSeconds(mtimeOf(st)), UID: st.Uid, GID: st.Gid,
+		Stat: Stat{
+			Ino: strconv.FormatUint(st.Ino, 10), Dev: strconv.FormatUint(st.Dev, 10),
+			MtimeNs: strconv.FormatInt(st.Mtim.Nano(), 10), CtimeNs: strconv.FormatInt(st.Ctim.Nano(), 10),
+		},
 	}
 }
 

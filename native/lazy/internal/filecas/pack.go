@@ -1,0 +1,285 @@
+package filecas
+
+// Backup: the file-level backup. One pass over a tree that writes its manifest (pack's, byte for byte), its index and
+// the pack of the chunks no earlier snapshot of its lineage had.
+//
+//	base index (file or GET; SHA-256 checked, Decode validates) ──┐  read while the tree is walked
+//	walk (pack's: descriptors, the agent's order, the selection) ─┴─▶ for each entry, in walk order:
+//	    regular file unchanged since the base by restic's rule (pack.UnchangedFile) → the base's chunks, sha256,
+//	        data regions: the file is not opened
+//	    else read once (pack_read.go): SHA-256 of the content (holes as zeros) and FastCDC over its data regions,
+//	        SHA-256 per chunk; a chunk the base or this pass already has is referenced, a new one goes on
+//	    ──▶ new chunks: one zstd frame each, compressed on every core, written in the order found (pack_frames.go)
+//	        ──▶ the pack (SHA-256, count) ──▶ out (the caller's: parts PUT as they fill, or a file)
+//	    ──▶ the manifest entry (nameless file until the end), the index entry (memory)
+//	out closed (every part stored) ──▶ the index: the referenced chunks, the base's packs still referenced, this
+//	pack ──▶ zstd JSON, named at opts.Index; the manifest named at opts.Manifest
+//
+// A base that cannot be used fails with base_unusable before a byte is written to out; any failure leaves neither
+// the manifest nor the index behind.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"snapflow/native/lazy/internal/pack"
+)
+
+// DefaultAvgChunk is FastCDC's average chunk size when the request names none (min avg/4, max avg*4).
+const DefaultAvgChunk = 1 << 20
+
+// Options: what to back up, and how.
+type Options struct {
+	Root     string
+	Manifest string
+	Index    string
+	// Name names the pack this pass writes (the snapshot's id).
+	Name      string
+	AvgChunk  int
+	Level     int
+	Selection *pack.Selection
+	Base      *BaseSource
+	// Threads compress at once (0: one per CPU).
+	Threads int
+}
+
+// Sink takes the pack's bytes. Close is called after the last one and before the index and the manifest are named,
+// so that a pack the store did not take leaves neither behind.
+type Sink interface {
+	io.Writer
+	Close() error
+}
+
+// Result is what a pass made, beside the manifest's summary.
+type Result struct {
+	pack.Summary
+	WalkMs int64     `json:"walkMs"`
+	Ms     int64     `json:"ms"`
+	Index  IndexMade `json:"index"`
+	// Pack is nil when no chunk was new: nothing was written to the sink.
+	Pack   *Pack  `json:"pack"`
+	Read   Counts `json:"read"`
+	Reused Counts `json:"reused"`
+	// NewChunks and NewBytes: the chunks the pack holds, and their bytes before compression.
+	NewChunks int   `json:"newChunks"`
+	NewBytes  int64 `json:"newBytes"`
+}
+
+// IndexMade is the index file written: its bytes, SHA-256 and how many chunks it lists.
+type IndexMade struct {
+	Bytes  int64  `json:"bytes"`
+	Sha256 string `json:"sha256"`
+	Chunks int    `json:"chunks"`
+}
+
+// Counts are files and their bytes (read: data bytes read; reused: sizes of the files taken from the base).
+type Counts struct {
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Backup backs opts.Root up into out (the new chunks' frames), opts.Manifest and opts.Index.
+func Backup(opts Options, out Sink) (Result, error) {
+	started := time.Now()
+	avg := opts.AvgChunk
+	if avg == 0 {
+		avg = DefaultAvgChunk
+	}
+	if avg < 1<<10 || avg > int(DefaultLimits.MaxChunk/4) || avg&(avg-1) != 0 {
+		return Result{}, &pack.Error{Code: "bad_request", Field: "avgChunk", Message: fmt.Sprintf("avgChunk: %d is not a power of two from 1 KiB to %d", avg, DefaultLimits.MaxChunk/4)}
+	}
+	if !packName.MatchString(opts.Name) {
+		return Result{}, &pack.Error{Code: "bad_request", Field: "name", Message: fmt.Sprintf("name: %q is not a snapshot id (letters, digits, '-', '_')", opts.Name)}
+	}
+	// The base is read (and its chunks' table made) while the tree is walked.
+	based := make(chan baseRead, 1)
+	go func() {
+		if opts.Base == nil {
+			based <- baseRead{table: newChunkTable(nil)}
+			return
+		}
+		x, err := readBase(opts.Base)
+		if err != nil {
+			based <- baseRead{err: err}
+			return
+		}
+		based <- baseRead{index: x, table: newChunkTable(x)}
+	}()
+	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)
+	if err != nil {
+		<-based
+		return Result{}, err
+	}
+	fail := func(err error) (Result, error) {
+		pass.Abandon()
+		return Result{}, err
+	}
+	walk, err := pass.Walk()
+	if err != nil {
+		<-based
+		return fail(err)
+	}
+	walkMs := time.Since(started).Milliseconds()
+	read := <-based
+	if read.err != nil {
+		return fail(read.err)
+	}
+	base := read.index
+	if base != nil {
+		for _, p := range base.Packs {
+			if p.Name == opts.Name {
+				return fail(&pack.Error{Code: "bad_request", Field: "name", Message: fmt.Sprintf("name: the base already has a pack named %q; a pass writes a pack of its own name", opts.Name)})
+			}
+		}
+	}
+
+	table := read.table
+	frames, err := newFramer(out, opts.Level, opts.Threads, avg)
+	if err != nil {
+		return fail(err)
+	}
+	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1}
+	emit, err := newEmitter(pass)
+	if err != nil {
+		frames.close()
+		return fail(err)
+	}
+	reused, err := r.entries(walk, base, emit)
+	r.close()
+	written, werr := frames.close()
+	if eerr := emit.close(); err == nil {
+		err = eerr
+	}
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return fail(err)
+	}
+	// The pack's last bytes are written: the index is written while its last parts are stored, and named (with the
+	// manifest) only once they are.
+	closed := make(chan error, 1)
+	go func() { closed <- out.Close() }()
+	x := table.index(avg, opts.Name, written)
+	idx, err := newIndexFile(opts.Index)
+	if err != nil {
+		<-closed
+		return fail(err)
+	}
+	made, err := idx.write(x, emit.entries.Bytes())
+	if cerr := <-closed; err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = pass.Finish()
+	} else {
+		pass.Abandon()
+	}
+	if err != nil {
+		idx.abandon()
+		return Result{}, err
+	}
+	if err := idx.name(); err != nil {
+		os.Remove(opts.Manifest) // named a moment ago: without its index it speaks for nothing
+		return Result{}, err
+	}
+	res := Result{Summary: pass.Summary(), WalkMs: walkMs, Index: made, Read: r.read, Reused: reused, NewChunks: frames.chunks, NewBytes: frames.raw}
+	if written.n > 0 {
+		res.Pack = &Pack{Name: opts.Name, Bytes: written.n, Sha256: hex.EncodeToString(written.h.Sum(nil))}
+	}
+	res.Ms = time.Since(started).Milliseconds()
+	return res, nil
+}
+
+// entries makes the index's entries in walk order and hands them to emit; answers the files taken from the base.
+func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts, error) {
+	var prior []Entry
+	if base != nil {
+		prior = base.Entries
+	}
+	at := 0 // the base's entries are in walk order: the next one to meet
+	var reused Counts
+	// sizeOf: the size of each first name of a file with several links, which its later names record
+	sizeOf := map[string]int64{}
+	for i := range walk {
+		w := &walk[i]
+		st := w.Lstat()
+		var e Entry
+		if w.Kind() == "file" && w.Link() == "" {
+			if st.Nlink > 1 {
+				sizeOf[w.Path()] = st.Size
+			}
+			// Unchanged: the base's entry is what pack would write (the rule compares every field lstat gives, and
+			// the lstat key is the base's), content included.
+			if old := priorEntry(prior, &at, w.Path()); old != nil && old.Type == "file" && pack.UnchangedFile(w, &old.Entry) {
+				e = Entry{Entry: old.Entry, Data: old.Data, Chunks: make([]int, len(old.Chunks))}
+				for k, c := range old.Chunks {
+					e.Chunks[k] = r.table.refBase(c)
+				}
+				reused.Files++
+				reused.Bytes += e.Size
+			} else {
+				e.Entry = pack.EntryOf(w)
+				if err := r.file(w, &e); err != nil {
+					return reused, err
+				}
+			}
+		} else {
+			priorEntry(prior, &at, w.Path())
+			e.Entry = pack.EntryOf(w)
+			switch {
+			case e.Type == "other":
+				e.Node = nodeOf(st.Mode)
+			case e.Type == "file": // a later name of a file with several links
+				e.Link, e.Size = w.Link(), sizeOf[w.Link()]
+			}
+		}
+		emit.add(e)
+	}
+	return reused, nil
+}
+
+// priorEntry is the base's entry for path, found by merging: both lists are in walk order, so it is the next entry (or one
+// after those the tree no longer has); a path the base lacks leaves the place as it was. A base out of that order
+// (made by something else) only finds fewer entries: their files are read again.
+func priorEntry(prior []Entry, at *int, path string) *Entry {
+	for i := *at; i < len(prior); i++ {
+		if prior[i].Path == path {
+			*at = i + 1
+			return &prior[i]
+		}
+		if walkOrder(prior[i].Path, path) >= 0 { // after it (or a name that is not UTF-8, which only equals itself)
+			return nil
+		}
+	}
+	return nil
+}
+
+// walkOrder compares two paths as the walk lists them: name by name (pack.CompareUTF16, the agent's sort), a
+// directory before what is below it.
+func walkOrder(a, b string) int {
+	if a == b {
+		return 0
+	}
+	for {
+		an, arest, amore := strings.Cut(a, "/")
+		bn, brest, bmore := strings.Cut(b, "/")
+		if c := pack.CompareUTF16(an, bn); c != 0 {
+			return c
+		}
+		switch {
+		case !amore && !bmore:
+			return 0
+		case !amore:
+			return -1
+		case !bmore:
+			return 1
+		}
+		a, b = arest, brest
+	}
+}

@@ -1,0 +1,138 @@
+package filecas
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"snapflow/native/lazy/internal/pack"
+)
+
+// BaseSource is where an incremental's base index is: the sandbox's kept copy (File), else the store's (URL), and
+// the SHA-256 the base's record vouches for. The URL is a credential: it comes on stdin, never argv.
+type BaseSource struct {
+	File   string `json:"file,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Sha256 string `json:"sha256"`
+	// Timeout and Retries bound the GET (each attempt; attempts after the first on a network error or 5xx).
+	Timeout time.Duration `json:"-"`
+	Retries int           `json:"-"`
+}
+
+type baseRead struct {
+	index *Index
+	table *chunkTable
+	err   error
+}
+
+func unusable(why string) error {
+	return &pack.Error{Code: pack.BaseUnusable, Field: "base", Message: "the base index " + why}
+}
+
+// readBase is the base index: the kept file when it is there and hashes to Sha256, else the URL's object, which must.
+// Either is read whole, within DefaultLimits.MaxCompressed (the npm workspace's is ~1.5 MB), hashed, then decoded and
+// validated. Anything else is base_unusable: nothing has been written yet, and the caller can make a full backup.
+func readBase(b *BaseSource) (*Index, error) {
+	if !sha256Hex.MatchString(b.Sha256) {
+		return nil, unusable(fmt.Sprintf("has no usable sha256 (%q)", b.Sha256))
+	}
+	var body []byte
+	why := "names neither a file nor a URL"
+	if b.File != "" {
+		f, err := os.Open(b.File)
+		if err == nil {
+			body, err = readCapped(f)
+			f.Close()
+		}
+		if err == nil && sum(body) != b.Sha256 {
+			err = fmt.Errorf("has sha256 %s; its record says %s", sum(body), b.Sha256)
+		}
+		if err != nil {
+			body, why = nil, fmt.Sprintf("file %s: %v", b.File, err)
+		}
+	}
+	if body == nil && b.URL != "" {
+		var err error
+		if body, err = getBase(b); err == nil && sum(body) != b.Sha256 {
+			err = fmt.Errorf("the stored index has sha256 %s; its record says %s", sum(body), b.Sha256)
+		}
+		if err != nil {
+			return nil, unusable(err.Error())
+		}
+	}
+	if body == nil {
+		return nil, unusable(why)
+	}
+	x, err := Decode(bytes.NewReader(body), DefaultLimits)
+	if err != nil {
+		return nil, unusable(err.Error())
+	}
+	return x, nil
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+var errTooLarge = fmt.Errorf("is larger than its bound, %d bytes", DefaultLimits.MaxCompressed)
+
+func readCapped(r io.Reader) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r, DefaultLimits.MaxCompressed+1))
+	if err == nil && int64(len(body)) > DefaultLimits.MaxCompressed {
+		err = errTooLarge
+	}
+	return body, err
+}
+
+// getBase GETs the stored index, retrying network errors and 5xx.
+func getBase(b *BaseSource) ([]byte, error) {
+	u, err := url.Parse(b.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, errors.New("url is not an http(s) URL")
+	}
+	timeout := b.Timeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	backoff := 200 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		body, retry, err := getOnce(b.URL, timeout)
+		if err == nil || !retry || attempt >= b.Retries {
+			return body, err
+		}
+		time.Sleep(backoff)
+		backoff *= 2
+	}
+}
+
+func getOnce(u string, timeout time.Duration) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, false, errors.New("url: the request cannot be made")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		// *url.Error carries the URL, whose query is a credential: keep only what failed.
+		return nil, true, fmt.Errorf("GET of the stored index failed: %v", errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode >= 500 || resp.StatusCode == 429, fmt.Errorf("GET of the stored index answered %d", resp.StatusCode)
+	}
+	body, err := readCapped(resp.Body)
+	if err != nil {
+		return nil, !errors.Is(err, errTooLarge), fmt.Errorf("the stored index: %v", err)
+	}
+	return body, false, nil
+}
