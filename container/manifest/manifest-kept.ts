@@ -58,3 +58,15 @@ export async function keepManifest(dir: string, id: string, what: { text: string
     console.warn(`manifest of ${id} not kept: ${e instanceof Error ? e.message : String(e)}`);
   }
 }
+
+/**
+ * The file-level format's kept indexes (`<id>.fidx.zst`, written by the engine straight into `dir`, and a restored
+ * tree's stat keys beside them, `<id>.fidx.stat.zst`): the newest KEEP of each kind stay, as manifests do.
+ */
+export async function pruneKeptIndexes(dir: string): Promise<void> {
+  for (const suffix of [".fidx.zst", ".fidx.stat.zst"]) {
+    const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith(suffix) && ID.test(n.slice(0, -suffix.length)));
+    const kept = await Promise.all(names.map(async (n) => ({ n, t: (await stat(join(dir, n)).catch(() => null))?.mtimeMs ?? 0 })));
+    for (const { n } of kept.sort((a, b) => b.t - a.t).slice(KEEP)) await rm(join(dir, n), { force: true });
+  }
+}

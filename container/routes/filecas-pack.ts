@@ -1,6 +1,8 @@
 // The file-level backup (issue 24): POST /v1/files/pack runs the engine's files-pack (transfer/engine-files-pack.ts)
 // over a tree, its paths confined to the sandbox's roots and every URL it is given checked to be the store's.
+import { dirname } from "node:path";
 import { AgentError } from "../http/agent-error.ts";
+import { pruneKeptIndexes } from "../manifest/manifest-kept.ts";
 import { compileSelection, requestedSelectionSpec } from "../archive/selection.ts";
 import * as P from "../contract/protocol.ts";
 import { filesPack } from "../transfer/engine-files-pack.ts";
@@ -24,10 +26,14 @@ export const filecasPackRoutes: Routes = {
     // The client went away: the engine is stopped, and leaves neither the manifest nor the index.
     const ended = new AbortController();
     c.res.once("close", () => ended.abort());
-    return filesPack({
-      dir, manifestOut: await c.path(body.manifestOut, "manifestOut"), indexOut: await c.path(body.indexOut, "indexOut"), name: body.name,
+    const indexOut = await c.path(body.indexOut, "indexOut");
+    const made = await filesPack({
+      dir, manifestOut: await c.path(body.manifestOut, "manifestOut"), indexOut, name: body.name,
       avgChunk: body.avgChunk, level: body.level, selection, base, urls: body.urls, partSize: body.partSize, concurrency: body.concurrency,
       retries: body.retries, signal: ended.signal,
     });
+    // The index is kept (the next backup's parent): the oldest kept beyond a few go, as kept manifests do.
+    await pruneKeptIndexes(dirname(indexOut)).catch(() => {});
+    return made;
   },
 };

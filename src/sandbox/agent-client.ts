@@ -256,11 +256,11 @@ export class AgentClient {
     return this.json(TreeSizeResult, "tree size", "/v1/tree-size", { path }, "POST");
   }
   /** The file-level backup (the native engine's files-pack): the pack PUT in parts, the index and manifest written. */
-  filesPack(body: Record<string, unknown>, bytes?: number): Promise<FilesPackAnswer> {
+  filesPack(body: z.input<typeof P.FilesPackBody>, bytes?: number): Promise<FilesPackAnswer> {
     return this.json(FilesPackAnswer, "file-level backup", "/v1/files/pack", body, "POST", { long: { bytes } });
   }
   /** The file-level restore (files-unpack): the tree made beneath `path` from the index and the packs' URLs. */
-  filesUnpack(body: Record<string, unknown>, bytes?: number): Promise<FilesUnpackAnswer> {
+  filesUnpack(body: z.input<typeof P.FilesUnpackBody>, bytes?: number): Promise<FilesUnpackAnswer> {
     return this.json(FilesUnpackAnswer, "file-level restore", "/v1/files/unpack", body, "POST", { long: { bytes } });
   }
   async uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number): Promise<P.UploadMultipartResult> {

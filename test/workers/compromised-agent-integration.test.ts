@@ -47,6 +47,21 @@ describe("store keys are built from validated parts, never from the sandbox's wo
   });
 });
 
+describe("a file-level index reaches no pack outside its lineage", () => {
+  it("files-foreign-pack: an answer naming another sandbox's pack ends the backup, and nothing is recorded", async () => {
+    const victim = freshSandbox("files-victim");
+    const liar = freshSandbox("files-liar");
+    await putFile(victim, "/workspace/app/secret.txt", "the victim's\n");
+    const theirs = await runWorkflow("backup", { sandboxId: victim, path: "/workspace/app", strategy: "files-cas" });
+    await putFile(liar, "/workspace/app/a.txt", "mine\n");
+    // The liar's engine did its work; its answer then claims the victim's pack as one its index names.
+    await armAgentFault(liar, { match: "/v1/files/pack", action: "lie", set: { "packs.0.name": theirs.snapshotId }, times: 5 });
+    const ended = await runWorkflow("backup", { sandboxId: liar, path: "/workspace/app", strategy: "files-cas" }, "errored");
+    expect(ended.error).toMatch(new RegExp(`the index names pack ${theirs.snapshotId}, which is neither this backup's nor one its parent`));
+    await noSnapshots(liar);
+  });
+});
+
 describe("a layer manifest's URL is bound and create-only", () => {
   it("overlay-manifest-empty-hash: a layer manifest reported with an empty SHA-256 ends the backup; nothing is signed or recorded", async () => {
     const src = freshSandbox("liar-layer-src");

@@ -13,9 +13,9 @@ async function packsInStore(): Promise<Map<string, number>> {
   const store = await testStore();
   const out = new Map<string, number>();
   for (let cursor: string | undefined; ; ) {
-    const page = await store.list({ prefix: "packs/", ...(cursor ? { cursor } : {}) });
+    const page = await store.list("packs/", cursor ? { cursor } : {});
     for (const o of page.objects) out.set(o.key, o.size);
-    if (!page.truncated) return out;
+    if (!page.cursor) return out;
     cursor = page.cursor;
   }
 }

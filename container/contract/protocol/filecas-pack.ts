@@ -71,6 +71,8 @@ export const FilesPackResult = z
     walkMs: count,
     ms: count,
     index: z.object({ bytes: count, sha256: SHA256_HEX, chunks: count }).strict(),
+    /** every pack the index names (the base's still referenced, and this one): the Worker checks them against the parent's record */
+    packs: z.array(z.object({ name: PACK_NAME, bytes: count }).strict()).max(100_000),
     /** null: no chunk was new, nothing was PUT */
     pack: z.object({ name: PACK_NAME, bytes: count, sha256: SHA256_HEX }).strict().nullable(),
     parts: z.array(z.object({

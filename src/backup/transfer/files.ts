@@ -61,12 +61,20 @@ export const filesTransfer: BackupTransfer = {
       try {
         const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, p.tuning?.partUrlExpirySeconds ?? partUrlExpirySeconds(i + 1, partSize))));
         const base = parent ? { file: sandboxPaths.filesIndex(parent.id), url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256 } : undefined;
-        const up = await agent.filesPack({
+        const body = {
           path: p.path, manifestOut, indexOut, name: p.snapshotId, avgChunk: format.avgChunk, ...(format.level ? { level: format.level } : {}),
-          ...(selection ? { selection } : {}), ...(base ? { base } : {}), urls, partSize, concurrency: p.tuning?.concurrency ?? 4,
-        }, sized.tarMax);
+          ...(selection ? { selection } : {}), urls, partSize, concurrency: p.tuning?.concurrency ?? 4,
+        };
+        // A parent the engine cannot use (its kept index and the store's both unusable: 400 naming base) is dropped:
+        // nothing was PUT, and the backup reads every file instead.
+        let baseDropped: string | undefined;
+        const up = await agent.filesPack({ ...body, ...(base ? { base } : {}) }, sized.tarMax).catch((e) => {
+          if (!(base && e instanceof AgentCallError && e.status === 400 && e.field === "base")) throw e;
+          baseDropped = e.message;
+          return agent.filesPack(body, sized.tarMax);
+        });
         // The packs the index names: this backup's own, and only those its parent's record lists.
-        const allowed = new Set([p.snapshotId, ...(parent?.packs.map((x) => x.name) ?? [])]);
+        const allowed = new Set([p.snapshotId, ...(parent && !baseDropped ? parent.packs.map((x) => x.name) : [])]);
         const foreign = up.packs.find((x) => !allowed.has(x.name));
         if (foreign) throw new SnapflowError("transfer_damaged", `the index names pack ${foreign.name}, which is neither this backup's nor one its parent ${parent?.id ?? "(none)"} names`);
         const own = up.packs.find((x) => x.name === p.snapshotId);
@@ -92,7 +100,7 @@ export const filesTransfer: BackupTransfer = {
         };
         return {
           ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls: count, attempts: attempt,
-          parentMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(up.baseFrom ? { baseFrom: up.baseFrom } : {}),
+          parentMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
           files, ...made,
         };
       } catch (e) {

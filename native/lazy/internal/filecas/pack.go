@@ -62,12 +62,21 @@ type Result struct {
 	Ms     int64     `json:"ms"`
 	Index  IndexMade `json:"index"`
 	// Pack is nil when no chunk was new: nothing was written to the sink.
-	Pack   *Pack  `json:"pack"`
-	Read   Counts `json:"read"`
-	Reused Counts `json:"reused"`
+	Pack *Pack `json:"pack"`
+	// Packs: every pack the index names (the base's still referenced, and this one), which the Worker checks against
+	// the parent's record before it keeps them as the snapshot's.
+	Packs  []PackRef `json:"packs"`
+	Read   Counts    `json:"read"`
+	Reused Counts    `json:"reused"`
 	// NewChunks and NewBytes: the chunks the pack holds, and their bytes before compression.
 	NewChunks int   `json:"newChunks"`
 	NewBytes  int64 `json:"newBytes"`
+}
+
+// PackRef names a pack and its size.
+type PackRef struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
 }
 
 // IndexMade is the index file written: its bytes, SHA-256 and how many chunks it lists.
@@ -191,6 +200,10 @@ func Backup(opts Options, out Sink) (Result, error) {
 	res := Result{Summary: pass.Summary(), WalkMs: walkMs, Index: made, Read: r.read, Reused: reused, NewChunks: frames.chunks, NewBytes: frames.raw}
 	if written.n > 0 {
 		res.Pack = &Pack{Name: opts.Name, Bytes: written.n, Sha256: hex.EncodeToString(written.h.Sum(nil))}
+	}
+	res.Packs = make([]PackRef, len(x.Packs))
+	for i, p := range x.Packs {
+		res.Packs[i] = PackRef{Name: p.Name, Bytes: p.Bytes}
 	}
 	res.Ms = time.Since(started).Milliseconds()
 	return res, nil

@@ -350,6 +350,10 @@ func TestAnIncrementalDropsADeletedFileAndThePackNothingReferences(t *testing.T)
 	if !slices.Equal(names, []string{"s1", "s3"}) || len(s3.index.Chunks) != len(s1.index.Chunks)+s3.res.NewChunks {
 		t.Fatalf("packs %v, %d chunks (s1 %d, new %d)", names, len(s3.index.Chunks), len(s1.index.Chunks), s3.res.NewChunks)
 	}
+	// The result names the same packs as the index, with their sizes: what the Worker keeps and checks.
+	if got := s3.res.Packs; len(got) != 2 || got[0] != (PackRef{"s1", int64(len(s1.pack))}) || got[1] != (PackRef{"s3", int64(len(s3.pack))}) {
+		t.Fatalf("result packs %+v", got)
+	}
 	restoreInMemory(t, s3.index, map[string][]byte{"s1": s1.pack, "s3": s3.pack})
 }
 
