@@ -22,6 +22,8 @@ export interface FilesUnpackRequest {
   keepOwners: boolean;
   walk: boolean;
   concurrency: number;
+  /** where the made tree's stat keys go (native/lazy/internal/filecas/stats.go), a host path */
+  statsOut?: string;
 }
 
 const CODES = ["bad_request", "path_outside_root", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];

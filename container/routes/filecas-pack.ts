@@ -18,6 +18,7 @@ export const filecasPackRoutes: Routes = {
       ...(body.base.file !== undefined ? { file: await c.path(body.base.file, "base.file") } : {}),
       ...(body.base.url !== undefined ? { url: c.storeUrl(body.base.url, "base.url") } : {}),
       sha256: body.base.sha256,
+      ...(body.base.stat !== undefined ? { stat: await c.path(body.base.stat, "base.stat") } : {}),
     };
     const spec = body.selection ?? requestedSelectionSpec(c.req.headers[P.SELECTION_HEADER]);
     const compiled = await compileSelection(dir, spec, { ceiling: ceilingOf(c) });

@@ -1,7 +1,8 @@
 // The file-level format's extract restore (issue 24): POST /v1/files/unpack makes a snapshot's tree from its index
 // and packs with the native engine (extract/engine-files-unpack.ts), into a staging directory inside the target as
 // every extraction (safe-extract.ts: mode 0700, merged by descriptors, removed whatever happens).
-import { readdir } from "node:fs/promises";
+import { mkdir, readdir } from "node:fs/promises";
+import { dirname } from "node:path";
 import * as P from "../contract/protocol.ts";
 import { AgentError } from "../http/agent-error.ts";
 import { engineBinary } from "../archive/engine-pass.ts";
@@ -23,7 +24,9 @@ export const filecasUnpackRoutes: Routes = {
     if (names === null || names.length > 0) throw new AgentError("bad_request", "path: must be an empty directory, or not there yet", "path");
     const bin = await engineBinary();
     if (!bin) throw new AgentError("unavailable", "snapflow-lazy is not installed here (build it with native/lazy/build.sh)");
-    const request = { index, packs, keepOwners: body.keepOwners, walk: body.walk, concurrency: body.concurrency };
+    const statsOut = body.statsOut !== undefined ? await c.path(body.statsOut, "statsOut") : undefined;
+    if (statsOut) await mkdir(dirname(statsOut), { recursive: true });
+    const request = { index, packs, keepOwners: body.keepOwners, walk: body.walk, concurrency: body.concurrency, ...(statsOut ? { statsOut } : {}) };
     return extractSafely(dir, undefined, (into) => filesUnpackWithEngine(bin, into, request), { keepOwnership: body.keepOwners, madeClean: true });
   },
 };

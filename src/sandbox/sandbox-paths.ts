@@ -28,6 +28,8 @@ export const sandboxPaths = {
    * backup's parent, read by the engine when its SHA-256 is the record's
    */
   filesIndex: (id: string) => `${SANDBOX_DIRS.manifests}/${id}.fidx.zst`,
+  /** the stat keys of a tree a file-level restore made from snapshot `id` here (the next backup's, with its index) */
+  filesStats: (id: string) => `${SANDBOX_DIRS.manifests}/${id}.fidx.stat.zst`,
   /** a chunked backup's index of its staged image, read by the chunk upload */
   chunkIndex: (id: string) => stagingPath(id, "index.json"),
   /** a lazy restore: its mount's directory, the overlay's lower (lazy-overlay) and layer, and the shared chunk cache */

@@ -55,6 +55,17 @@ describe("the file-level format (files-cas)", () => {
       const r = await run("restore", { snapshotId: snap, sandboxId: dst, path: "/workspace/app", strategy: "files-extract", deepVerify: true });
       expect(r.status, r.error).toBe("complete");
       expect((await manifest(dst)).entries).toEqual(expected.entries);
+      if (snap !== second.snapshotId) continue;
+      // Not a fork: the tree restored here, changed, backed up again. Its parent is the snapshot it came from, and the
+      // restored tree's stat keys spare it reading the files it did not change (the index's are another sandbox's).
+      await put(dst, "/workspace/app/src/added/new.ts", "export const added = 2;\n".repeat(50));
+      const here = await run("backup", { sandboxId: dst, path: "/workspace/app", strategy: "files-cas" });
+      expect(here.status, here.error).toBe("complete");
+      const r3 = (await api("GET", `/api/snapshots/${here.snapshotId}`)).json;
+      expect(r3.files.parent).toBe(second.snapshotId);
+      console.log(`after a restore elsewhere and one change: read ${JSON.stringify(r3.files.read)}, reused ${JSON.stringify(r3.files.reused)}`);
+      expect(r3.files.read.files).toBe(1);
+      expect(r3.files.newChunks).toBe(1);
     }
 
     // The collector: both packs are named by a record; deleting the first snapshot keeps its pack (the second's

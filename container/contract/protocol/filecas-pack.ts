@@ -37,7 +37,11 @@ export const FilesPackBody = z
      * the previous snapshot's index: the sandbox's kept copy (`file`) when it is there and hashes to `sha256`, else
      * the store's (`url`, a presigned GET on the store's origin)
      */
-    base: z.object({ file: z.string().optional(), url: z.string().optional(), sha256: SHA256_HEX }).strict()
+    base: z.object({
+      file: z.string().optional(), url: z.string().optional(), sha256: SHA256_HEX,
+      /** a restored tree's stat keys for this index (POST /v1/files/unpack statsOut): taken instead of the index's */
+      stat: z.string().optional(),
+    }).strict()
       .refine((b) => b.file !== undefined || b.url !== undefined, "names a file, a url or both").optional(),
     /** urls[i]: the presigned UploadPart URL of the pack's part i + 1 */
     urls: z.array(z.string()).min(1).max(R2_MULTIPART.maxParts),

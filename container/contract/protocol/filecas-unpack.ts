@@ -26,6 +26,11 @@ export const FilesUnpackBody = z
     walk: z.boolean().default(true),
     /** Range GETs in flight */
     concurrency: z.number().int().min(1).max(32).default(4),
+    /**
+     * where the made tree's stat keys are kept (a file in the sandbox, with index.sha256): the next file-level backup
+     * of this tree takes them with the index as its base, and reads only what changed since (filecas/stats.go)
+     */
+    statsOut: z.string().optional(),
   })
   .strict();
 
@@ -55,6 +60,8 @@ export const FilesUnpackResult = z.object({
   differences: z.array(Difference),
   walked: z.object({ entries: count, ms: count, owners: z.enum(["compared", "not-in-manifest"]).optional(), sparse: z.literal("compared").optional() }).optional(),
   indexMs: count,
+  /** files whose stat keys were written to statsOut */
+  stats: count.optional(),
   ms: count,
 });
 export type FilesUnpackResult = z.infer<typeof FilesUnpackResult>;

@@ -60,7 +60,9 @@ export const filesTransfer: BackupTransfer = {
       const upload = await d.presigner.createMultipartUpload(packKey(tenant, p.snapshotId));
       try {
         const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, p.tuning?.partUrlExpirySeconds ?? partUrlExpirySeconds(i + 1, partSize))));
-        const base = parent ? { file: sandboxPaths.filesIndex(parent.id), url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256 } : undefined;
+        // The parent's index as kept here, else the store's; and, when this tree was restored from it here, the
+        // restored tree's stat keys (the engine takes them only if they belong to that index).
+        const base = parent ? { file: sandboxPaths.filesIndex(parent.id), url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256, stat: sandboxPaths.filesStats(parent.id) } : undefined;
         const body = {
           path: p.path, manifestOut, indexOut, name: p.snapshotId, avgChunk: format.avgChunk, ...(format.level ? { level: format.level } : {}),
           ...(selection ? { selection } : {}), urls, partSize, concurrency: p.tuning?.concurrency ?? 4,

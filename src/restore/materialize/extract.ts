@@ -1,6 +1,7 @@
 // extract: tar x of a staged tar archive; unsquashfs or fsck.erofs --extract of a staged image. The staged file
 // is removed afterwards: the extracted tree no longer needs it.
 import { since } from "../../phases/phase-runner.ts";
+import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { filesSnapshot, packUrls } from "../files-packs.ts";
 import type { Materialization } from "./materialization.ts";
 
@@ -15,7 +16,9 @@ export const extractMaterialization: Materialization = {
     // entry. Its own metadata walk is left out: verify walks the tree against the manifest next.
     if (format.kind === "files") {
       const record = await filesSnapshot(c, c.p.snapshotId);
-      const made = await agent.filesUnpack({ path: dir, index: { file: staged, sha256: record.archive.sha256 }, packs: packUrls(c, record), keepOwners: p.keepOwnership ?? false, walk: false }, record.manifest.bytes);
+      const made = await agent.filesUnpack({ path: dir, index: { file: staged, sha256: record.archive.sha256 }, packs: packUrls(c, record), keepOwners: p.keepOwnership ?? false, walk: false,
+        // The made tree's stat keys, kept beside the kept indexes: the next file-level backup here reads only what changed.
+        statsOut: sandboxPaths.filesStats(record.id) }, record.manifest.bytes);
       await agent.deleteFile(staged).catch(() => {});
       return { ms: since(t), bytes: made.bytes, how: "files-unpack", chunks: made.chunks, requests: made.requests, fetchedBytes: made.fetchedBytes, engineMs: made.ms };
     }

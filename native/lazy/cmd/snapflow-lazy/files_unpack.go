@@ -35,11 +35,16 @@ type filesUnpackRequest struct {
 	Retries     int               `json:"retries"`
 	Concurrency int               `json:"concurrency"`
 	Limit       int               `json:"limit"`
+	// StatsOut: where the made tree's stat keys go (filecas/stats.go), so that the next backup here reads only what
+	// changed since; needs index.sha256 (the keys are bound to the index they were restored from).
+	StatsOut string `json:"statsOut"`
 }
 
 type filesUnpackResult struct {
 	*filecas.UnpackResult
 	IndexMs int64 `json:"indexMs"`
+	// Stats: files whose stat keys were written to statsOut
+	Stats *int `json:"stats,omitempty"`
 }
 
 // filesUnpackCmd is the extract restore of the file-level format (internal/filecas Unpack): the index read (a
@@ -96,7 +101,15 @@ func filesUnpackCmd(args []string) error {
 	if err != nil {
 		return answerError(err)
 	}
-	return json.NewEncoder(resultOut).Encode(filesUnpackResult{UnpackResult: res, IndexMs: indexMs})
+	out := filesUnpackResult{UnpackResult: res, IndexMs: indexMs}
+	if req.StatsOut != "" && req.Index.Sha256 != "" && res.Equal {
+		n, err := filecas.WriteStats(*root, x, req.Index.Sha256, req.StatsOut)
+		if err != nil {
+			return answerError(fmt.Errorf("statsOut: %w", err))
+		}
+		out.Stats = &n
+	}
+	return json.NewEncoder(resultOut).Encode(out)
 }
 
 // readIndex reads the whole index object (so its SHA-256 is of every byte), decodes and validates it within

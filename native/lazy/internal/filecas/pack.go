@@ -117,6 +117,12 @@ func Backup(opts Options, out Sink) (Result, error) {
 			based <- baseRead{err: err}
 			return
 		}
+		if opts.Base.Stat != "" {
+			if _, err := applyStats(x, opts.Base.Sha256, opts.Base.Stat); err != nil {
+				based <- baseRead{err: unusable("stat file: " + err.Error())}
+				return
+			}
+		}
 		based <- baseRead{index: x, table: newChunkTable(x)}
 	}()
 	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)

@@ -22,6 +22,9 @@ type BaseSource struct {
 	File   string `json:"file,omitempty"`
 	URL    string `json:"url,omitempty"`
 	Sha256 string `json:"sha256"`
+	// Stat: a restored tree's stat keys for this index (stats.go), taken instead of the index's own when they belong
+	// to it; absent or another index's, the index's own keys (another sandbox's, after a restore: files are read).
+	Stat string `json:"stat,omitempty"`
 	// Timeout and Retries bound the GET (each attempt; attempts after the first on a network error or 5xx).
 	Timeout time.Duration `json:"-"`
 	Retries int           `json:"-"`
