@@ -71,12 +71,16 @@ const ROWS: Omit<PeerRow, "samples">[] = [
   { id: "snapflow-files-backup", who: "snapflow", label: `snapflow file-level backup (${FILES_BACKUP}), no parent`, command: snapflowCommand(`POST /api/backups {strategy: "${FILES_BACKUP}"} (the first of its sandbox: no parent)`) },
   { id: "snapflow-files-incremental", who: "snapflow", label: `snapflow file-level backup after the 10 MB change (its parent: the one above)`, command: snapflowCommand(`POST /api/backups {strategy: "${FILES_BACKUP}"} after the change (the parent found by itself)`) },
   { id: "snapflow-files-restore", who: "snapflow", label: `snapflow file-level restore (${FILES_RESTORE})`, command: snapflowCommand(`POST /api/restores {snapshotId: <the file-level backup>, strategy: "${FILES_RESTORE}"} into a fresh sandbox`) },
+  { id: "snapflow-files-elsewhere", who: "snapflow", label: `snapflow file-level backup of that restored tree after the 10 MB change there (not a fork)`, command: snapflowCommand(`POST /api/backups {strategy: "${FILES_BACKUP}"} in the restored sandbox, after the change (its parent: the snapshot it was restored from)`) },
 ];
 
 /** What a file-level backup read and stored (the figures issue 24 judges: bytes stored against the change). */
 const filesFigures = (r: SnapflowRun) => {
   const f = r.raw.transfer?.files as { newBytes?: number; pack?: { bytes?: number }; read?: { files?: number; bytes?: number }; reused?: { files?: number } } | undefined;
-  return f ? { packBytes: f.pack?.bytes ?? 0, newBytes: f.newBytes, readFiles: f.read?.files, readBytes: f.read?.bytes, reusedFiles: f.reused?.files } : {};
+  const t = r.raw.transfer as { bytes?: number; manifest?: { manifestBytes?: number } } | undefined;
+  // stored: what this backup added to the store (its pack, its index, its manifest)
+  const stored = (f?.pack?.bytes ?? 0) + (t?.bytes ?? 0) + (t?.manifest?.manifestBytes ?? 0);
+  return f ? { packBytes: f.pack?.bytes ?? 0, indexBytes: t?.bytes, manifestBytes: t?.manifest?.manifestBytes, storedBytes: stored, newBytes: f.newBytes, readFiles: f.read?.files, readBytes: f.read?.bytes, reusedFiles: f.reused?.files } : {};
 };
 
 /** What a chunked backup uploaded of its image (the dedup figure). */
@@ -260,9 +264,16 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
           const next = await measure("snapflow-files-incremental", () => snap.backup(sandbox, FILES_BACKUP), (r) => fromRun(r, filesFigures(r)), asRun);
           await change.undo();
           const target = `${sandbox}-files-${run}`;
-          await measure("snapflow-files-restore", () => snap.restore(files.snapshotId!, target, FILES_RESTORE), (r) => fromRun(r), asRun);
+          const restored = await measure("snapflow-files-restore", () => snap.restore(files.snapshotId!, target, FILES_RESTORE), (r) => fromRun(r), asRun);
+          // Issue 24's "not a fork": the tree restored there, changed there, backed up there.
+          let elsewhere: SnapflowRun | undefined;
+          if (restored) {
+            const there = await applyChange(join(stackDir, "sandboxes", target, "workspace"), o.seed, o.changeBytes);
+            elsewhere = await measure("snapflow-files-elsewhere", () => snap.backup(target, FILES_BACKUP), (r) => fromRun(r, filesFigures(r)), asRun);
+            await there.undo();
+          }
           await snap.dispose(target, false).catch((e: Error) => log(`peers: could not end sandbox ${target}: ${e.message}`));
-          await snap.forgetChunked([files.snapshotId!, ...(next ? [next.snapshotId!] : [])]).catch((e: Error) => log(`peers: could not delete the file-level snapshots: ${e.message}`));
+          await snap.forgetChunked([files.snapshotId!, ...(next ? [next.snapshotId!] : []), ...(elsewhere ? [elsewhere.snapshotId!] : [])]).catch((e: Error) => log(`peers: could not delete the file-level snapshots: ${e.message}`));
         }
       }
       await api.destroySandbox(sandbox).catch(() => {});
