@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -30,6 +33,7 @@ func filesMountCmd(args []string) error {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	fs := newFlags("files-mount")
 	indexPath := fs.String("index", "", "the file-level index (zstd-compressed JSON, internal/filecas)")
+	indexSha := fs.String("index-sha256", "", "the index file's SHA-256, checked as it is read (the record's): a different file is refused")
 	urls := fs.String("urls", "", `JSON file {"<pack name>":"<presigned GET url>"}, re-read after a 403`)
 	cacheDir := fs.String("cache", "", "chunk cache directory (content-addressed; may be shared by mounts)")
 	mountpoint := fs.String("mountpoint", "", "directory the tree is mounted on")
@@ -38,6 +42,7 @@ func filesMountCmd(args []string) error {
 	group := fs.Int("group", 4<<20, "bytes of neighbouring frames one prefetch GET takes at most")
 	quiet := fs.Duration("quiet", 300*time.Millisecond, "the prefetch sweep waits until reads have fetched nothing for this long; 0 sweeps at once")
 	quietAtMost := fs.Duration("quiet-at-most", 3*time.Second, "the sweep stands back for reads no longer than this after the start; 0: no bound")
+	nice := fs.Int("nice", 19, "the prefetch workers' nice value: reads keep the CPU they need (0: as the mount)")
 	passes := fs.Int("passes", 3, "prefetch sweeps; later ones fetch each missing chunk alone")
 	retryPause := fs.Duration("retry-pause", 2*time.Second, "pause before a prefetch sweep that retries failures")
 	invalidHold := fs.Duration("invalid-hold", filesfs.DefaultInvalidHold, "a chunk that failed its SHA-256 fails the reads needing it at once for this long")
@@ -57,7 +62,7 @@ func filesMountCmd(args []string) error {
 	}
 	// The index comes from a sandbox: decoded within bounds and validated (no name leads outside the tree) before
 	// anything is mounted.
-	x, err := loadFilesIndex(*indexPath)
+	x, err := loadFilesIndex(*indexPath, *indexSha)
 	if err != nil {
 		return refusedLine(err)
 	}
@@ -96,7 +101,7 @@ func filesMountCmd(args []string) error {
 		ct.KeepStatus(ctx, *statusPath, 200*time.Millisecond, func() string { return state.Load().(string) })
 		close(statusDone)
 	}()
-	go ct.Prefetch(ctx, filesfs.PrefetchOptions{Workers: *prefetch, GroupBytes: int64(*group), GapBytes: 64 << 10, Quiet: *quiet, QuietAtMost: *quietAtMost, Passes: *passes, RetryPause: *retryPause})
+	go ct.Prefetch(ctx, filesfs.PrefetchOptions{Workers: *prefetch, GroupBytes: int64(*group), GapBytes: 64 << 10, Quiet: *quiet, QuietAtMost: *quietAtMost, Passes: *passes, RetryPause: *retryPause, Nice: *nice})
 
 	server, err := filesfs.Mount(*mountpoint, tree, ct, filesfs.Options{AllowOther: *allowOther, Debug: *debug})
 	if err != nil {
@@ -161,11 +166,24 @@ func refusedLine(err error) error {
 	return err
 }
 
-func loadFilesIndex(path string) (*filecas.Index, error) {
+// loadFilesIndex decodes and validates the index, hashing the file as it is read when its SHA-256 is given.
+func loadFilesIndex(path, want string) (*filecas.Index, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return filecas.Decode(f, filecas.DefaultLimits)
+	h := sha256.New()
+	r := io.TeeReader(f, h)
+	x, err := filecas.Decode(r, filecas.DefaultLimits)
+	if err != nil || want == "" {
+		return x, err
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil { // whatever the decoder left unread is part of the file too
+		return nil, err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return nil, &pack.Error{Code: "verify_failed", Field: "index.sha256", Message: fmt.Sprintf("the index file's SHA-256 is %s, not %s", got, want)}
+	}
+	return x, nil
 }

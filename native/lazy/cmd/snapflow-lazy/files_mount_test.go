@@ -101,6 +101,12 @@ func TestFilesMountRefusesAnIndexWithANameOutsideTheTreeBeforeMounting(t *testin
 	if mounted(mnt) {
 		t.Fatal("mounted an index it refused")
 	}
+	// A good index that is not the file the record names is refused too.
+	_, good, _, _ := filesSetup(t)
+	out, err = exec.Command(binary, "files-mount", "--index", good, "--index-sha256", strings.Repeat("0", 64), "--urls", urls, "--cache", t.TempDir(), "--mountpoint", mnt).Output()
+	if err == nil || !strings.Contains(string(out), `"code":"verify_failed"`) || mounted(mnt) {
+		t.Fatalf("exit %v, stdout %q: want verify_failed and no mount", err, out)
+	}
 	if _, err := os.Stat(mnt); !os.IsNotExist(err) {
 		t.Fatalf("the mountpoint was made before the index was checked: %v", err)
 	}

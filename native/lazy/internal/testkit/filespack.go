@@ -127,9 +127,12 @@ func fileChunks(path string, st *unix.Stat_t, e *filecas.Entry, x *filecas.Index
 			regions = append(regions, [2]int64{data, hole - data})
 			off = hole
 		}
-		e.Data = regions
+		e.Data, e.Holes = regions, st.Size
+		for _, r := range regions {
+			e.Holes -= r[1]
+		}
 		if len(regions) == 0 {
-			e.Data = nil // all hole: no content, and no data regions to list
+			e.Data = nil // all hole (holes equal to its size): no content, and no data regions to list
 		}
 	}
 	readers := make([]io.Reader, 0, len(regions))
