@@ -4,13 +4,14 @@ import { adminRoutes } from "./admin.ts";
 import { archiveRoutes } from "./archive.ts";
 import { chunkRoutes } from "./chunks.ts";
 import { fileRoutes } from "./files.ts";
+import { filecasMountRoutes } from "./filecas-mount.ts";
 import { imageRoutes } from "./images.ts";
 import type { Handler, Routes } from "./route.ts";
 import { swapRoutes } from "./swaps.ts";
 import { transferRoutes } from "./transfer.ts";
 import { treeRoutes } from "./trees.ts";
 
-const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes, swapRoutes];
+const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes, swapRoutes, filecasMountRoutes];
 
 export function allRoutes(): Map<string, Handler> {
   const table = new Map<string, Handler>();
