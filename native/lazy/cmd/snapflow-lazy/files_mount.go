@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"snapflow/native/lazy/internal/cache"
 	"snapflow/native/lazy/internal/fetch"
 	"snapflow/native/lazy/internal/filecas"
 	"snapflow/native/lazy/internal/filesfs"
@@ -35,7 +34,7 @@ func filesMountCmd(args []string) error {
 	indexPath := fs.String("index", "", "the file-level index (zstd-compressed JSON, internal/filecas)")
 	indexSha := fs.String("index-sha256", "", "the index file's SHA-256, checked as it is read (the record's): a different file is refused")
 	urls := fs.String("urls", "", `JSON file {"<pack name>":"<presigned GET url>"}, re-read after a 403`)
-	cacheDir := fs.String("cache", "", "chunk cache directory (content-addressed; may be shared by mounts)")
+	cacheDir := fs.String("cache", "", "cache directory: CACHE/packs/<pack> holds the verified frames (may be shared by mounts of one lineage)")
 	mountpoint := fs.String("mountpoint", "", "directory the tree is mounted on")
 	statusPath := fs.String("status", "", "status file (default CACHE/status.json)")
 	prefetch := fs.Int("prefetch", 16, "parallel background Range GETs; 0 fetches on demand only")
@@ -74,10 +73,6 @@ func filesMountCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := cache.Open(*cacheDir)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(*mountpoint, 0o755); err != nil {
 		return err
 	}
@@ -88,7 +83,7 @@ func filesMountCmd(args []string) error {
 	f := &fetch.Fetcher{URLs: u, Client: &http.Client{Transport: transport(*prefetch)}, Timeout: *fetchTimeout, Retries: retriesN, Backoff: *backoff}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	ct, err := filesfs.NewContent(ctx, x, c, f, start)
+	ct, err := filesfs.NewContent(ctx, x, *cacheDir, f, start)
 	if err != nil {
 		return err
 	}

@@ -5,13 +5,10 @@
 package cache
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Dir is a chunk cache rooted at a directory.
@@ -55,36 +52,8 @@ func (d *Dir) Names() (map[string]bool, error) {
 	return names, nil
 }
 
-// Put stores verified bytes under their digest. Callers verify; Put only makes the write atomic: the bytes go to a
-// file without a name (O_TMPFILE) linked in under the digest once whole, one directory change per chunk (a named
-// temporary file renamed into place costs two, and a files mount writes ~25k chunks); where the filesystem cannot,
-// a named temporary file is renamed into place.
+// Put stores verified bytes under their digest. Callers verify; Put only makes the write atomic.
 func (d *Dir) Put(sha string, data []byte) error {
-	dir := filepath.Join(d.root, "chunks")
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return d.putNamed(sha, data)
-	}
-	f := os.NewFile(uintptr(fd), sha)
-	defer f.Close()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	err = unix.Linkat(fd, "", unix.AT_FDCWD, d.path(sha), unix.AT_EMPTY_PATH)
-	if errors.Is(err, unix.EEXIST) {
-		return nil // another fetch of the same chunk got there first: the same verified bytes
-	}
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) {
-		// AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc's link to the descriptor does not.
-		err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, d.path(sha), unix.AT_SYMLINK_FOLLOW)
-		if errors.Is(err, unix.EEXIST) {
-			return nil
-		}
-	}
-	return err
-}
-
-func (d *Dir) putNamed(sha string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Join(d.root, "chunks"), sha+".tmp*")
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"snapflow/native/lazy/internal/cache"
 	"snapflow/native/lazy/internal/fetch"
 	"snapflow/native/lazy/internal/filecas"
 	"snapflow/native/lazy/internal/urlfile"
@@ -70,12 +69,8 @@ func BenchmarkFilesComplete(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		c, err := cache.Open(b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
 		ctx, cancel := context.WithCancel(context.Background())
-		ct, err := NewContent(ctx, x, c, &fetch.Fetcher{URLs: u}, time.Now())
+		ct, err := NewContent(ctx, x, b.TempDir(), &fetch.Fetcher{URLs: u}, time.Now())
 		if err != nil {
 			b.Fatal(err)
 		}

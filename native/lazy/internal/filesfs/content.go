@@ -13,7 +13,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"snapflow/native/lazy/internal/cache"
 	"snapflow/native/lazy/internal/fetch"
 	"snapflow/native/lazy/internal/filecas"
 )
@@ -57,7 +56,7 @@ type Content struct {
 
 	life    context.Context // fetches run under it, not under a reader's: others may be waiting on them
 	x       *filecas.Index
-	cache   *cache.Dir
+	packs   *packCache
 	fetcher *fetch.Fetcher
 	dec     *zstd.Decoder
 	start   time.Time
@@ -70,7 +69,16 @@ type Content struct {
 	prefetch string
 	complete chan struct{}
 	changed  chan struct{}
+
+	// decoded keeps the chunks reads decompressed last (up to decodedBudget bytes, the oldest dropped first): the
+	// kernel reads a file in requests of at most 1 MiB, and a chunk of up to 8 MiB is decompressed once, not per request.
+	decMu       sync.Mutex
+	decoded     map[int][]byte
+	decodedFIFO []int
+	decodedSize int64
 }
+
+const decodedBudget = 64 << 20
 
 type counters struct {
 	cached, onDemand, ahead, read                    int
@@ -81,20 +89,28 @@ type counters struct {
 	failed                                           map[int]*Failure
 }
 
-// NewContent counts the chunks already in the cache as local. start is the zero of every *Ms figure; ending life
-// abandons every running fetch.
-func NewContent(life context.Context, x *filecas.Index, c *cache.Dir, f *fetch.Fetcher, start time.Time) (*Content, error) {
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(uint64(filecas.DefaultLimits.MaxChunk)))
+// NewContent counts the chunks an earlier mount verified into the cache directory (packcache.go) as local. start is
+// the zero of every *Ms figure; ending life abandons every running fetch.
+func NewContent(life context.Context, x *filecas.Index, cacheDir string, f *fetch.Fetcher, start time.Time) (*Content, error) {
+	packs, err := openPackCache(cacheDir)
 	if err != nil {
 		return nil, err
 	}
-	ct := &Content{InvalidHold: DefaultInvalidHold, life: life, x: x, cache: c, fetcher: f, dec: dec, start: start, demandAt: start,
-		prefetch: "pending", complete: make(chan struct{}), changed: make(chan struct{}, 1)}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.IgnoreChecksum(true), // the chunk's SHA-256 is checked instead
+		zstd.WithDecoderMaxMemory(uint64(filecas.DefaultLimits.MaxChunk)))
+	if err != nil {
+		return nil, err
+	}
+	ct := &Content{InvalidHold: DefaultInvalidHold, life: life, x: x, packs: packs, fetcher: f, dec: dec, start: start, demandAt: start,
+		prefetch: "pending", complete: make(chan struct{}), changed: make(chan struct{}, 1), decoded: map[int][]byte{}}
 	ct.st = make([]chunkState, len(x.Chunks))
 	ct.counts = counters{firstReadMs: -1, completeMs: -1, readyMs: -1, failed: map[int]*Failure{}}
-	cached, _ := c.Names() // unreadable: nothing counts as cached, every chunk is fetched
+	verified := make([]map[int64]string, len(x.Packs))
+	for i, p := range x.Packs {
+		verified[i] = packs.verified(p.Name)
+	}
 	for i, ch := range x.Chunks {
-		if cached[ch.Sha256] && c.Has(ch.Sha256, ch.Size) {
+		if verified[ch.Pack][ch.Offset] == ch.Sha256 {
 			ct.st[i] = chunkState{local: true, source: FromCache}
 			ct.local++
 			ct.counts.cached++
@@ -168,13 +184,54 @@ func (ct *Content) ReadFile(ctx context.Context, segs []segment, size int64, p [
 	clear(p)
 	for _, s := range segs[first:last] {
 		from, to := max(off, s.off), min(end, s.off+s.n)
-		ch := ct.x.Chunks[s.chunk]
-		if err := ct.cache.ReadAt(ch.Sha256, p[from-off:to-off], s.at+from-s.off); err != nil {
+		data, err := ct.chunkBytes(s.chunk)
+		if err != nil {
 			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
+		copy(p[from-off:to-off], data[s.at+from-s.off:])
 		ct.noteRead(s.chunk)
 	}
 	return len(p), nil
+}
+
+// chunkBytes is local chunk c's bytes: decompressed lately, or its frame read from the pack cache and decompressed.
+// The frame was verified when it was logged, so it is not hashed again (as a chunk file in the image mount's cache
+// is trusted once renamed into place).
+func (ct *Content) chunkBytes(c int) ([]byte, error) {
+	ct.decMu.Lock()
+	data, ok := ct.decoded[c]
+	ct.decMu.Unlock()
+	if ok {
+		return data, nil
+	}
+	ch := ct.x.Chunks[c]
+	frame, err := ct.packs.read(ct.x.Packs[ch.Pack].Name, ch.Offset, ch.Stored, nil)
+	if err != nil {
+		return nil, err
+	}
+	data, err = ct.dec.DecodeAll(frame, make([]byte, 0, ch.Size))
+	if err != nil || int64(len(data)) != ch.Size {
+		return nil, fmt.Errorf("chunk %s: the cached frame does not decompress to its size: %v", ch.Sha256, err)
+	}
+	ct.keepDecoded(c, data)
+	return data, nil
+}
+
+func (ct *Content) keepDecoded(c int, data []byte) {
+	ct.decMu.Lock()
+	defer ct.decMu.Unlock()
+	if _, ok := ct.decoded[c]; ok {
+		return
+	}
+	ct.decoded[c] = data
+	ct.decodedFIFO = append(ct.decodedFIFO, c)
+	ct.decodedSize += int64(len(data))
+	for ct.decodedSize > decodedBudget && len(ct.decodedFIFO) > 1 {
+		old := ct.decodedFIFO[0]
+		ct.decodedFIFO = ct.decodedFIFO[1:]
+		ct.decodedSize -= int64(len(ct.decoded[old]))
+		delete(ct.decoded, old)
+	}
 }
 
 func (ct *Content) noteFirstRead() {
@@ -250,7 +307,11 @@ func (ct *Content) fetchOne(c int, source string) {
 		if err != nil {
 			return err
 		}
-		return ct.verify(c, stored)
+		data, err := ct.verify(c, stored)
+		if err == nil && source == OnDemand {
+			ct.keepDecoded(c, data) // the read that asked for it copies from it next
+		}
+		return err
 	})
 	ct.settle(c, source, attempts, err)
 }
@@ -270,24 +331,25 @@ func readStored(r io.Reader, n int64, buf []byte) ([]byte, error) {
 	return buf, err
 }
 
-// verify decompresses chunk c's frame, checks its size and SHA-256 against the index and only then caches it.
-func (ct *Content) verify(c int, stored []byte) error {
+// verify decompresses chunk c's frame, checks its size and SHA-256 against the index and only then caches the frame
+// (packcache.go); it returns the chunk's bytes.
+func (ct *Content) verify(c int, stored []byte) ([]byte, error) {
 	ch := ct.x.Chunks[c]
 	data, err := ct.dec.DecodeAll(stored, make([]byte, 0, ch.Size))
 	if err != nil {
-		return &fetch.ChunkInvalid{SHA256: ch.Sha256, Got: "an undecodable frame (" + err.Error() + ")", Size: int64(len(data))}
+		return nil, &fetch.ChunkInvalid{SHA256: ch.Sha256, Got: "an undecodable frame (" + err.Error() + ")", Size: int64(len(data))}
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != ch.Sha256 || int64(len(data)) != ch.Size {
-		return &fetch.ChunkInvalid{SHA256: ch.Sha256, Got: got, Size: int64(len(data))}
+		return nil, &fetch.ChunkInvalid{SHA256: ch.Sha256, Got: got, Size: int64(len(data))}
 	}
-	if err := ct.cache.Put(ch.Sha256, data); err != nil {
-		return fmt.Errorf("chunk %s: cache: %w", ch.Sha256, err)
+	if err := ct.packs.put(ct.x.Packs[ch.Pack].Name, ch.Offset, stored, []string{logLine(ch.Offset, ch.Sha256)}); err != nil {
+		return nil, fmt.Errorf("chunk %s: cache: %w", ch.Sha256, err)
 	}
 	ct.mu.Lock()
 	ct.counts.storedFetched += ch.Stored
 	ct.mu.Unlock()
-	return nil
+	return data, nil
 }
 
 // settle records the end of a fetch of chunk c (err nil: it is in the cache) and wakes its waiters.

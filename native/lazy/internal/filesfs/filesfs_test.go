@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"snapflow/native/lazy/internal/cache"
 	"snapflow/native/lazy/internal/fetch"
 	"snapflow/native/lazy/internal/filecas"
 	"snapflow/native/lazy/internal/testkit"
@@ -63,13 +62,9 @@ func (s *served) content(t *testing.T, cacheDir string) *Content {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cache.Open(cacheDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ct, err := NewContent(ctx, s.x, c, &fetch.Fetcher{URLs: u, Timeout: 2 * time.Second, Retries: 1, Backoff: 10 * time.Millisecond}, time.Now())
+	ct, err := NewContent(ctx, s.x, cacheDir, &fetch.Fetcher{URLs: u, Timeout: 2 * time.Second, Retries: 1, Backoff: 10 * time.Millisecond}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +126,8 @@ func TestAChunkWithBadBytesFailsTheReadAndIsReportedNeverServed(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || len(got) != 0 {
 		t.Fatalf("read over a bad frame: %d bytes, %v; want no bytes and ErrUnavailable", len(got), err)
 	}
-	if _, err := os.Stat(filepath.Join(s.cache, "chunks", ch.Sha256)); !os.IsNotExist(err) {
-		t.Fatalf("the bad chunk reached the cache: %v", err)
+	if log, _ := os.ReadFile(filepath.Join(s.cache, "packs", packName+".verified")); strings.Contains(string(log), ch.Sha256) {
+		t.Fatalf("the bad chunk is logged as verified in the cache: %s", log)
 	}
 	st := s.ct.Snapshot("ready")
 	if st.Chunks.Failed != 1 || st.Failed[0].SHA256 != ch.Sha256 || !strings.Contains(st.Failed[0].Reason, "invalid") {
@@ -218,6 +213,14 @@ func TestPrefetchMakesEveryChunkLocalInGroupedGETsAndStatusSaysComplete(t *testi
 	case <-again.Complete():
 	default:
 		t.Fatalf("a second mount over the filled cache is not complete: %+v", again.Snapshot("ready").Chunks)
+	}
+	// ... and reads from it alone: the store is gone.
+	s.store.Close()
+	e := s.entry(t, "a/b/c/big.bin")
+	want, _ := os.ReadFile(filepath.Join(s.src, "a/b/c/big.bin"))
+	got := make([]byte, len(want)+10)
+	if n, err := again.ReadFile(context.Background(), Segments(s.x, e), e.Size, got, 0); err != nil || !bytes.Equal(got[:n], want) {
+		t.Fatalf("read from the cache alone: %d bytes, %v", n, err)
 	}
 }
 

@@ -185,7 +185,8 @@ func (ct *Content) fetchGroup(g group) {
 				continue // delivered by an earlier attempt
 			}
 			done[c] = true
-			ct.settle(c, Ahead, 0, ct.verify(c, buf))
+			_, err = ct.verify(c, buf)
+			ct.settle(c, Ahead, 0, err)
 		}
 		return nil
 	})
