@@ -177,6 +177,9 @@ func (ct *Content) ReadFile(ctx context.Context, segs []segment, size int64, p [
 	first := sort.Search(len(segs), func(i int) bool { return segs[i].off+segs[i].n > off })
 	last := first
 	for ; last < len(segs) && segs[last].off < end; last++ {
+		if !ct.isLocal(segs[last].chunk) {
+			ct.readAhead(segs, last+1)
+		}
 		if err := ct.ensure(ctx, segs[last].chunk, OnDemand); err != nil {
 			return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
@@ -232,6 +235,33 @@ func (ct *Content) keepDecoded(c int, data []byte) {
 		ct.decodedSize -= int64(len(ct.decoded[old]))
 		delete(ct.decoded, old)
 	}
+}
+
+// readAhead starts fetches of the file's next chunks (from segment i) that are neither local nor on their way: a
+// read that had to fetch is most likely the start of reading the file through, and its chunks then arrive together
+// rather than one round trip after another (the image mount queues an on-demand chunk's neighbours the same way).
+func (ct *Content) readAhead(segs []segment, i int) {
+	for end := min(i+readAheadChunks, len(segs)); i < end; i++ {
+		c := segs[i].chunk
+		ct.mu.Lock()
+		start := !ct.st[c].local && ct.st[c].inflight == nil
+		if start {
+			ct.st[c].inflight = make(chan struct{})
+		}
+		ct.mu.Unlock()
+		if start {
+			go ct.fetchOne(c, OnDemand)
+		}
+	}
+}
+
+// readAheadChunks: how many of a file's next chunks a read that had to fetch starts fetching too.
+const readAheadChunks = 4
+
+func (ct *Content) isLocal(c int) bool {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	return ct.st[c].local
 }
 
 func (ct *Content) noteFirstRead() {
