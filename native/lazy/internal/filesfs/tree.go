@@ -24,6 +24,9 @@ type Tree struct {
 	Index *filecas.Index
 	Nodes []Node
 	Links []Link
+	// Kids lists each node's names in the tree (a hard link's further names included): what a directory's lookups and
+	// listings answer from.
+	Kids [][]Edge
 	// Skipped counts device entries: the index may list them, a restore never makes them, and neither does a mount.
 	Skipped int
 }
@@ -35,6 +38,12 @@ type Node struct {
 	Name   string
 	Nlink  uint32
 	Dir    bool
+}
+
+// Edge is one name in a directory: Name → node Node.
+type Edge struct {
+	Name string
+	Node int
 }
 
 // Link is a further name (Parent/Name) for node Node.
@@ -122,6 +131,14 @@ func Build(x *filecas.Index) (*Tree, error) {
 		t.Links = append(t.Links, Link{Parent: parent, Name: path.Base(e.Path), Node: target})
 		byPath[e.Path] = target
 		t.Nodes[target].Nlink++
+	}
+	t.Kids = make([][]Edge, len(t.Nodes))
+	for i := 1; i < len(t.Nodes); i++ {
+		p := t.Nodes[i].Parent
+		t.Kids[p] = append(t.Kids[p], Edge{Name: t.Nodes[i].Name, Node: i})
+	}
+	for _, l := range t.Links {
+		t.Kids[l.Parent] = append(t.Kids[l.Parent], Edge{Name: l.Name, Node: l.Node})
 	}
 	return t, nil
 }
