@@ -86,7 +86,7 @@ def run(work, kind, i):
 
 def measure(p, kind, t0, mnt, status, d):
     ready = json.loads(p.stdout.readline())
-    out = {"execToReadyMs": ms(t0), "readyMs": ready["readyMs"]}
+    out = {"execToReadyMs": ms(t0), "readyMs": ready["readyMs"], "indexMs": ready.get("indexMs", 0)}
     tree, sq = mnt, None
     if kind == "image":
         sq = os.path.join(d, "sq")

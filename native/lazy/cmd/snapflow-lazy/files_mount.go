@@ -45,7 +45,6 @@ func filesMountCmd(args []string) error {
 	// hashed), and a sweep that starts while a first use parses what it read takes the CPU from it (bench/files_mount.py).
 	quiet := fs.Duration("quiet", 1500*time.Millisecond, "the prefetch sweep waits until reads have fetched nothing for this long; 0 sweeps at once")
 	quietAtMost := fs.Duration("quiet-at-most", 3*time.Second, "the sweep stands back for reads no longer than this after the start; 0: no bound")
-	nice := fs.Int("nice", 19, "the prefetch workers' nice value: reads keep the CPU they need (0: as the mount)")
 	passes := fs.Int("passes", 3, "prefetch sweeps; later ones fetch each missing chunk alone")
 	retryPause := fs.Duration("retry-pause", 2*time.Second, "pause before a prefetch sweep that retries failures")
 	invalidHold := fs.Duration("invalid-hold", filesfs.DefaultInvalidHold, "a chunk that failed its SHA-256 fails the reads needing it at once for this long")
@@ -107,7 +106,7 @@ func filesMountCmd(args []string) error {
 		ct.KeepStatus(ctx, *statusPath, 200*time.Millisecond, func() string { return state.Load().(string) })
 		close(statusDone)
 	}()
-	go ct.Prefetch(ctx, filesfs.PrefetchOptions{Workers: *prefetch, GroupBytes: int64(*group), GapBytes: 64 << 10, Quiet: *quiet, QuietAtMost: *quietAtMost, Passes: *passes, RetryPause: *retryPause, Nice: *nice})
+	go ct.Prefetch(ctx, filesfs.PrefetchOptions{Workers: *prefetch, GroupBytes: int64(*group), GapBytes: 64 << 10, Quiet: *quiet, QuietAtMost: *quietAtMost, Passes: *passes, RetryPause: *retryPause})
 
 	server, err := filesfs.Mount(*mountpoint, tree, ct, filesfs.Options{AllowOther: *allowOther, Debug: *debug})
 	if err != nil {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // PrefetchOptions tunes the background fetcher.
@@ -22,11 +19,6 @@ type PrefetchOptions struct {
 	Quiet, QuietAtMost time.Duration
 	Passes             int           // sweeps; later ones fetch each chunk still missing alone, with its retries
 	RetryPause         time.Duration // pause before such a sweep
-	// Nice: the workers' threads run at this nice value (0: as the mount). Completing a files mount costs ~10× the
-	// CPU an image's does (every chunk decompressed, hashed and written to a cache file of its own), and on a
-	// 2-core sandbox the sweep would take it from the workspace's first use; the FUSE threads that serve reads stay
-	// at the mount's priority.
-	Nice int
 }
 
 // group is a run of chunks (indexes, in index order) whose frames lie close together in one pack.
@@ -85,7 +77,7 @@ func (ct *Content) Prefetch(ctx context.Context, o PrefetchOptions) {
 			}
 		}
 	}()
-	ct.workers(o.Workers, o.Nice, func() {
+	ct.workers(o.Workers, func() {
 		for g := range next {
 			ct.fetchGroup(g)
 		}
@@ -109,7 +101,7 @@ func (ct *Content) Prefetch(ctx context.Context, o PrefetchOptions) {
 				}
 			}
 		}()
-		ct.workers(o.Workers, o.Nice, func() {
+		ct.workers(o.Workers, func() {
 			for c := range missing {
 				_ = ct.ensure(ctx, c, Ahead)
 			}
@@ -117,17 +109,11 @@ func (ct *Content) Prefetch(ctx context.Context, o PrefetchOptions) {
 	}
 }
 
-func (ct *Content) workers(n, nice int, work func()) {
+func (ct *Content) workers(n int, work func()) {
 	done := make(chan struct{}, n)
 	for w := 0; w < n; w++ {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			if nice != 0 {
-				// Locked and never unlocked: the thread ends with the goroutine instead of returning to the pool with
-				// its nice value.
-				runtime.LockOSThread()
-				_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice)
-			}
 			work()
 		}()
 	}
