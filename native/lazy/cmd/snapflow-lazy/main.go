@@ -65,21 +65,22 @@ func main() {
 		os.Exit(2)
 	}
 	commands := map[string]func([]string) error{
-		"chunk":       chunkCmd,
-		"upload":      uploadCmd,
-		"mount":       mountCmd,
+		"chunk":    chunkCmd,
+		"upload":   uploadCmd,
+		"mount":    mountCmd,
+		"verify":   verifyCmd,
+		"merge":    mergeCmd,
+		"remove":   removeCmd,
+		"opaque":   opaqueCmd,
+		"relink":   relinkCmd,
+		"setid":    setidCmd,
+		"sanitize": sanitizeCmd,
+		"pack":     packCmd,
+		"unpack":   unpackCmd,
+		"size":     sizeCmd,
+		"version":  versionCmd,
+
 		"files-mount": filesMountCmd,
-		"verify":      verifyCmd,
-		"merge":       mergeCmd,
-		"remove":      removeCmd,
-		"opaque":      opaqueCmd,
-		"relink":      relinkCmd,
-		"setid":       setidCmd,
-		"sanitize":    sanitizeCmd,
-		"pack":        packCmd,
-		"unpack":      unpackCmd,
-		"size":        sizeCmd,
-		"version":     versionCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {
