@@ -105,12 +105,3 @@ func (p *packCache) read(pack string, off, n int64, buf []byte) ([]byte, error) 
 	}
 	return buf, nil
 }
-
-func (p *packCache) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, f := range p.files {
-		f.Close()
-		p.logs[k].Close()
-	}
-}
