@@ -64,6 +64,7 @@ export * from "./protocol/archive.ts";
 export * from "./protocol/transfer.ts";
 export * from "./protocol/images.ts";
 export * from "./protocol/chunks.ts";
+export * from "./protocol/filecas-mount.ts";
 export * from "./protocol/swaps.ts";
 export * from "./protocol/admin.ts";
 export * from "./protocol/answers.ts";

@@ -88,7 +88,7 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 /** SIGTERM (the helper unmounts and exits), SIGKILL after STOP_TIMEOUT_MS, then a lazy unmount of whatever is left. */
-async function stopHelper(child: ChildProcess, fuseDir: string): Promise<void> {
+export async function stopHelper(child: ChildProcess, fuseDir: string): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) {
     child.kill("SIGTERM");
     const killed = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);

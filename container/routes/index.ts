@@ -6,13 +6,14 @@ import { chunkRoutes } from "./chunks.ts";
 import { fileRoutes } from "./files.ts";
 import { filecasUnpackRoutes } from "./filecas-unpack.ts";
 import { filecasPackRoutes } from "./filecas-pack.ts";
+import { filecasMountRoutes } from "./filecas-mount.ts";
 import { imageRoutes } from "./images.ts";
 import type { Handler, Routes } from "./route.ts";
 import { swapRoutes } from "./swaps.ts";
 import { transferRoutes } from "./transfer.ts";
 import { treeRoutes } from "./trees.ts";
 
-const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes, swapRoutes, filecasUnpackRoutes, filecasPackRoutes];
+const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes, swapRoutes, filecasUnpackRoutes, filecasPackRoutes, filecasMountRoutes];
 
 export function allRoutes(): Map<string, Handler> {
   const table = new Map<string, Handler>();

@@ -40,6 +40,8 @@ const usage = `usage:
   snapflow-lazy chunk  --image FILE [--avg 512KiB]                 index JSON to stdout
   snapflow-lazy upload --image FILE --urls FILE.json [--index FILE] [--concurrency 8] [--retries 4]
   snapflow-lazy mount  --index FILE --urls FILE.json --cache DIR --mountpoint DIR [--prefetch 32] [--status FILE]
+  snapflow-lazy files-mount --index FILE --urls FILE.json --cache DIR --mountpoint DIR [--prefetch 16] [--status FILE]
+                                                                 a file-level index's tree, read-only; {"ready":true,…} to stdout
   snapflow-lazy verify --index FILE (--cache DIR | --image FILE)
   snapflow-lazy merge  --staging DIR --target DIR --extracted-at MS [--keep-owners]   {"moved"} to stdout
   snapflow-lazy remove --root DIR  < NUL-separated relative entries                  {"removed","skipped"} to stdout
@@ -85,6 +87,7 @@ func main() {
 		// the file-level format (issue 24)
 		"files-pack":   filesPackCmd,
 		"files-unpack": filesUnpackCmd,
+		"files-mount":  filesMountCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -85,5 +86,34 @@ func TestExpiredURLIsRenewedFromTheRewrittenFile(t *testing.T) {
 	res, err := f.Get(context.Background(), sha, int64(len(data)))
 	if err != nil || res.Attempts != 2 {
 		t.Fatalf("want success after renewal, got %v after %d attempts", err, res.Attempts)
+	}
+}
+
+func TestRangeReadsTheBytesAskedForAndRenewsAnExpiredURL(t *testing.T) {
+	store, f, sha, data, path := setup(t, "old")
+	store.RequireToken("new")
+	if err := store.WriteURLs(path, []string{sha}, "new"); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	attempts, err := f.Range(context.Background(), sha, 5, 6, func(r io.Reader) error {
+		var err error
+		got, err = io.ReadAll(r)
+		return err
+	})
+	if err != nil || attempts != 2 || string(got) != string(data[5:11]) {
+		t.Fatalf("want %q after a renewal, got %q after %d attempts: %v", data[5:11], got, attempts, err)
+	}
+}
+
+func TestRangeRefusesAnAnswerShorterThanAsked(t *testing.T) {
+	_, f, sha, data, _ := setup(t, "")
+	// The object ends before the range does: the store answers what it has, and that is not taken for the whole.
+	attempts, err := f.Range(context.Background(), sha, int64(len(data))-4, 8, func(r io.Reader) error {
+		_, err := io.ReadAll(r)
+		return err
+	})
+	if !errors.Is(err, io.ErrUnexpectedEOF) || attempts != 3 {
+		t.Fatalf("want ErrUnexpectedEOF after 3 attempts, got %v after %d", err, attempts)
 	}
 }

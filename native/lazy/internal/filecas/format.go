@@ -22,6 +22,8 @@
 package filecas
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -110,8 +112,18 @@ func Decode(r io.Reader, l Limits) (*Index, error) {
 		return nil, err
 	}
 	defer dec.Close()
+	// Read whole (within its bound), then parsed in one call: goccy's Unmarshal takes ~20% less time than its stream
+	// decoder over the npm workspace's 13.6 MB, and a lazy mount waits for it before it can answer.
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(&capped{r: dec, left: l.MaxJSON, what: "the index's JSON"}); err != nil {
+		var perr *pack.Error
+		if errors.As(err, &perr) {
+			return nil, err
+		}
+		return nil, refused("", fmt.Sprintf("the index does not decompress: %v", err))
+	}
 	var x Index
-	if err := json.NewDecoder(&capped{r: dec, left: l.MaxJSON, what: "the index's JSON"}).Decode(&x); err != nil {
+	if err := json.Unmarshal(buf.Bytes(), &x); err != nil {
 		return nil, refused("", fmt.Sprintf("the index does not decode: %v", err))
 	}
 	if err := x.Validate(l); err != nil {

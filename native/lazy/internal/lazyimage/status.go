@@ -75,8 +75,8 @@ func (img *Image) Snapshot(state string) Status {
 	return s
 }
 
-// WriteStatus writes the status atomically (temporary file + rename), so a reader never sees half a file.
-func WriteStatus(path string, s Status) error {
+// WriteStatus writes a status (this package's, or the files mount's) atomically (temporary file + rename), so a reader never sees half a file.
+func WriteStatus(path string, s any) error {
 	b, err := json.MarshalIndent(s, "", " ")
 	if err != nil {
 		return err

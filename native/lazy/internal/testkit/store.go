@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +11,7 @@ import (
 	"time"
 )
 
-// Store is a chunk store over real HTTP: GET/PUT /chunks/<sha256>. Faults are set per chunk.
+// Store is a chunk store over real HTTP: GET (Range honoured)/PUT /chunks/<sha256>. Faults are set per chunk.
 type Store struct {
 	*httptest.Server
 	mu       sync.Mutex
@@ -78,7 +79,7 @@ func (s *Store) serve(w http.ResponseWriter, r *http.Request) {
 		data = append([]byte{}, data...)
 		data[len(data)/2] ^= 0xff
 	}
-	w.Write(data)
+	http.ServeContent(w, r, sha, time.Time{}, bytes.NewReader(data)) // Range honoured, as the store's GETs are
 }
 
 func readFull(r *http.Request, p []byte) (int, error) {
