@@ -12,6 +12,7 @@ import { FilesUnpackResult } from "../contract/protocol.ts";
 import type { AgentErrorCode } from "../contract/agent-error-codes.ts";
 import { startTool } from "../system/run-tool.ts";
 import { storeIdleMs } from "../transfer/stall-deadline.ts";
+import { agentManifestByteLimit } from "../manifest/manifest-file.ts";
 import { verifyFailed } from "../manifest/tree-verify.ts";
 import { readAll, safeJson } from "../system/engine-answer.ts";
 
@@ -24,6 +25,8 @@ export interface FilesUnpackRequest {
   concurrency: number;
   /** where the made tree's stat keys go (native/lazy/internal/filecas/stats.go), a host path */
   statsOut?: string;
+  /** the snapshot's manifest, checked by its URL's origin; the index must agree with it */
+  manifest?: { url: string; sha256: string };
 }
 
 const CODES = ["bad_request", "path_outside_root", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];
@@ -35,7 +38,7 @@ const Failure = z.object({ error: z.object({ code: z.enum(CODES), message: z.str
  * any failure (the engine leaves what it made so far).
  */
 export async function filesUnpackWithEngine(bin: string, staging: string, request: FilesUnpackRequest): Promise<FilesUnpackResult> {
-  const line = { ...request, idleSeconds: Math.max(1, Math.round(storeIdleMs() / 1000)), retries: 4 };
+  const line = { ...request, idleSeconds: Math.max(1, Math.round(storeIdleMs() / 1000)), retries: 4, ...(request.manifest ? { maxManifestBytes: agentManifestByteLimit() } : {}) };
   const tool = startTool([bin, "files-unpack", "--root", staging, "--result-fd", "3"], { stdin: "pipe", stdout: "ignore", fd3: "pipe" });
   tool.child.stdin!.on("error", () => {}); // it died early: its exit says why
   tool.child.stdin!.end(`${JSON.stringify(line)}\n`);

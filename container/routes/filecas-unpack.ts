@@ -26,7 +26,8 @@ export const filecasUnpackRoutes: Routes = {
     if (!bin) throw new AgentError("unavailable", "snapflow-lazy is not installed here (build it with native/lazy/build.sh)");
     const statsOut = body.statsOut !== undefined ? await c.path(body.statsOut, "statsOut") : undefined;
     if (statsOut) await mkdir(dirname(statsOut), { recursive: true });
-    const request = { index, packs, keepOwners: body.keepOwners, walk: body.walk, concurrency: body.concurrency, ...(statsOut ? { statsOut } : {}) };
+    const manifest = body.manifest ? { url: c.storeUrl(body.manifest.url, "manifest.url"), sha256: body.manifest.sha256 } : undefined;
+    const request = { index, packs, keepOwners: body.keepOwners, walk: body.walk, concurrency: body.concurrency, ...(statsOut ? { statsOut } : {}), ...(manifest ? { manifest } : {}) };
     return extractSafely(dir, undefined, (into) => filesUnpackWithEngine(bin, into, request), { keepOwnership: body.keepOwners, madeClean: true });
   },
 };

@@ -31,6 +31,11 @@ export const FilesUnpackBody = z
      * of this tree takes them with the index as its base, and reads only what changed since (filecas/stats.go)
      */
     statsOut: z.string().optional(),
+    /**
+     * the snapshot's manifest (a presigned GET and the SHA-256 its record keeps): every index entry must agree with
+     * it before anything is made, so the tree made and checked against the index is the manifest's (filecas/agree.go)
+     */
+    manifest: z.object({ url: z.string(), sha256: Sha256Hex }).strict().optional(),
   })
   .strict();
 
@@ -62,6 +67,8 @@ export const FilesUnpackResult = z.object({
   indexMs: count,
   /** files whose stat keys were written to statsOut */
   stats: count.optional(),
+  /** every index entry agreed with the manifest asked for, before anything was made */
+  manifestAgreed: z.boolean().optional(),
   ms: count,
 });
 export type FilesUnpackResult = z.infer<typeof FilesUnpackResult>;

@@ -35,6 +35,10 @@ type filesUnpackRequest struct {
 	Retries     int               `json:"retries"`
 	Concurrency int               `json:"concurrency"`
 	Limit       int               `json:"limit"`
+	// Manifest: the snapshot's manifest (a presigned URL and the SHA-256 its record keeps), which every index entry
+	// must agree with before anything is made (filecas.Agree); MaxManifestBytes bounds it.
+	Manifest         *unpack.ManifestSource `json:"manifest"`
+	MaxManifestBytes int64                  `json:"maxManifestBytes"`
 	// StatsOut: where the made tree's stat keys go (filecas/stats.go), so that the next backup here reads only what
 	// changed since; needs index.sha256 (the keys are bound to the index they were restored from).
 	StatsOut string `json:"statsOut"`
@@ -45,6 +49,8 @@ type filesUnpackResult struct {
 	IndexMs int64 `json:"indexMs"`
 	// Stats: files whose stat keys were written to statsOut
 	Stats *int `json:"stats,omitempty"`
+	// ManifestAgreed: every index entry agreed with the manifest's (request.manifest), checked before anything was made
+	ManifestAgreed bool `json:"manifestAgreed,omitempty"`
 }
 
 // filesUnpackCmd is the extract restore of the file-level format (internal/filecas Unpack): the index read (a
@@ -93,6 +99,19 @@ func filesUnpackCmd(args []string) error {
 	if err != nil {
 		return answerError(err)
 	}
+	if req.Manifest != nil {
+		if req.MaxManifestBytes <= 0 {
+			return answerError(&filecas.Error{Code: "bad_request", Field: "maxManifestBytes", Message: "maxManifestBytes: must be positive with a manifest"})
+		}
+		get := func(url string) (io.ReadCloser, error) { return getManifest(ctx, url, "manifest", idle) }
+		m, err := unpack.LoadManifest(*req.Manifest, "manifest", req.MaxManifestBytes, get)
+		if err != nil {
+			return answerError(err)
+		}
+		if err := filecas.Agree(x, m); err != nil {
+			return answerError(err)
+		}
+	}
 	indexMs := time.Since(started).Milliseconds()
 	res, err := filecas.Unpack(ctx, x, filecas.UnpackOptions{
 		Root: *root, Packs: req.Packs, KeepOwners: req.KeepOwners, Walk: req.Walk,
@@ -101,7 +120,7 @@ func filesUnpackCmd(args []string) error {
 	if err != nil {
 		return answerError(err)
 	}
-	out := filesUnpackResult{UnpackResult: res, IndexMs: indexMs}
+	out := filesUnpackResult{UnpackResult: res, IndexMs: indexMs, ManifestAgreed: req.Manifest != nil}
 	if req.StatsOut != "" && req.Index.Sha256 != "" && res.Equal {
 		n, err := filecas.WriteStats(*root, x, req.Index.Sha256, req.StatsOut)
 		if err != nil {

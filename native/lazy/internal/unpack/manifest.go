@@ -39,6 +39,9 @@ type Expected struct {
 
 func (x *Expected) lookup(path string) *Want { return x.byPath[path] }
 
+// Lookup is the manifest's entry of that path, or nil.
+func (x *Expected) Lookup(path string) *Want { return x.byPath[path] }
+
 // NewExpected is a manifest made of entries already decoded (a file-level index's, internal/filecas).
 func NewExpected(entries []*Want) *Expected {
 	x := &Expected{Entries: entries, byPath: make(map[string]*Want, len(entries))}
