@@ -27,6 +27,7 @@ export function contentCheckMode(env: object, asked?: ContentCheckMode): Content
 /** Why a recorded snapshot needs no background check, or undefined when it does. */
 export function noCheckNeeded(record: Pick<SnapshotRecord, "format" | "delta" | "contentChecked">): string | undefined {
   if (record.format.kind === "tar") return "a tar snapshot's content is checked by every restore as it streams";
+  if (record.format.kind === "files") return "a file-level snapshot's content is checked by every restore as it is made (its index against the manifest, each chunk and file against the index)";
   if (record.delta) return "a delta's layers are checked by the restore of its chain";
   if (record.contentChecked) return "already checked";
   return undefined;

@@ -52,10 +52,14 @@ describe("the file-level format (files-cas)", () => {
 
     for (const [snap, expected] of [[second.snapshotId, atSecond], [first.snapshotId, atFirst]] as const) {
       const dst = freshSandbox("dst");
-      const r = await run("restore", { snapshotId: snap, sandboxId: dst, path: "/workspace/app", strategy: "files-extract", deepVerify: true });
+      // The first without deepVerify: its content is checked as it is made (the index against the manifest, each
+      // chunk and file against the index), so verify neither walks nor hashes it again; the second hashes everything.
+      const deepVerify = snap !== second.snapshotId;
+      const r = await run("restore", { snapshotId: snap, sandboxId: dst, path: "/workspace/app", strategy: "files-extract", deepVerify });
       expect(r.status, r.error).toBe("complete");
       expect((await manifest(dst)).entries).toEqual(expected.entries);
-      if (snap !== second.snapshotId) continue;
+      if (deepVerify) continue;
+      expect(r.steps.verify.verified.by).toBe("in-stream while extracting, then a metadata walk");
       // Not a fork: the tree restored here, changed, backed up again. Its parent is the snapshot it came from, and the
       // restored tree's stat keys spare it reading the files it did not change (the index's are another sandbox's).
       await put(dst, "/workspace/app/src/added/new.ts", "export const added = 2;\n".repeat(50));
@@ -70,6 +74,24 @@ describe("the file-level format (files-cas)", () => {
 
     // The collector: both packs are named by a record; deleting the first snapshot keeps its pack (the second's
     // record still names it), and the second restores alone.
+    // A source that lies: a manifest that does not say what its index does (here: another hash for one file, the
+    // record's SHA-256 made to match). A restore elsewhere refuses it before making anything.
+    const store = await testStore();
+    const manifestKey = r2.manifest.key;
+    const text = await new Response((await store.get(manifestKey))!.body).text();
+    const entry = atSecond.entries.find((e: any) => e.type === "file" && e.sha256 && e.path !== "src/added/new.ts");
+    const lying = text.replace(entry.sha256, "0".repeat(64));
+    const lyingSha = [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(lying)))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    await store.put(manifestKey, lying);
+    const recordKey = `snapshots/${second.snapshotId}/snapshot.json`;
+    const record = JSON.parse(await new Response((await store.get(recordKey))!.body).text());
+    await store.put(recordKey, JSON.stringify({ ...record, manifest: { ...record.manifest, sha256: lyingSha } }));
+    const victim = freshSandbox("dst");
+    const refused = await run("restore", { snapshotId: second.snapshotId, sandboxId: victim, path: "/workspace/app", strategy: "files-extract" }, "errored");
+    expect(refused.error).toMatch(new RegExp(`the index does not agree with the snapshot's manifest: "${entry.path}" differs in sha256`));
+    await store.put(manifestKey, text);
+    await store.put(recordKey, JSON.stringify(record));
+
     // A pack no record names (what a backup that died before its record leaves) goes.
     const stray = "packs/default/bk-20260101000000-0badc0de";
     await (await testStore()).put(stray, new Uint8Array(100));
