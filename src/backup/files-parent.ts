@@ -15,6 +15,8 @@ export interface FilesParent {
   key: string;
   indexSha256: string;
   packs: { name: string; bytes: number }[];
+  /** its tree's totals (its manifest's): a bound on this backup's pack that needs no walk */
+  totals: { files: number; dirs: number; symlinks: number; bytes: number };
 }
 
 const usable = (r: SnapshotRecord | null, p: BackupParams): r is SnapshotRecord & { files: NonNullable<SnapshotRecord["files"]> } =>
@@ -30,5 +32,6 @@ export async function filesParent(d: Deps, p: BackupParams): Promise<FilesParent
     if (last) record = await readSnapshot(d.store, d.kv, last.snapshotId);
   }
   if (!usable(record, p)) return undefined;
-  return { id: record.id, key: record.archive.key, indexSha256: record.archive.sha256, packs: record.files.packs };
+  const { files, dirs, symlinks, bytes } = record.manifest;
+  return { id: record.id, key: record.archive.key, indexSha256: record.archive.sha256, packs: record.files.packs, totals: { files, dirs, symlinks, bytes } };
 }

@@ -107,4 +107,25 @@ describe("the file-level format (files-cas)", () => {
     expect(again.status, again.error).toBe("complete");
     expect((await manifest(dst)).entries).toEqual(atSecond.entries);
   });
+
+  it("a backup with a parent sizes its pack from the parent's totals, and counts the tree when it grew past them", async () => {
+    const src = freshSandbox("grow");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 12, files: 50, bytes: 500_000 });
+    const first = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "files-cas" });
+    expect(first.steps.transfer.sizeBy).not.toBe("parent");
+    // 12 MB of new, incompressible content against a 0.5 MB parent: more 5 MiB parts than the parent's bound signed URLs for.
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app/grown", kind: "added-data", seed: 13, files: 6, bytes: 60_000, addedBytes: 12_000_000 });
+    const grown = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "files-cas", tuning: { partSizeMiB: 5 } });
+    expect(grown.status, grown.error).toBe("complete");
+    expect(grown.steps.transfer.sizeBy).toBe("native");
+    expect(grown.steps.transfer.attempts).toBe(2);
+    // A small change after it: the parent's bound holds, and no count is made.
+    await put(src, "/workspace/app/grown/note.txt", "a line\n");
+    const small = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "files-cas" });
+    expect(small.steps.transfer.sizeBy).toBe("parent");
+    expect(small.steps.transfer.attempts).toBe(1);
+    const dst = freshSandbox("dst");
+    const r = await run("restore", { snapshotId: grown.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "files-extract" });
+    expect(r.status, r.error).toBe("complete");
+  });
 });

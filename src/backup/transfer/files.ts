@@ -36,6 +36,12 @@ export function filesOnly(s: BackupStrategy): FilesFormat {
   return s.format;
 }
 
+/** The tar bound of a tree of these totals (container/transfer/tree-size.ts), grown by a quarter. */
+export function boundFrom(t: { files: number; dirs: number; symlinks: number; bytes: number }): { tarMax: number } {
+  const entries = t.files + t.dirs + t.symlinks;
+  return { tarMax: Math.ceil(1.25 * (t.bytes + entries * (512 + 2048) + 1024)) };
+}
+
 const tooFewUrls = (e: unknown) => e instanceof AgentCallError && e.status === 400 && e.field === "urls";
 
 export const filesTransfer: BackupTransfer = {
@@ -49,8 +55,11 @@ export const filesTransfer: BackupTransfer = {
     const parentStarted = performance.now();
     const parent = await filesParent(d, p);
     const parentMs = since(parentStarted);
-    // Compressed chunks are never much larger than the files they come from: the tar bound covers them.
-    let sized = await agent.treeSize(p.path);
+    // Compressed chunks are never much larger than the files they come from: the tar bound covers them. With a
+    // parent, its tree's totals give that bound, grown by a quarter, without the metadata walk a count takes (~0.1 s
+    // of the engine's for 31.7k entries); a tree that grew past it stops before the extra part (400 naming urls) and
+    // is counted then, below.
+    let sized = parent ? { ...boundFrom(parent.totals), ms: 0, by: "parent" as const } : await agent.treeSize(p.path);
     const partSize = partSizeOf(p, sized.tarMax);
     let count = urlCountFor(sized.tarMax, partSize);
     const indexOut = sandboxPaths.filesIndex(p.snapshotId);
@@ -101,7 +110,7 @@ export const filesTransfer: BackupTransfer = {
           chunks: up.index.chunks, newChunks: up.newChunks, newBytes: up.newBytes, read: up.read, reused: up.reused,
         };
         return {
-          ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls: count, attempts: attempt,
+          ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls: count, attempts: attempt, sizeBy: sized.by, tarMax: sized.tarMax,
           parentMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
           files, ...made,
         };
