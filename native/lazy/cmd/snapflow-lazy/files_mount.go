@@ -131,31 +131,8 @@ func filesMountCmd(args []string) error {
 		unmount(server, *mountpoint)
 		return err
 	}
-	go func() {
-		select {
-		case <-ct.Complete():
-			fmt.Fprintf(os.Stderr, "snapflow-lazy: files complete after %d ms\n", ct.Snapshot("ready").CompleteMs)
-		case <-ctx.Done():
-		}
-	}()
-
-	unmounted := make(chan struct{})
-	go func() {
-		server.Wait()
-		close(unmounted)
-	}()
-	select {
-	case <-sig:
-	case <-unmounted:
-	}
-	stop() // abandons running fetches; reads waiting on them fail with EIO rather than hang the unmount
-	<-statusDone
-	select {
-	case <-unmounted:
-		err = nil
-	default:
-		err = unmount(server, *mountpoint)
-	}
+	err = serveUntilStopped(serving{ctx: ctx, server: server, mountpoint: *mountpoint, sig: sig, stop: stop, statusDone: statusDone,
+		complete: ct.Complete(), completeMs: func() int64 { return ct.Snapshot("ready").CompleteMs }, what: "files"})
 	state.Store("stopped")
 	_ = lazyimage.WriteStatus(*statusPath, ct.Snapshot("stopped"))
 	return err

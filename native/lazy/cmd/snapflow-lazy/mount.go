@@ -117,36 +117,57 @@ func mountCmd(args []string) error {
 		return err
 	}
 
-	go func() {
-		select {
-		case <-img.Complete():
-			fmt.Fprintf(os.Stderr, "snapflow-lazy: image complete after %d ms\n", img.Snapshot("ready").CompleteMs)
-		case <-ctx.Done():
-		}
-	}()
-
-	// Unmounted from outside (fusermount3 -u, umount -l, the agent tearing a sandbox down): nothing is left to serve,
-	// so the process ends as after SIGTERM instead of lingering without a mount.
-	unmounted := make(chan struct{})
-	go func() {
-		server.Wait()
-		close(unmounted)
-	}()
-	select {
-	case <-sig:
-	case <-unmounted:
-	}
-	stop() // abandons running fetches; reads waiting on them fail with EIO rather than hang the unmount
-	<-statusDone
-	select {
-	case <-unmounted:
-		err = nil
-	default:
-		err = unmount(server, *mountpoint)
-	}
+	err = serveUntilStopped(serving{ctx: ctx, server: server, mountpoint: *mountpoint, sig: sig, stop: stop, statusDone: statusDone,
+		complete: img.Complete(), completeMs: func() int64 { return img.Snapshot("ready").CompleteMs }, what: "image"})
 	state.Store("stopped")
 	_ = lazyimage.WriteStatus(*statusPath, img.Snapshot("stopped"))
 	return err
+}
+
+// serving is a mount being served: what serveUntilStopped waits on and stops.
+type serving struct {
+	ctx        context.Context
+	server     *fuse.Server
+	mountpoint string
+	sig        <-chan os.Signal
+	// stop cancels ctx: fetches are abandoned, reads waiting on them fail with EIO rather than hang the unmount
+	stop func()
+	// statusDone is closed once the status keeper has written its last status (after stop)
+	statusDone <-chan struct{}
+	complete   <-chan struct{}
+	completeMs func() int64
+	what       string
+}
+
+// serveUntilStopped serves a ready mount until SIGTERM/SIGINT or an unmount from outside (fusermount3 -u, umount -l,
+// the agent tearing a sandbox down: nothing is left to serve, so the process ends as after SIGTERM instead of
+// lingering without a mount), noting on stderr when everything became local; then stops and unmounts. Both lazy
+// mounts (an image's, a file-level tree's) end this way.
+func serveUntilStopped(s serving) error {
+	go func() {
+		select {
+		case <-s.complete:
+			fmt.Fprintf(os.Stderr, "snapflow-lazy: %s complete after %d ms\n", s.what, s.completeMs())
+		case <-s.ctx.Done():
+		}
+	}()
+	unmounted := make(chan struct{})
+	go func() {
+		s.server.Wait()
+		close(unmounted)
+	}()
+	select {
+	case <-s.sig:
+	case <-unmounted:
+	}
+	s.stop()
+	<-s.statusDone
+	select {
+	case <-unmounted:
+		return nil
+	default:
+		return unmount(s.server, s.mountpoint)
+	}
 }
 
 // transport allows as many idle connections per host as there are fetchers, so chunk GETs reuse connections.
