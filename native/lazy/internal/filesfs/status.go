@@ -73,24 +73,5 @@ func (ct *Content) Snapshot(state string) Status {
 
 // KeepStatus rewrites path whenever something changed, at most every interval, until ctx ends.
 func (ct *Content) KeepStatus(ctx context.Context, path string, interval time.Duration, state func() string) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	dirty := true
-	for {
-		if dirty {
-			_ = lazyimage.WriteStatus(path, ct.Snapshot(state()))
-			dirty = false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ct.changed:
-			dirty = true
-			select { // coalesce bursts of chunk completions
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}
+	lazyimage.KeepWriting(ctx, path, interval, ct.changed, func() any { return ct.Snapshot(state()) })
 }

@@ -99,20 +99,26 @@ func WriteStatus(path string, s any) error {
 // KeepStatus rewrites path whenever the state changed, at most every interval, until ctx ends. state() gives the
 // lifecycle word at each write.
 func (img *Image) KeepStatus(ctx context.Context, path string, interval time.Duration, state func() string) {
+	KeepWriting(ctx, path, interval, img.changed, func() any { return img.Snapshot(state()) })
+}
+
+// KeepWriting rewrites path with snapshot() whenever changed fires, at most every interval (bursts of chunk
+// completions coalesce into one write), until ctx ends: the status file of every lazy mount, image or file tree.
+func KeepWriting(ctx context.Context, path string, interval time.Duration, changed <-chan struct{}, snapshot func() any) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	dirty := true
 	for {
 		if dirty {
-			_ = WriteStatus(path, img.Snapshot(state()))
+			_ = WriteStatus(path, snapshot())
 			dirty = false
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-img.changed:
+		case <-changed:
 			dirty = true
-			select { // coalesce bursts of chunk completions
+			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
