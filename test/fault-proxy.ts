@@ -12,7 +12,8 @@
 //           compromised agent that did the work and reports whatever it likes (issue 21)
 //   strip   forward without the query parameters named in `query` (a store or proxy that drops them, so what they
 //           bound is not checked: SigV4 then fails the signature, as a real store would), and answer without the
-//           response headers named in `responseHeaders` (a store that keeps no checksum to report)
+//           response headers named in `responseHeaders` (a store that keeps no checksum to report); request headers
+//           named in `requestHeaders` are not forwarded (a proxy that drops Range, so the store answers the whole object)
 //
 // A fault matches requests whose method (optional) and path + query (substrings) match, and whose headers hold the
 // values in `headers` (optional; the agent's x-snapflow-sandbox names the sandbox), `times` times, so a test aims at
@@ -34,6 +35,7 @@ export interface Fault {
   /** strip: query parameters dropped before forwarding, and response headers dropped from the answer */
   query?: string[];
   responseHeaders?: string[];
+  requestHeaders?: string[];
   /** lie: dotted paths into the JSON answer ("index.chunks.0.sha256") and the values put there */
   set?: Record<string, unknown>;
   /** status */
@@ -173,7 +175,9 @@ export async function startFaultProxy(upstream: string, extra: Record<string, (r
       return;
     }
     const path = fault?.action === "strip" && fault.query?.length ? withoutParams(req.url ?? "", fault.query) : req.url;
-    const up = request({ host: target.hostname, port: target.port, method: req.method, path, headers: req.headers });
+    const dropHeaders = new Set(fault?.action === "strip" ? (fault.requestHeaders ?? []).map((h) => h.toLowerCase()) : []);
+    const headers = dropHeaders.size ? Object.fromEntries(Object.entries(req.headers).filter(([k]) => !dropHeaders.has(k.toLowerCase()))) : req.headers;
+    const up = request({ host: target.hostname, port: target.port, method: req.method, path, headers });
     const cut = () => {
       ended("cut by the proxy");
       up.destroy();

@@ -30,6 +30,7 @@ export const STORE_CHECKS = {
   partChecksums: "store: completes a multipart upload with its part SHA-256s",
   wrongPart: "store: refuses a completion naming a wrong part SHA-256",
   composite: "store: reports the composite checksum on HEAD",
+  rangedGet: "store: serves byte ranges of a presigned GET",
 } as const;
 
 const IF_MISSING: Record<keyof typeof STORE_CHECKS, string> = {
@@ -42,6 +43,7 @@ const IF_MISSING: Record<keyof typeof STORE_CHECKS, string> = {
   partChecksums: "presigned-multipart backups fail at completion with the store's error, never silently unchecked; use a Worker path (multipart) or presigned-put",
   wrongPart: "part hashes are not checked by the store: above 512 MiB a presigned multipart archive's content is then the sandbox's word (the restore still checks the whole SHA-256)",
   composite: "verify reads the object back instead (the Worker up to 512 MiB, the agent above), one more read of every byte",
+  rangedGet: "files-extract restores (chunks are Range GETs of their pack), files-mount and the presigned-ranged restores fail; the other restores read whole objects",
 };
 
 /**
@@ -60,6 +62,7 @@ const FIX: Record<keyof typeof STORE_CHECKS, string> = {
   partChecksums: `use a store that takes SHA-256 part checksums on multipart uploads (R2 does); ${NOT_THE_STORE} drops the x-amz-checksum-* parameters or headers`,
   wrongPart: "use a store that checks part checksums at completion (R2 does)",
   composite: `${NOT_THE_STORE} drops the x-amz-checksum-sha256 response header of HeadObject (x-amz-checksum-mode: ENABLED)`,
+  rangedGet: `${NOT_THE_STORE} drops the Range header or answers 200 with the whole object`,
 };
 
 /**
@@ -204,6 +207,18 @@ export async function storeChecks({ d, agent, prefix, dir }: StoreCheckContext, 
       return (await d.store.head(key)) ? { ok: false, detail: `refused (${text}), yet the object exists` } : { ok: true, detail: `refused: ${text}` };
     }
     return { ok: false, detail: "the store completed the upload with a part SHA-256 that is not its part's" };
+  });
+
+  // The file-level restore reads each chunk as a byte range of its pack: the sandbox reads the 6 MiB object in 1 MiB
+  // ranges (each answer must be a 206 whose Content-Range names the object's size) and hashes what it assembled.
+  await check("rangedGet", async () => {
+    const key = `${prefix}ranged`;
+    await d.store.put(key, big, { sha256: await sha256Hex(big) });
+    const got = await agent.downloadRanged({ url: await d.presigner.url(key, "GET"), size: big.byteLength, output: `${dir}/ranged.bin`, rangeSize: MiB, concurrency: 2, retries: 0 }, big.byteLength);
+    const want = await sha256Hex(big);
+    return got.sha256 === want && got.bytes === big.byteLength
+      ? { ok: true, detail: `${got.ranges ?? "several"} Range GETs of 1 MiB assembled the ${big.byteLength}-byte object, SHA-256 equal` }
+      : { ok: false, detail: `the ranges assembled ${got.bytes} bytes sha256 ${got.sha256}, not the object's ${want}` };
   });
 
   if (!completed.ok || !parts) out.push(blocked(STORE_CHECKS.composite, IF_MISSING.composite, STORE_CHECKS.partChecksums, FIX.composite));

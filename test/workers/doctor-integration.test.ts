@@ -87,6 +87,14 @@ describe("POST /api/doctor", () => {
     await expectNothingLeft(r);
   });
 
+  it("names the ranged-GET check as failing when the store's path drops the Range header", async () => {
+    await arm({ method: "GET", action: "strip", match: "/ranged", requestHeaders: ["range"] });
+    const r = await doctor();
+    expect(failing(r)).toEqual([STORE_CHECKS.rangedGet]);
+    expect(r.checks.find((c) => c.check === STORE_CHECKS.rangedGet)!.ifMissing).toMatch(/files-extract/);
+    await expectNothingLeft(r);
+  });
+
   it("names the composite check as failing when the store reports no checksum on HEAD", async () => {
     await arm({ method: "HEAD", action: "strip", responseHeaders: ["x-amz-checksum-sha256"] });
     const r = await doctor();
