@@ -9,10 +9,9 @@ import * as A from "../../container/contract/agent-answers.ts";
 import { AGENT_ERROR_STATUS, type AgentErrorCode } from "../../container/contract/agent-error-codes.ts";
 import type { Manifest } from "../../container/contract/protocol.ts";
 import type * as P from "../../container/contract/protocol.ts";
-import { SELECTION_HEADER, TreeSizeResult, UploadMultipartResult } from "../../container/contract/protocol.ts";
+import { FilesPackResult, FilesUnpackResult, SELECTION_HEADER, TreeSizeResult, UploadMultipartResult } from "../../container/contract/protocol.ts";
 import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
 import { fetchWithDeadline } from "./deadline-fetch.ts";
-import { FilesPackAnswer, FilesUnpackAnswer } from "./files-answers.ts";
 import type { SandboxTransport } from "./transport.ts";
 
 /**
@@ -256,12 +255,12 @@ export class AgentClient {
     return this.json(TreeSizeResult, "tree size", "/v1/tree-size", { path }, "POST");
   }
   /** The file-level backup (the native engine's files-pack): the pack PUT in parts, the index and manifest written. */
-  filesPack(body: z.input<typeof P.FilesPackBody>, bytes?: number): Promise<FilesPackAnswer> {
-    return this.json(FilesPackAnswer, "file-level backup", "/v1/files/pack", body, "POST", { long: { bytes } });
+  filesPack(body: z.input<typeof P.FilesPackBody>, bytes?: number): Promise<P.FilesPackResult> {
+    return this.json(FilesPackResult, "file-level backup", "/v1/files/pack", body, "POST", { long: { bytes } });
   }
   /** The file-level restore (files-unpack): the tree made beneath `path` from the index and the packs' URLs. */
-  filesUnpack(body: z.input<typeof P.FilesUnpackBody>, bytes?: number): Promise<FilesUnpackAnswer> {
-    return this.json(FilesUnpackAnswer, "file-level restore", "/v1/files/unpack", body, "POST", { long: { bytes } });
+  filesUnpack(body: z.input<typeof P.FilesUnpackBody>, bytes?: number): Promise<P.FilesUnpackResult> {
+    return this.json(FilesUnpackResult, "file-level restore", "/v1/files/unpack", body, "POST", { long: { bytes } });
   }
   async uploadMultipart(body: z.input<typeof P.UploadMultipartBody>, bytes?: number): Promise<P.UploadMultipartResult> {
     const what = "presigned multipart upload";

@@ -9,12 +9,11 @@ import { z } from "zod";
 import type { Deps } from "../deps.ts";
 import { SANDBOX_ID } from "../../container/contract/protocol.ts";
 import { getJson, putJson } from "./records.ts";
-
-const hex = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+import { pathDigest } from "./target-leases.ts";
 
 async function lineageKey(sandboxId: string, path: string): Promise<string> {
   const id = SANDBOX_ID.parse(sandboxId);
-  return `files-lineage/${id}/${hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(path))).slice(0, 32)}.json`;
+  return `files-lineage/${id}/${await pathDigest(path)}.json`;
 }
 
 const Lineage = z.object({ snapshotId: z.string().regex(/^[a-z]{2}-\d{14}-[0-9a-f]{8}$/), at: z.string(), by: z.enum(["backup", "restore"]) });

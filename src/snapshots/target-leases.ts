@@ -41,8 +41,13 @@ export const TARGETS_PREFIX = "targets/";
 
 const hex = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
+/** A sandbox path as a key segment: the first 32 hex characters of its SHA-256 (paths may hold anything). */
+export async function pathDigest(path: string): Promise<string> {
+  return hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(path))).slice(0, 32);
+}
+
 export async function targetLeaseKey(sandboxId: string, path: string): Promise<string> {
-  return `${TARGETS_PREFIX}${sandboxId}/${hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(path))).slice(0, 32)}.json`;
+  return `${TARGETS_PREFIX}${sandboxId}/${await pathDigest(path)}.json`;
 }
 
 export async function readLease(store: ObjectStore, key: string): Promise<{ lease: TargetLease; etag: string } | null> {

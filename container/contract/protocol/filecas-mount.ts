@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { PACK_NAME } from "./filecas-pack.ts";
+import { Sha256Hex } from "./trees.ts";
 
 // The lazy restore from a file-level index (issue 24; native/lazy/internal/filesfs):
 //   POST   /v1/files/mount    FilesMountBody   serve the index's tree read-only at `mountpoint` over FUSE (snapflow-lazy
@@ -9,13 +10,12 @@ import { PACK_NAME } from "./filecas-pack.ts";
 // The mount is listed and undone by GET/DELETE /v1/mounts like any other (kind "lazy", its source the index);
 // POST /v1/lazy/wait with the answer's `work` waits for it to be complete.
 
-const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "a SHA-256 is 64 lowercase hex characters");
 
 /** A pack's name: the id of the snapshot whose backup wrote it (internal/filecas format.go packName). */
 
 export const FilesMountBody = z.object({
   /** the index file in the sandbox, and its SHA-256 as the snapshot's record keeps it (checked as it is read) */
-  index: z.object({ file: z.string(), sha256: sha256Hex }).strict(),
+  index: z.object({ file: z.string(), sha256: Sha256Hex }).strict(),
   /** a presigned GET URL per pack the index names (each on the store's origin) */
   urls: z.record(PACK_NAME, z.string()),
   /** where the tree appears: an empty or missing directory */

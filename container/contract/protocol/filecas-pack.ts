@@ -1,6 +1,7 @@
 // The file-level content-addressed backup (issue 24; native/lazy/internal/filecas): the engine's files-pack.
 // Part of the agent's protocol (../protocol.ts re-exports every part): both sides import it.
 import { z } from "zod";
+import { Sha256Hex } from "./trees.ts";
 import { R2_MULTIPART } from "../r2-limits.ts";
 import { ManifestTotals, SelectionSpec } from "./manifest.ts";
 import { MULTIPART_MAX_BUFFER_BYTES } from "./transfer.ts";
@@ -14,7 +15,6 @@ import { MULTIPART_MAX_BUFFER_BYTES } from "./transfer.ts";
 //                                          cannot use (missing, not the bytes `sha256` names, not an index) is a 400
 //                                          naming `base` before any byte is PUT: the Worker backs up without it.
 
-const SHA256_HEX = z.string().regex(/^[0-9a-f]{64}$/, "64 lowercase hex characters (SHA-256)");
 const count = z.number().int().nonnegative();
 
 /** A pack's name is the id of the snapshot that wrote it (native/lazy/internal/filecas/format.go packName). */
@@ -38,7 +38,7 @@ export const FilesPackBody = z
      * the store's (`url`, a presigned GET on the store's origin)
      */
     base: z.object({
-      file: z.string().optional(), url: z.string().optional(), sha256: SHA256_HEX,
+      file: z.string().optional(), url: z.string().optional(), sha256: Sha256Hex,
       /** a restored tree's stat keys for this index (POST /v1/files/unpack statsOut): taken instead of the index's */
       stat: z.string().optional(),
     }).strict()
@@ -70,20 +70,20 @@ export const FilesPackResult = z
     totals: ManifestTotals,
     jsonBytes: count,
     /** the manifest file's SHA-256, hashed by the engine as it wrote it */
-    jsonSha256: SHA256_HEX,
+    jsonSha256: Sha256Hex,
     excluded: z.record(z.string(), count).nullable(),
     walkMs: count,
     ms: count,
-    index: z.object({ bytes: count, sha256: SHA256_HEX, chunks: count }).strict(),
+    index: z.object({ bytes: count, sha256: Sha256Hex, chunks: count }).strict(),
     /** every pack the index names (the base's still referenced, and this one): the Worker checks them against the parent's record */
     packs: z.array(z.object({ name: PACK_NAME, bytes: count }).strict()).max(100_000),
     /** null: no chunk was new, nothing was PUT */
-    pack: z.object({ name: PACK_NAME, bytes: count, sha256: SHA256_HEX }).strict().nullable(),
+    pack: z.object({ name: PACK_NAME, bytes: count, sha256: Sha256Hex }).strict().nullable(),
     parts: z.array(z.object({
       partNumber: z.number().int().min(1).max(R2_MULTIPART.maxParts),
       etag: z.string().regex(/^[^<>&"'\s]{1,200}$/, "an ETag: 1–200 characters, no XML markup or spaces"),
       bytes: count,
-      sha256: SHA256_HEX,
+      sha256: Sha256Hex,
     }).strict()),
     peakBufferedBytes: count,
     retries: count,

@@ -7,10 +7,9 @@
 //                                             then (walk) the tree's metadata against the index → FilesUnpackResult;
 //                                             a tree that differs is 422 verify_failed naming the first differences
 import { z } from "zod";
+import { PACK_NAME } from "./filecas-pack.ts";
+import { Sha256Hex } from "./trees.ts";
 
-const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits");
-/** a pack's name: the id of the snapshot whose backup wrote it (ids.ts; filecas/format.go packName) */
-export const PackName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, "must be a snapshot id");
 
 export const FilesUnpackBody = z
   .object({
@@ -19,7 +18,7 @@ export const FilesUnpackBody = z
     /** the index: a file in the sandbox, or the store's object with the SHA-256 its record keeps */
     index: z.union([z.object({ file: z.string(), sha256: Sha256Hex.optional() }).strict(), z.object({ url: z.string(), sha256: Sha256Hex }).strict()]),
     /** a presigned GET URL for each pack the index's chunks lie in, by the pack's name */
-    packs: z.record(PackName, z.string()),
+    packs: z.record(PACK_NAME, z.string()),
     /** keep the index's owners and files' set-id bits (the restore's keepOwnership) */
     keepOwners: z.boolean().default(false),
     /** walk the made tree and compare its metadata with the index (a restore that is checked: the default) */

@@ -14,7 +14,6 @@
 //              HEADs each of them.
 //   no change  no new chunk: no pack; the multipart upload is aborted, the index alone is stored.
 import type { FilesFormat } from "../../../container/contract/protocol.ts";
-import { R2_MULTIPART } from "../../../container/contract/r2-limits.ts";
 import { packKey } from "../../chunks/pack-keys.ts";
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
@@ -22,14 +21,12 @@ import { AgentCallError } from "../../sandbox/agent-client.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import type { FilesRecord } from "../../snapshots/records.ts";
 import { DEFAULT_TENANT } from "../../snapshots/tenant.ts";
-import { compositeSha256 } from "../../store/part-checksums.ts";
 import type { BackupStrategy } from "../../strategies/registry.ts";
 import { filesParent } from "../files-parent.ts";
 import { selectionOf } from "../selection.ts";
 import { storeSinglePassManifest } from "../single-pass.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
-import { partSizeOf } from "./part-size.ts";
-import { partUrlExpirySeconds, urlCountFor } from "./presigned-multipart.ts";
+import { sendInParts } from "./part-urls.ts";
 
 export function filesOnly(s: BackupStrategy): FilesFormat {
   if (s.format.kind !== "files") throw new SnapflowError("bad_request", `${s.name}: the files path needs the file-level format`, { field: "strategy" });
@@ -41,8 +38,6 @@ export function boundFrom(t: { files: number; dirs: number; symlinks: number; by
   const entries = t.files + t.dirs + t.symlinks;
   return { tarMax: Math.ceil(1.25 * (t.bytes + entries * (512 + 2048) + 1024)) };
 }
-
-const tooFewUrls = (e: unknown) => e instanceof AgentCallError && e.status === 400 && e.field === "urls";
 
 export const filesTransfer: BackupTransfer = {
   streamsArchive: true,
@@ -59,68 +54,50 @@ export const filesTransfer: BackupTransfer = {
     // parent, its tree's totals give that bound, grown by a quarter, without the metadata walk a count takes (~0.1 s
     // of the engine's for 31.7k entries); a tree that grew past it stops before the extra part (400 naming urls) and
     // is counted then, below.
-    let sized = parent ? { ...boundFrom(parent.totals), ms: 0, by: "parent" as const } : await agent.treeSize(p.path);
-    const partSize = partSizeOf(p, sized.tarMax);
-    let count = urlCountFor(sized.tarMax, partSize);
+    const bound = parent ? { ...boundFrom(parent.totals), ms: 0, by: "parent" as "parent" | "native" | "node" } : await agent.treeSize(p.path);
     const indexOut = sandboxPaths.filesIndex(p.snapshotId);
     const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
     const selection = selectionOf(p);
-    for (let attempt = 1; ; attempt++) {
-      const upload = await d.presigner.createMultipartUpload(packKey(tenant, p.snapshotId));
-      try {
-        const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, p.tuning?.partUrlExpirySeconds ?? partUrlExpirySeconds(i + 1, partSize))));
-        // The parent's index as kept here, else the store's; and, when this tree was restored from it here, the
-        // restored tree's stat keys (the engine takes them only if they belong to that index).
-        const base = parent ? { file: sandboxPaths.filesIndex(parent.id), url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256, stat: sandboxPaths.filesStats(parent.id) } : undefined;
-        const body = {
-          path: p.path, manifestOut, indexOut, name: p.snapshotId, avgChunk: format.avgChunk, ...(format.level ? { level: format.level } : {}),
-          ...(selection ? { selection } : {}), urls, partSize, concurrency: p.tuning?.concurrency ?? 4,
-        };
-        // A parent the engine cannot use (its kept index and the store's both unusable: 400 naming base) is dropped:
-        // nothing was PUT, and the backup reads every file instead.
-        let baseDropped: string | undefined;
-        const up = await agent.filesPack({ ...body, ...(base ? { base } : {}) }, sized.tarMax).catch((e) => {
-          if (!(base && e instanceof AgentCallError && e.status === 400 && e.field === "base")) throw e;
-          baseDropped = e.message;
-          return agent.filesPack(body, sized.tarMax);
-        });
-        // The packs the index names: this backup's own, and only those its parent's record lists.
-        const allowed = new Set([p.snapshotId, ...(parent && !baseDropped ? parent.packs.map((x) => x.name) : [])]);
-        const foreign = up.packs.find((x) => !allowed.has(x.name));
-        if (foreign) throw new SnapflowError("transfer_damaged", `the index names pack ${foreign.name}, which is neither this backup's nor one its parent ${parent?.id ?? "(none)"} names`);
-        const own = up.packs.find((x) => x.name === p.snapshotId);
-        if (!!own !== up.parts.length > 0 || (own && own.bytes !== up.pack?.bytes)) throw new SnapflowError("transfer_damaged", `the engine uploaded ${up.parts.length} parts, and its index ${own ? `names a pack of ${own.bytes} bytes` : "names no pack"} of this backup's`);
-        let storeChecksum: string | undefined;
-        if (up.parts.length) {
-          const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
-          if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
-          await upload.complete(up.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
-          storeChecksum = await compositeSha256(up.parts.map((part) => part.sha256));
-        } else {
-          await upload.abort();
-        }
-        // The index and the manifest go from the sandbox to the store bound to their SHA-256 (the store refuses other bytes).
-        const [, made] = await Promise.all([
-          agent.uploadToUrl({ path: indexOut, url: await d.presigner.url(key, "PUT", { sha256: up.index.sha256, expiresSeconds: 60 + Math.ceil(up.index.bytes / 8e6) }) }, up.index.bytes),
-          storeSinglePassManifest(d, p, agent, { bytes: up.index.bytes, sha256: up.index.sha256, ms: up.ms, manifest: { totals: up.totals, entries: up.entries, jsonBytes: up.jsonBytes, walkMs: up.walkMs, sha256: up.jsonSha256 } }, { bySandbox: true }),
-        ]);
-        const files: FilesRecord = {
-          ...(parent ? { parent: parent.id } : {}), packs: up.packs,
-          ...(up.pack ? { pack: { ...up.pack, ...(storeChecksum ? { storeChecksum } : {}) } } : {}),
-          chunks: up.index.chunks, newChunks: up.newChunks, newBytes: up.newBytes, read: up.read, reused: up.reused,
-        };
-        return {
-          ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls: count, attempts: attempt, sizeBy: sized.by, tarMax: sized.tarMax,
-          parentMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
-          files, ...made,
-        };
-      } catch (e) {
-        await upload.abort().catch(() => {});
-        if (attempt > 1 || !tooFewUrls(e) || count >= R2_MULTIPART.maxParts) throw e;
-        sized = await agent.treeSize(p.path);
-        count = Math.max(Math.min(R2_MULTIPART.maxParts, count * 2), urlCountFor(sized.tarMax, partSize));
-      }
-    }
+    // The parent's index as kept here, else the store's; and, when this tree was restored from it here, the restored
+    // tree's stat keys (the engine takes them only if they belong to that index).
+    const base = parent ? { file: sandboxPaths.filesIndex(parent.id), url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256, stat: sandboxPaths.filesStats(parent.id) } : undefined;
+    // A parent the engine cannot use (its kept index and the store's both unusable: 400 naming base) is dropped:
+    // nothing was PUT, and the backup reads every file instead.
+    let baseDropped: string | undefined;
+    const { sent: up, sized, urls, attempts, storeChecksum } = await sendInParts(d, p, packKey(tenant, p.snapshotId), bound, () => agent.treeSize(p.path), async (urls, partSize, tarMax) => {
+      const body = {
+        path: p.path, manifestOut, indexOut, name: p.snapshotId, avgChunk: format.avgChunk, ...(format.level ? { level: format.level } : {}),
+        ...(selection ? { selection } : {}), urls, partSize, concurrency: p.tuning?.concurrency ?? 4,
+      };
+      const up = await agent.filesPack({ ...body, ...(base ? { base } : {}) }, tarMax).catch((e) => {
+        if (!(base && e instanceof AgentCallError && e.status === 400 && e.field === "base")) throw e;
+        baseDropped = e.message;
+        return agent.filesPack(body, tarMax);
+      });
+      // Before the pack is completed: the packs the index names are this backup's own and only those its parent's
+      // record lists, and its own is the one whose parts were sent.
+      const allowed = new Set([p.snapshotId, ...(parent && !baseDropped ? parent.packs.map((x) => x.name) : [])]);
+      const foreign = up.packs.find((x) => !allowed.has(x.name));
+      if (foreign) throw new SnapflowError("transfer_damaged", `the index names pack ${foreign.name}, which is neither this backup's nor one its parent ${parent?.id ?? "(none)"} names`);
+      const own = up.packs.find((x) => x.name === p.snapshotId);
+      if (!!own !== up.parts.length > 0 || (own && own.bytes !== up.pack?.bytes)) throw new SnapflowError("transfer_damaged", `the engine uploaded ${up.parts.length} parts, and its index ${own ? `names a pack of ${own.bytes} bytes` : "names no pack"} of this backup's`);
+      return up;
+    });
+    // The index and the manifest go from the sandbox to the store bound to their SHA-256 (the store refuses other bytes).
+    const [, made] = await Promise.all([
+      agent.uploadToUrl({ path: indexOut, url: await d.presigner.url(key, "PUT", { sha256: up.index.sha256, expiresSeconds: 60 + Math.ceil(up.index.bytes / 8e6) }) }, up.index.bytes),
+      storeSinglePassManifest(d, p, agent, { bytes: up.index.bytes, sha256: up.index.sha256, ms: up.ms, manifest: { totals: up.totals, entries: up.entries, jsonBytes: up.jsonBytes, walkMs: up.walkMs, sha256: up.jsonSha256 } }, { bySandbox: true }),
+    ]);
+    const files: FilesRecord = {
+      ...(parent ? { parent: parent.id } : {}), packs: up.packs,
+      ...(up.pack ? { pack: { ...up.pack, ...(storeChecksum ? { storeChecksum } : {}) } } : {}),
+      chunks: up.index.chunks, newChunks: up.newChunks, newBytes: up.newBytes, read: up.read, reused: up.reused,
+    };
+    return {
+      ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls, attempts, sizeBy: sized.by, tarMax: sized.tarMax,
+      parentMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
+      files, ...made,
+    };
   },
 
   // Every pack the index names is in the store at the size the engine reported; the new one also with the SHA-256

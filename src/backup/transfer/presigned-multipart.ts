@@ -6,8 +6,8 @@
 // when it can make the pass, so no byte crosses the agent either; else the agent cuts its own single pass's stream
 // (container/transfer/presigned-multipart.ts). The step reports which (`uploadedBy`).
 //
-// How many URLs: all are signed up front (the sandbox cannot ask the Worker for more mid-stream), so this step first
-// asks the sandbox for a bound on the tar archive (POST /v1/tree-size: a metadata pass, ~0.1 s natively for 31.7k
+// How many URLs (part-urls.ts sendInParts, shared with the file-level pack): all are signed up front (the sandbox
+// cannot ask the Worker for more mid-stream), so this step first asks the sandbox for a bound on the tar archive (POST /v1/tree-size: a metadata pass, ~0.1 s natively for 31.7k
 // entries; container/transfer/tree-size.ts) and signs URLs for it, plus one spare part for a tree that grows a little
 // meanwhile. zstd only shrinks tar, so the archive fits unless the tree grew by more than a part: then the sandbox
 // stops before sending the extra part and answers 400 naming `urls`, this step aborts that upload, counts again and
@@ -31,27 +31,13 @@
 // reported hashes is what the store must then keep for the object: verify reads it back (backup-phases.ts).
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
-import { AgentCallError } from "../../sandbox/agent-client.ts";
-import { R2_MULTIPART } from "../../../container/contract/r2-limits.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
-import { compositeSha256 } from "../../store/part-checksums.ts";
 import { storeSinglePassManifest } from "../single-pass.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
-import { partSizeOf } from "./part-size.ts";
+import { sendInParts } from "./part-urls.ts";
 import { tarOnly } from "./tar-only.ts";
 
-/** Part `n`'s URL: a minute, plus the n - 1 parts cut before it at a slow 2 MB/s of archive output. */
-export function partUrlExpirySeconds(partNumber: number, partSize: number): number {
-  return 60 + Math.ceil(((partNumber - 1) * partSize) / 2e6);
-}
-
-/** Part URLs for an archive of at most `tarMax` bytes: its parts, and one spare for a tree that grows meanwhile. */
-export function urlCountFor(tarMax: number, partSize: number): number {
-  return Math.min(R2_MULTIPART.maxParts, Math.ceil(tarMax / partSize) + 1);
-}
-
-/** The sandbox's answer that the archive needs more parts than it was given URLs for. */
-const tooFewUrls = (e: unknown) => e instanceof AgentCallError && e.status === 400 && e.field === "urls";
+export { partUrlExpirySeconds, urlCountFor } from "./part-urls.ts";
 
 export const presignedMultipartTransfer: BackupTransfer = {
   streamsArchive: true,
@@ -59,35 +45,18 @@ export const presignedMultipartTransfer: BackupTransfer = {
   hashedByWorker: false,
   async transfer({ d, p, s, agent, key, started }) {
     const format = tarOnly(s);
-    let sized = await agent.treeSize(p.path);
-    const partSize = partSizeOf(p, sized.tarMax);
-    let count = urlCountFor(sized.tarMax, partSize);
-    const sizing = { sizeMs: sized.ms, sizeBy: sized.by, tarMax: sized.tarMax };
-    for (let attempt = 1; ; attempt++) {
-      const upload = await d.presigner.createMultipartUpload(key);
-      try {
-        const fixed = p.tuning?.partUrlExpirySeconds;
-        const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, fixed ?? partUrlExpirySeconds(i + 1, partSize))));
-        const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
-        const source = { archive: { path: p.path, format, manifestOut, keepAs: p.snapshotId } };
-        const up = await agent.uploadMultipart({ source, partSize, concurrency: p.tuning?.concurrency ?? 4, urls }, sized.tarMax);
-        if (!up.manifest) throw new SnapflowError("agent_error", `the agent in sandbox ${p.sandboxId} uploaded the archive without the manifest of what it archived (an agent older than this Worker?)`);
-        // R2's equal-part rule, checked on what the sandbox reports before completing.
-        const unequal = up.parts.slice(0, -1).find((part) => part.bytes !== partSize);
-        if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
-        await upload.complete(up.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
-        const storeChecksum = await compositeSha256(up.parts.map((part) => part.sha256));
-        // The manifest, too, goes from the sandbox to the store without the Worker (bound to its SHA-256).
-        const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest }, { bySandbox: true });
-        const by = { ...(up.uploadedBy ? { uploadedBy: up.uploadedBy } : {}), ...(up.engine ? { engine: up.engine } : {}) };
-        return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, urls: count, attempts: attempt, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes, ...sizing, ...by, ...made };
-      } catch (e) {
-        await upload.abort().catch(() => {});
-        if (attempt > 1 || !tooFewUrls(e) || count >= R2_MULTIPART.maxParts) throw e;
-        // The tree grew past the bound: count again and sign for twice as much (or the new bound), once.
-        sized = await agent.treeSize(p.path);
-        count = Math.max(Math.min(R2_MULTIPART.maxParts, count * 2), urlCountFor(sized.tarMax, partSize));
-      }
-    }
+    const first = await agent.treeSize(p.path);
+    const sizing = { sizeMs: first.ms, sizeBy: first.by, tarMax: first.tarMax };
+    const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
+    const source = { archive: { path: p.path, format, manifestOut, keepAs: p.snapshotId } };
+    const { sent: up, urls, attempts, storeChecksum } = await sendInParts(d, p, key, first, () => agent.treeSize(p.path), async (urls, partSize, tarMax) => {
+      const up = await agent.uploadMultipart({ source, partSize, concurrency: p.tuning?.concurrency ?? 4, urls }, tarMax);
+      if (!up.manifest) throw new SnapflowError("agent_error", `the agent in sandbox ${p.sandboxId} uploaded the archive without the manifest of what it archived (an agent older than this Worker?)`);
+      return up;
+    });
+    // The manifest, too, goes from the sandbox to the store without the Worker (bound to its SHA-256).
+    const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest! }, { bySandbox: true });
+    const by = { ...(up.uploadedBy ? { uploadedBy: up.uploadedBy } : {}), ...(up.engine ? { engine: up.engine } : {}) };
+    return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, urls, attempts, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes, ...sizing, ...by, ...made };
   },
 };

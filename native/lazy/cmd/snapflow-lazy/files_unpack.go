@@ -69,14 +69,7 @@ func filesUnpackCmd(args []string) error {
 		return err
 	}
 	resultOut := os.NewFile(uintptr(*resultFd), "result")
-	answerError := func(err error) error {
-		var known *filecas.Error
-		if !errors.As(err, &known) {
-			known = &filecas.Error{Code: "tool_failed", Message: err.Error()}
-		}
-		json.NewEncoder(resultOut).Encode(map[string]any{"error": known})
-		return err
-	}
+	answerError := func(err error) error { return writeErrorAnswer(resultOut, err) }
 	line, err := bufio.NewReaderSize(os.Stdin, 1<<20).ReadBytes('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return answerError(fmt.Errorf("stdin: %w", err))

@@ -57,14 +57,7 @@ func unpackCmd(args []string) error {
 		return err
 	}
 	resultOut := os.NewFile(uintptr(*resultFd), "result")
-	answerError := func(err error) error {
-		var known *unpack.Error
-		if !errors.As(err, &known) {
-			known = &unpack.Error{Code: "tool_failed", Message: err.Error()}
-		}
-		json.NewEncoder(resultOut).Encode(map[string]any{"error": known})
-		return err
-	}
+	answerError := func(err error) error { return writeErrorAnswer(resultOut, err) }
 	stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
 	line, err := stdin.ReadBytes('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
