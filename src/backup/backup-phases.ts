@@ -14,6 +14,7 @@ import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
+import { packKey } from "../chunks/pack-keys.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
 import { setFilesLineage } from "../snapshots/files-lineage.ts";
 import { DEFAULT_TENANT } from "../snapshots/tenant.ts";
@@ -149,7 +150,10 @@ export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy)
     return { recorded: true };
   }
   await abortRecordedUploads(d.store, p.snapshotId);
-  await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId), deletedKey(p.snapshotId)]);
+  // A file-level backup's own pack is named by it and no record names it yet (the lineage moves only at the record),
+  // so nothing else can need it: it goes now rather than at the collector's next run.
+  const pack = s.format.kind === "files" ? [packKey(p.tenant ?? DEFAULT_TENANT, p.snapshotId)] : [];
+  await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId), deletedKey(p.snapshotId), ...pack]);
   if (p.baseSnapshotId) await removeDependant(d.store, p.baseSnapshotId, p.snapshotId);
   await removeStaging(d, p, s, false);
   return { recorded: false };

@@ -4,7 +4,7 @@
 // were, a pack the index names that is not its lineage's refused, and the pack collector keeping what a record names.
 // Real agent, real native engine, real S3 server.
 import { describe, expect, it } from "vitest";
-import { agent, api, freshSandbox, putFile as put, runWorkflow as run, testStore } from "./helpers.ts";
+import { agent, api, armAgentFault, freshSandbox, putFile as put, runWorkflow as run, testStore } from "./helpers.ts";
 
 const manifest = (sandbox: string) => agent(sandbox, "POST", "/v1/manifest", { path: "/workspace/app" });
 const remove = (sandbox: string, path: string) => agent(sandbox, "DELETE", `/v1/files?path=${encodeURIComponent(path)}`);
@@ -127,5 +127,15 @@ describe("the file-level format (files-cas)", () => {
     const dst = freshSandbox("dst");
     const r = await run("restore", { snapshotId: grown.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "files-extract" });
     expect(r.status, r.error).toBe("complete");
+  });
+
+  it("a file-level backup that fails after its pack was stored leaves neither the pack nor a snapshot behind", async () => {
+    const src = freshSandbox("fails");
+    await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 14, files: 40, bytes: 300_000 });
+    // The pack is completed; then every PUT of the index or manifest by the sandbox fails, until the run gives up.
+    await armAgentFault(src, { match: "/v1/upload", method: "POST", action: "status", status: 500, times: 20 });
+    const failed = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "files-cas" }, "errored");
+    expect((await api("GET", `/api/snapshots/${failed.snapshotId}`)).status).toBe(404);
+    expect([...(await packsInStore()).keys()].filter((k) => k.endsWith(failed.snapshotId))).toEqual([]);
   });
 });
