@@ -138,11 +138,14 @@ async function stalled(match: string): Promise<void> {
  * A backup whose agent is SIGKILLed while the store holds part `stalledPart` half-way (5 MiB parts, one at a time):
  * it must complete through the step's retry with nothing left in the store, the source untouched and restorable.
  */
-async function backupKilledMidTransfer(o: { mb: number; seed: number; strategy: string; stalledPart: number; fault: string; phase: string }): Promise<void> {
+async function backupKilledMidTransfer(o: { mb: number; seed: number; strategy: string; stalledPart: number; holdStreamAfterMB?: number; fault: string; phase: string }): Promise<void> {
   const src = await tree(o.mb, o.seed);
   const before = await manifest(src, "/workspace/app");
   const b = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", strategy: o.strategy, tuning: { partSizeMiB: 5, concurrency: 1 } }, async (id) => {
     const match = `snapshots/${id}/archive`;
+    // The archive's stream held where the agent answers it: whatever the Worker, the proxies and the sockets
+    // between them can buffer, the agent cannot have sent its whole archive when the kill lands.
+    if (o.holdStreamAfterMB) await armAgentFault(src, { method: "GET", match: "/v1/archive", action: "stall", afterBytes: o.holdStreamAfterMB * 1e6, ms: 8000 });
     await armStoreFault({ method: "PUT", match: [match, `partNumber=${o.stalledPart}&`], action: "stall", afterBytes: 1_000_000, ms: 4000 });
     await stalled(match);
     await killAgent();
@@ -182,11 +185,11 @@ describe("the agent SIGKILLed mid-operation (its whole process group), then star
   });
 
   it("mid-archive: the backup's transfer fails, its upload is aborted, the retry completes; no partial snapshot", async () => {
-    // 48 MB in 5 MiB parts, one upload at a time: while part 1 stalls, the Worker holds at most two parts and
-    // tar is held back by the stream, so the kill lands while the agent is still archiving. (More than the two
-    // parts, the socket buffers and the fault proxy between the Worker and the agent can hold: with 30 MB the agent
-    // sometimes finished its stream before the kill.)
-    await backupKilledMidTransfer({ mb: 48, seed: 68, strategy: "tar-zst-pipe", stalledPart: 1, fault: "agent SIGKILLed (process group) mid-archive, restarted", phase: "backup transfer (Worker multipart)" });
+    // 5 MiB parts, one upload at a time: while part 1 stalls the Worker holds at most two parts, and the agent's
+    // stream is held after 12 MB, so the kill lands while the agent is still archiving its 36 MB. (Without the hold
+    // the socket buffers between the Worker and the agent sometimes took the whole stream, even of 48 MB, and the
+    // backup completed with nothing killed: CI at b309b37.)
+    await backupKilledMidTransfer({ mb: 36, seed: 68, strategy: "tar-zst-pipe", stalledPart: 1, holdStreamAfterMB: 12, fault: "agent SIGKILLed (process group) mid-archive, restarted", phase: "backup transfer (Worker multipart)" });
   });
 });
 
