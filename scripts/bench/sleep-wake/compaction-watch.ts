@@ -27,6 +27,8 @@ export interface CompactionRun {
   wallMs?: number;
   imageBytes?: number;
   uploadedBytes?: number;
+  /** each step's wall clock (ms), "restore transfer", "backup archive" …: where a compaction's time goes */
+  steps?: Record<string, number>;
 }
 
 const wallOf = (steps: CompactionStatus["steps"] = {}) => {
@@ -42,7 +44,8 @@ export function compactionWatch(api: Api) {
   const settle = async (r: CompactionRun, cycle: number) => {
     const s = await get(r.delta);
     if (s.status === "running" || s.status === "none") return false;
-    Object.assign(r, { status: s.status, endedBy: cycle, wallMs: wallOf(s.steps), ...(s.error ? { error: s.error } : {}) });
+    const steps = Object.fromEntries(Object.entries(s.steps ?? {}).flatMap(([name, x]) => (x.ms === undefined ? [] : [[name, x.ms]])));
+    Object.assign(r, { status: s.status, endedBy: cycle, wallMs: wallOf(s.steps), steps, ...(s.error ? { error: s.error } : {}) });
     if (s.compaction?.chunks) Object.assign(r, { imageBytes: s.compaction.chunks.imageBytes, uploadedBytes: s.compaction.chunks.uploadedBytes });
     return true;
   };

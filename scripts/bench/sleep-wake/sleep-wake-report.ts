@@ -101,6 +101,9 @@ export function sleepWakeMarkdown(r: SleepWakeResults): string {
           (done.length ? `; each ${s(wall.min)}–${s(wall.max)} s (median ${s(wall.median)}), uploading ${mb(upC.min!)}–${mb(upC.max!)} MB (median ${mb(upC.median!)}) of images of ${mb(Math.min(...done.map((x) => x.imageBytes ?? 0)))}–${mb(Math.max(...done.map((x) => x.imageBytes ?? 0)))} MB.` : "."),
         "",
       );
+      // Where a compaction's time goes: the median of each step over the complete ones.
+      const names = [...new Set(done.flatMap((x) => Object.keys(x.steps ?? {})))];
+      if (names.length) lines.push(`A compaction's steps (median s): ${names.map((n) => `${n} ${s(stats(done.flatMap((x) => x.steps?.[n] ?? [])).median)}`).join(", ")}.`, "");
     }
     if (r.gc) {
       lines.push(
