@@ -15,8 +15,7 @@ import { z } from "zod";
 import { SANDBOX_ID, SandboxPath } from "../../container/contract/protocol.ts";
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
-import { collectChunks } from "../chunks/chunk-gc.ts";
-import { collectPacks } from "../chunks/pack-gc.ts";
+import { collectStore } from "../chunks/collect-store.ts";
 import { deleteSnapshot } from "../snapshots/delete-snapshot.ts";
 import { listSnapshots, parseListQuery } from "../snapshots/list-snapshots.ts";
 import { deletePolicy, getPolicy, KeepRulesBody, listPolicies, putPolicy } from "../snapshots/policies.ts";
@@ -110,8 +109,8 @@ export const snapshotRoutes: [string, string, Handler][] = [
   ["POST", "/api/chunks/gc", async (req, _env, d) => {
     const body = (await req.clone().text()).trim() ? await parseBody(req, ChunkGcBody) : ChunkGcBody.parse({});
     // Image chunks and the file-level format's packs: both are shared objects only the collectors delete.
-    const chunks = await collectChunks(d, body);
-    return json({ ...chunks, packs: await collectPacks(d, body) });
+    const { chunks, packs } = await collectStore(d, body);
+    return json({ ...chunks, packs });
   }],
 
   ["GET", "/api/retention", async (_req, _env, d) => {

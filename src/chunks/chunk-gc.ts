@@ -22,7 +22,6 @@
 // (a chunk gone then fails the step, and its retry uploads it again).
 import { ChunkIndex } from "../../container/contract/protocol.ts";
 import type { Deps } from "../deps.ts";
-import { listAll } from "../store/list-all.ts";
 import type { ListedObject, ObjectStore } from "../store/object-store.ts";
 import { mapBounded } from "./bounded.ts";
 import { CHUNK_PREFIX, chunkOfKey } from "./chunk-keys.ts";
@@ -30,6 +29,9 @@ import { SnapflowError } from "../errors.ts";
 import { getJson } from "../snapshots/records.ts";
 import { snapshotRecordKey } from "../snapshots/snapshot-keys.ts";
 import { tenantOf } from "../snapshots/tenant.ts";
+import { listEvery, SnapshotListing } from "./snapshot-listing.ts";
+
+export { listEvery };
 
 /** A day: far longer than any backup (its steps time out in at most an hour each) and short enough to reclaim space daily. */
 export const DEFAULT_GRACE_SECONDS = 24 * 3600;
@@ -61,12 +63,6 @@ export interface ChunkGcReport {
   ms: number;
 }
 
-export async function listEvery(store: ObjectStore, prefix: string): Promise<ListedObject[]> {
-  const out: ListedObject[] = [];
-  for await (const o of listAll(store, prefix)) out.push(o);
-  return out;
-}
-
 /** The digests an index names; an index that vanished meanwhile (its snapshot deleted) names none. */
 export async function digestsOf(store: ObjectStore, key: string): Promise<string[]> {
   const o = await store.get(key);
@@ -77,9 +73,8 @@ export async function digestsOf(store: ObjectStore, key: string): Promise<string
   return parsed.data.chunks.map((c) => c.sha256);
 }
 
-/** The indexes under snapshots/ that mark: recorded ones, and recent ones of backups still running. */
-async function liveIndexes(store: ObjectStore, cutoff: number) {
-  const objects = await listEvery(store, "snapshots/");
+/** The indexes under snapshots/ (as listed) that mark: recorded ones, and recent ones of backups still running. */
+function liveIndexes(objects: ListedObject[], cutoff: number) {
   const recorded = new Set(objects.flatMap((o) => RECORD.exec(o.key)?.[1] ?? []));
   const indexes = objects.filter((o) => INDEX.test(o.key));
   const live = indexes.filter((o) => recorded.has(INDEX.exec(o.key)![1]!) || o.uploaded > cutoff);
@@ -90,10 +85,10 @@ async function liveIndexes(store: ObjectStore, cutoff: number) {
  * The tenant whose chunks an index names: its snapshot record's, or null (every tenant) for a backup still running
  * or a record deleted since the listing (marking broadly is the safe side).
  */
-export async function indexTenant(store: ObjectStore, indexKey: string, recorded: ReadonlySet<string>): Promise<string | null> {
+export async function indexTenant(store: ObjectStore, indexKey: string, recorded: ReadonlySet<string>, read = <T>(key: string) => getJson<T>(store, key)): Promise<string | null> {
   const id = INDEX.exec(indexKey)![1]!;
   if (!recorded.has(id)) return null;
-  const record = await getJson<{ tenant?: string }>(store, snapshotRecordKey(id));
+  const record = await read<{ tenant?: string }>(snapshotRecordKey(id));
   return record ? tenantOf(record) : null;
 }
 
@@ -114,21 +109,23 @@ class Marks {
   }
 }
 
-async function mark(store: ObjectStore, indexes: ListedObject[], recorded: ReadonlySet<string>, marks: Marks): Promise<void> {
-  const read = await mapBounded(indexes, READS_IN_FLIGHT, async (o) => ({ tenant: await indexTenant(store, o.key, recorded), digests: await digestsOf(store, o.key) }));
+async function mark(listing: SnapshotListing, indexes: ListedObject[], recorded: ReadonlySet<string>, marks: Marks): Promise<void> {
+  const { store } = listing;
+  const read = await mapBounded(indexes, READS_IN_FLIGHT, async (o) => ({ tenant: await indexTenant(store, o.key, recorded, (key) => listing.json(key)), digests: await digestsOf(store, o.key) }));
   for (const { tenant, digests } of read) marks.add(tenant, digests);
 }
 
-export async function collectChunks(d: Deps, options: ChunkGcOptions = {}): Promise<ChunkGcReport> {
+/** `listing`: shared with the pack collector when both run (collect-store.ts). */
+export async function collectChunks(d: Deps, options: ChunkGcOptions = {}, listing = new SnapshotListing(d.store)): Promise<ChunkGcReport> {
   const started = performance.now();
   const now = (options.now ?? new Date()).getTime();
   const graceSeconds = options.graceSeconds ?? DEFAULT_GRACE_SECONDS;
   const cutoff = now - graceSeconds * 1000;
 
   // Mark.
-  const first = await liveIndexes(d.store, cutoff);
+  const first = liveIndexes(await listing.first(), cutoff);
   const marked = new Marks();
-  await mark(d.store, first.live, first.recordedIds, marked);
+  await mark(listing, first.live, first.recordedIds, marked);
 
   // Sweep candidates: chunk keys of either form (anything else under chunks/ is not ours to judge), unmarked under
   // their own tenant, and older than the grace period.
@@ -145,10 +142,10 @@ export async function collectChunks(d: Deps, options: ChunkGcOptions = {}): Prom
   }
 
   // Recheck: indexes written since the mark listed them (backups that started meanwhile) spare what they name.
-  const again = await liveIndexes(d.store, cutoff);
+  const again = liveIndexes(await listing.again(), cutoff);
   const late = again.live.filter((o) => !first.all.has(o.key));
   const lateMarks = new Marks();
-  await mark(d.store, late, again.recordedIds, lateMarks);
+  await mark(listing, late, again.recordedIds, lateMarks);
   let spared = 0;
   for (const [key, c] of candidates) {
     if (lateMarks.has(c.tenant, c.digest) && candidates.delete(key)) spared++;

@@ -14,10 +14,11 @@
 // full backup, with no parent, writes a pack of its own and frees the old ones once the older snapshots expire).
 import type { Deps } from "../deps.ts";
 import type { ListedObject } from "../store/object-store.ts";
-import { getJson, type SnapshotRecord } from "../snapshots/records.ts";
+import type { SnapshotRecord } from "../snapshots/records.ts";
 import { tenantOf } from "../snapshots/tenant.ts";
 import { mapBounded } from "./bounded.ts";
-import { DEFAULT_GRACE_SECONDS, listEvery, READS_IN_FLIGHT, RECORD, type ChunkGcOptions } from "./chunk-gc.ts";
+import { DEFAULT_GRACE_SECONDS, READS_IN_FLIGHT, RECORD, type ChunkGcOptions } from "./chunk-gc.ts";
+import { listEvery, SnapshotListing } from "./snapshot-listing.ts";
 import { PACK_PREFIX, packOfKey } from "./pack-keys.ts";
 
 const DELETE_BATCH = 100;
@@ -33,23 +34,24 @@ export interface PackGcReport {
 }
 
 /** "<tenant>/<name>" of every pack the records name. */
-async function marks(d: Deps, records: ListedObject[]): Promise<Set<string>> {
+async function marks(listing: SnapshotListing, records: ListedObject[]): Promise<Set<string>> {
   const out = new Set<string>();
-  const read = await mapBounded(records, READS_IN_FLIGHT, (o) => getJson<Pick<SnapshotRecord, "tenant" | "files">>(d.store, o.key));
+  const read = await mapBounded(records, READS_IN_FLIGHT, (o) => listing.json<Pick<SnapshotRecord, "tenant" | "files">>(o.key));
   for (const r of read) for (const x of r?.files?.packs ?? []) out.add(`${tenantOf(r!)}/${x.name}`);
   return out;
 }
 
 const recordsIn = (objects: ListedObject[]) => objects.filter((o) => RECORD.test(o.key));
 
-export async function collectPacks(d: Deps, options: ChunkGcOptions = {}): Promise<PackGcReport> {
+/** `listing`: shared with the chunk collector when both run (collect-store.ts). */
+export async function collectPacks(d: Deps, options: ChunkGcOptions = {}, listing = new SnapshotListing(d.store)): Promise<PackGcReport> {
   const started = performance.now();
   const now = (options.now ?? new Date()).getTime();
   const graceSeconds = options.graceSeconds ?? DEFAULT_GRACE_SECONDS;
   const cutoff = now - graceSeconds * 1000;
 
-  const first = recordsIn(await listEvery(d.store, "snapshots/"));
-  const marked = await marks(d, first);
+  const first = recordsIn(await listing.first());
+  const marked = await marks(listing, first);
   const packs = (await listEvery(d.store, PACK_PREFIX)).flatMap((o) => {
     const pack = packOfKey(o.key);
     return pack ? [{ o, id: `${pack.tenant}/${pack.name}` }] : [];
@@ -64,8 +66,8 @@ export async function collectPacks(d: Deps, options: ChunkGcOptions = {}): Promi
 
   // Recheck: records written since the first listing (backups recorded meanwhile) spare what they name.
   const seen = new Set(first.map((o) => o.key));
-  const late = recordsIn(await listEvery(d.store, "snapshots/")).filter((o) => !seen.has(o.key));
-  const lateMarks = await marks(d, late);
+  const late = recordsIn(await listing.again()).filter((o) => !seen.has(o.key));
+  const lateMarks = await marks(listing, late);
   let spared = 0;
   for (const [key, x] of candidates) if (lateMarks.has(x.id) && candidates.delete(key)) spared++;
 

@@ -5,6 +5,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, expect, it } from "vitest";
 import { readIndex } from "../../src/chunks/chunk-index.ts";
 import { chunkKey } from "../../src/chunks/chunk-keys.ts";
+import { collectStore } from "../../src/chunks/collect-store.ts";
 import { depsFrom } from "../../src/deps.ts";
 import type { SnapshotRecord } from "../../src/snapshots/records.ts";
 import { agent, api, freshSandbox, putFile, runWorkflow as run, sha256Hex } from "./helpers.ts";
@@ -85,4 +86,31 @@ it("a dry run deletes nothing, and bad input is refused naming the field", async
     expect(r.status, JSON.stringify(body)).toBe(400);
     expect(r.json.error.field, JSON.stringify(body)).toBe(field);
   }
+});
+
+it("the chunk and the pack collector, run together, list snapshots/ twice between them and read each record once", async () => {
+  // A recorded chunked snapshot and a recorded file-level one, so that both collectors have records to read.
+  const src = freshSandbox("src");
+  used.push(src);
+  await agent(src, "POST", "/v1/datasets", { path: APP, kind: "added-data", seed: 43, files: 20, bytes: 100_000, addedBytes: 1e6 });
+  await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
+  await run("backup", { sandboxId: src, path: APP, strategy: "files-cas" });
+  // The real store, its calls counted (not a stand-in: every call goes through to it).
+  const listed: string[] = [];
+  const read = new Map<string, number>();
+  const store = new Proxy(d.store, {
+    get(target, name, receiver) {
+      if (name === "list") return (prefix: string, o?: { cursor?: string }) => (o?.cursor || listed.push(prefix), target.list(prefix, o));
+      if (name === "get") return (key: string, range?: unknown) => (read.set(key, (read.get(key) ?? 0) + 1), target.get(key, range as never));
+      return Reflect.get(target, name, receiver);
+    },
+  });
+  const { chunks, packs } = await collectStore({ ...d, store }, { dryRun: true });
+  expect(chunks.indexes.recorded).toBeGreaterThanOrEqual(1);
+  expect(packs.records.read).toBeGreaterThanOrEqual(2);
+  // The mark's listing and the recheck's: once each for both collectors (each alone lists twice).
+  expect(listed.filter((x) => x === "snapshots/")).toHaveLength(2);
+  const records = [...read].filter(([key]) => /^snapshots\/[^/]+\/snapshot\.json$/.test(key));
+  expect(records.length).toBeGreaterThanOrEqual(2);
+  expect(records.filter(([, n]) => n > 1)).toEqual([]);
 });
