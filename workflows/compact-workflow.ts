@@ -2,9 +2,11 @@
 // after a sleep is recorded (src/compaction/start-compaction.ts), never waited for by a sleep or a wake:
 //
 //   restore …   the delta woken read-only-in-effect in a compactor sandbox of its own (lazy-overlay-restore: its
-//               chain laid under an empty upper, the tree verified against the delta's manifest)
+//               chain laid under an empty upper; not walked here: the check below does it once)
 //   backup …    that tree backed up whole as squashfs-chunked, recorded as compacting the delta: its chunks dedup
-//               against the store, so only what the image lacks uploads
+//               against the store, so only what the image lacks uploads; its single pass hashes every file
+//   compaction verify  the tree's metadata walked and, with the image's hashes, compared with the delta's manifest
+//               (src/compaction/compaction-check.ts): one read of the tree, not a hashing walk and then the image's
 //   point       its totals checked against the delta's, then compactions/<delta>.json names it: from here chains
 //               through the delta resolve through it
 //   release     the compactor sandbox destroyed (its mounts with it)
@@ -16,6 +18,7 @@ import { NonRetryableError } from "cloudflare:workflows";
 import type { BackupParams } from "../src/backup/backup-params.ts";
 import { cleanupBackup } from "../src/backup/backup-phases.ts";
 import { runBackupPhases } from "../src/backup/run-backup.ts";
+import { checkCompactedTree } from "../src/compaction/compaction-check.ts";
 import { COMPACTOR_PATH, CompactParams, compactionIds } from "../src/compaction/compaction-params.ts";
 import { depsFrom } from "../src/deps.ts";
 import { SnapflowError } from "../src/errors.ts";
@@ -53,24 +56,27 @@ export class CompactWorkflow extends WorkflowEntrypoint<Env, CompactParams> {
     const bp: BackupParams = { snapshotId: compactionId, sandboxId, path: COMPACTOR_PATH, strategy: whole.name, tenant: p.tenant, compacts: p.delta };
     const restoreRun = stepRunner(step, { configs, prefix: "restore" });
     const backupRun = stepRunner(step, { configs, prefix: "backup" });
+    const checkRun = stepRunner(step, { configs, prefix: "compaction" });
     const progress: RunProgress = { id: compactionId, kind: "backup", status: "running", strategy: whole.name, startedAt: event.timestamp.toISOString(), steps: {}, snapshotId: compactionId };
-    const steps = () => ({ ...Object.fromEntries(Object.entries(restoreRun.steps).map(([k, v]) => [`restore ${k}`, v])), ...Object.fromEntries(Object.entries(backupRun.steps).map(([k, v]) => [`backup ${k}`, v])) });
+    const steps = () => ({ ...Object.fromEntries(Object.entries(restoreRun.steps).map(([k, v]) => [`restore ${k}`, v])), ...Object.fromEntries(Object.entries(backupRun.steps).map(([k, v]) => [`backup ${k}`, v])), ...Object.fromEntries(Object.entries(checkRun.steps).map(([k, v]) => [`compaction ${k}`, v])) });
     await reportProgress(d.kv, progress);
     let probed: RestoreProbeResult | undefined;
     try {
-      await runRestorePhases(restoreRun, d, rp, wake, { record: false, onProbed: (x) => (probed = x) });
+      await runRestorePhases(restoreRun, d, rp, wake, { record: false, deferCheck: true, onProbed: (x) => (probed = x) });
       await runBackupPhases(backupRun, d, bp, whole);
+      await checkRun.run("verify", () => checkCompactedTree(d, rp, probed!, compactionId));
       await step.do("point", configs.record, async () => {
         const t = performance.now();
         const [delta, compaction] = await Promise.all([readSnapshot(d.store, d.kv, p.delta), readSnapshot(d.store, d.kv, compactionId)]);
         if (!delta) throw new SnapflowError("snapshot_unusable", `overlay delta ${p.delta} was deleted while it was being compacted`);
-        // The woken tree was verified against the delta's manifest; the image made of it must hold the same tree.
+        // The tree was checked against the delta's manifest with the image's hashes; its totals must be the delta's.
         const a = delta.manifest, b = compaction!.manifest;
         if (a.files !== b.files || a.dirs !== b.dirs || a.symlinks !== b.symlinks || a.bytes !== b.bytes) {
           throw new SnapflowError("snapshot_unusable", `compaction ${compactionId} holds ${b.files} files, ${b.dirs} dirs, ${b.bytes} bytes; ${p.delta}'s tree ${a.files}, ${a.dirs}, ${a.bytes}`);
         }
-        // Made here, in a sandbox of ours, from a tree just verified file by file against the delta's manifest: its
-        // content needs no second check on the wakes that resolve through it (src/restore/content-check.ts).
+        // Made here, in a sandbox of ours, of a tree whose every file's hash (taken as the image read it) was just
+        // compared with the delta's manifest: its content needs no second check on the wakes that resolve through it
+        // (src/restore/content-check.ts).
         await recordContentChecked(d, { snapshotId: compactionId, sandboxId, restoreId });
         await pointCompaction(d.store, compaction!);
         return { ms: Math.round(performance.now() - t), bytes: 0 };

@@ -13,13 +13,14 @@ import { join } from "node:path";
 import { hashFile, METADATA_FIELDS, OWNER_FIELDS } from "./manifest.ts";
 import { readerOf, type ManifestReader } from "./manifest-file.ts";
 import { SortedMatch } from "./sorted-match.ts";
+import { walkOrder } from "./manifest-layer.ts";
 import type { Comparison, Difference, Manifest } from "../contract/protocol.ts";
 import { walkTree, type WalkEntry } from "./tree-walk.ts";
 
 export interface TreeCheck extends Comparison {
   totals: Manifest["totals"];
   ms: number;
-  verified: { content: "walk-hash" | "not-read"; metadata: "walk"; entries: number; setidCleared?: number; owners?: "compared" | "not-in-manifest"; sparse?: "compared" | "not-compared" };
+  verified: { content: "walk-hash" | "hashes-of-one-read" | "not-read"; metadata: "walk"; entries: number; setidCleared?: number; owners?: "compared" | "not-in-manifest"; sparse?: "compared" | "not-compared" };
 }
 
 /** Below this a hole is block rounding, not sparseness (manifest.ts holesOf). */
@@ -54,6 +55,25 @@ async function* hashedWalk(dir: string): AsyncGenerator<WalkEntry & { sha256?: s
 }
 const HASH_AHEAD = 16;
 
+/**
+ * The walk, each file given the SHA-256 that `hashes` (a manifest of this tree, in walk order) names for its path:
+ * a deep check's actual side without a second read. A file `hashes` does not name has none, and so differs.
+ */
+async function* walkHashedBy(dir: string, hashes: ManifestReader): AsyncGenerator<WalkEntry & { sha256?: string }> {
+  const named = (async function* () {
+    for await (const batch of hashes.batches()) yield* batch;
+  })();
+  let at = await named.next();
+  for await (const e of walkTree(dir)) {
+    if (e.type !== "file" || e.link !== undefined) {
+      yield e;
+      continue;
+    }
+    while (!at.done && walkOrder(at.value.path, e.path) < 0) at = await named.next();
+    yield !at.done && at.value.path === e.path && at.value.sha256 ? { ...e, sha256: at.value.sha256 } : e;
+  }
+}
+
 const asReader = (expected: Manifest | ManifestReader): ManifestReader => ("batches" in expected ? expected : readerOf(expected));
 
 /**
@@ -66,7 +86,7 @@ const asReader = (expected: Manifest | ManifestReader): ManifestReader => ("batc
  * The walk and the manifest are read as streams and merged in walk order (sorted-match.ts): the agent holds
  * neither, whatever the number of entries.
  */
-export async function checkTree(dir: string, expected: Manifest | ManifestReader, options: { deep?: boolean; limit?: number; ignoreSetid?: boolean; keepOwnership?: boolean; sparse?: boolean } = {}): Promise<TreeCheck> {
+export async function checkTree(dir: string, expected: Manifest | ManifestReader, options: { deep?: boolean; hashes?: ManifestReader; limit?: number; ignoreSetid?: boolean; keepOwnership?: boolean; sparse?: boolean } = {}): Promise<TreeCheck> {
   const started = performance.now();
   const limit = options.limit ?? 20;
   const sparse = options.sparse ?? true;
@@ -112,7 +132,8 @@ export async function checkTree(dir: string, expected: Manifest | ManifestReader
   });
   const totals = { files: 0, dirs: 0, symlinks: 0, bytes: 0 };
   let entries = 0;
-  for await (const { stat: _stat, socket: _socket, ...got } of options.deep ? hashedWalk(dir) : walkTree(dir)) {
+  const actual = options.deep ? (options.hashes ? walkHashedBy(dir, options.hashes) : hashedWalk(dir)) : walkTree(dir);
+  for await (const { stat: _stat, socket: _socket, ...got } of actual) {
     entries++;
     if (got.type === "file") {
       totals.files++;
@@ -133,7 +154,7 @@ export async function checkTree(dir: string, expected: Manifest | ManifestReader
     differences,
     totals,
     ms: Math.round(performance.now() - started),
-    verified: { content: options.deep ? "walk-hash" : "not-read", metadata: "walk", entries, ...(seen.setidCleared ? { setidCleared: seen.setidCleared } : {}), ...owners, ...(seen.holes ? { sparse: sparse ? "compared" as const : "not-compared" as const } : {}) },
+    verified: { content: options.deep ? (options.hashes ? "hashes-of-one-read" : "walk-hash") : "not-read", metadata: "walk", entries, ...(seen.setidCleared ? { setidCleared: seen.setidCleared } : {}), ...owners, ...(seen.holes ? { sparse: sparse ? "compared" as const : "not-compared" as const } : {}) },
   };
 }
 

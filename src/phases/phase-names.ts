@@ -9,4 +9,4 @@ export type PhaseName = BackupPhase | RestorePhase | "cleanup";
 export const CLEANUP_STEP = "cleanup" satisfies PhaseName;
 
 /** The step name of a phase: the phase itself, or "backup probe" etc. inside a benchmark cell that runs both. */
-export const stepName = (phase: PhaseName, prefix?: "backup" | "restore") => (prefix ? `${prefix} ${phase}` : phase);
+export const stepName = (phase: PhaseName, prefix?: "backup" | "restore" | "compaction") => (prefix ? `${prefix} ${phase}` : phase);

@@ -85,15 +85,20 @@ export async function materializePhase(d: Deps, p: RestoreParams, s: RestoreStra
  * it: only a verified tree is ever swapped in. `commit`: no record step follows (a benchmark cell), so the old
  * tree goes at once.
  */
-export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult, steps: Record<string, StepResult> = {}, options: { commit?: boolean } = {}): Promise<StepResult> {
+export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult, steps: Record<string, StepResult> = {}, options: { commit?: boolean; deferCheck?: boolean } = {}): Promise<StepResult> {
   const t = performance.now();
   const c = contextOf(d, p, s);
   const journal = await c.agent.swapState(p.path, p.restoreId);
   if (journal.state === "none") throw new SnapflowError("snapshot_unusable", `restore ${p.restoreId}: the swap its probe planned for ${p.path} is gone (the agent's sweeper rolled it back?)`);
   const plan = planOf(s);
-  const check = (path = probed.swap.staged) => verifyStaged(d, p, s, probed, steps, path);
   // A lazy tree went in at the end of materialize (usable at once): its walk runs at the target, in afterSwap.
   const inAlready = steps.materialize?.swappedIn === true;
+  // deferCheck (a compaction's wake: its tree is checked once its image is made, compaction-check.ts): a lazy tree is
+  // not walked here; afterSwap still hands the helper its chunk URLs and waits until every chunk is local.
+  const deferred = options.deferCheck === true && inAlready;
+  const check = deferred
+    ? async (): Promise<StepResult> => ({ ms: 0, bytes: 0, deferred: "not walked: the compaction checks the tree once its image is made" })
+    : (path = probed.swap.staged) => verifyStaged(d, p, s, probed, steps, path);
   const checked = inAlready
     ? { ms: 0, bytes: 0, deferred: "swapped in by materialize: the metadata walk runs at the target" }
     : journal.state === "staging"
@@ -121,25 +126,35 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
   if (!probed.contentCheck && planOf(s).servesCheckedImage(s)) {
     return { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "image-sha256", metadata: "image", by: "the image's SHA-256 on arrival; its content was checked against the manifest once, so the mount is not walked" } };
   }
-  if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
-  // An overlay chain's layers (the image, each delta, this one last) carry their manifests: all but this one lie under it.
-  const chain = probed.layers.length > 1 && probed.layers.every((l) => l.manifest) ? probed.layers.slice(0, -1).map((l) => l.manifest!) : undefined;
-  const expected = await manifestSource(d.presigner, probed.snapshot.manifest, chain);
   // Every file hashed when asked, or when the image alone is not trusted here (content-check.ts).
   const deep = probed.contentCheck !== undefined;
-  // Holes are compared unless this pair cannot show them (a FUSE mount that reports every block: fidelity.ts).
-  const restore = findRestore(p.strategy);
-  const sparse = !restore || pairFidelity(probed.snapshot.format, restore).sparse === undefined;
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep, keepOwnership: p.keepOwnership, sparse });
-  if (!v.equal) {
-    const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
-    throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);
-  }
+  const v = await verifyTreeAgainst(d, p, probed, path, { deep });
   if (deep && probed.contentCheck !== "deepVerify") await recordContentChecked(d, p);
   // A lazy tree (swapped in by materialize) never had its image hashed whole: each chunk was, before any byte of it was served.
   const lazy = steps.materialize?.swappedIn === true;
   const by = deep ? `every file hashed against the manifest (${probed.contentCheck})` : lazy ? "each chunk's SHA-256 before it was served, then a metadata walk" : "the image's SHA-256 on arrival, then a metadata walk";
   return { ms: since(t), bytes: v.totals.bytes, files: v.totals.files, dirs: v.totals.dirs, symlinks: v.totals.symlinks, agentMs: v.ms, verified: { ...v.verified, by } };
+}
+
+/**
+ * The tree at `path` compared with the snapshot's manifest (an overlay chain's resolved through its layers) by the
+ * agent: metadata, and with `deep` every file's SHA-256 — hashed again, or taken from `hashes`, a manifest of this
+ * tree made by one read of it. A difference fails, naming the first few.
+ */
+export async function verifyTreeAgainst(d: Deps, p: RestoreParams, probed: RestoreProbeResult, path: string, o: { deep: boolean; hashes?: { url: string; sha256?: string } }) {
+  if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
+  // An overlay chain's layers (the image, each delta, this one last) carry their manifests: all but this one lie under it.
+  const chain = probed.layers.length > 1 && probed.layers.every((l) => l.manifest) ? probed.layers.slice(0, -1).map((l) => l.manifest!) : undefined;
+  const expected = await manifestSource(d.presigner, probed.snapshot.manifest, chain);
+  // Holes are compared unless this pair cannot show them (a FUSE mount that reports every block: fidelity.ts).
+  const restore = findRestore(p.strategy);
+  const sparse = !restore || pairFidelity(probed.snapshot.format, restore).sparse === undefined;
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: o.deep, ...(o.hashes ? { hashes: o.hashes } : {}), keepOwnership: p.keepOwnership, sparse });
+  if (!v.equal) {
+    const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
+    throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);
+  }
+  return v;
 }
 
 /**

@@ -12,6 +12,8 @@ export interface RestoreRunOptions {
   onProbed?: (probed: RestoreProbeResult) => void;
   /** the benchmark cell records no restore record (its result is the run's record) */
   record?: boolean;
+  /** a compaction's wake: its lazy tree is not walked here (its chunks are still all fetched); compaction-check.ts checks it once its image is made */
+  deferCheck?: boolean;
 }
 
 export async function runRestorePhases(run: PhaseRunner, d: Deps, p: RestoreParams, s: RestoreStrategy, options: RestoreRunOptions = {}): Promise<RestoreProbeResult> {
@@ -21,7 +23,7 @@ export async function runRestorePhases(run: PhaseRunner, d: Deps, p: RestorePara
   await run.run("materialize", () => materializePhase(d, p, s, probed));
   const record = options.record ?? true;
   // Without a record step the old tree goes as soon as the new one is in (the cell's result is its record).
-  await run.run("verify", () => verifyPhase(d, p, s, probed, { ...run.steps }, { commit: !record }));
+  await run.run("verify", () => verifyPhase(d, p, s, probed, { ...run.steps }, { commit: !record, deferCheck: options.deferCheck }));
   // Verified: nothing of the snapshot is read from the store any more, so a delete may go ahead (restore-leases.ts).
   // Outside a step, so it runs whether or not a record step follows; repeating it on a replay is harmless. It must
   // never fail the run (a verified tree would be rolled back for a lease that expires on its own anyway).

@@ -12,6 +12,7 @@ import { generateDataset } from "../../container/system/dataset.ts";
 import { extractFromFile, extractFromStream } from "../../container/extract/extract.ts";
 import { ManifestSchema, type Manifest, type TarFormat } from "../../container/contract/protocol.ts";
 import { checkTree } from "../../container/manifest/tree-verify.ts";
+import { readerOf } from "../../container/manifest/manifest-file.ts";
 import { extractSafely } from "../../container/extract/safe-extract.ts";
 
 const work = mkdtempSync(join(tmpdir(), "snapflow-verified-extract-"));
@@ -145,5 +146,28 @@ describe("checkTree", () => {
     expect(await checkTree(out, manifest, { deep: true })).toMatchObject({ equal: false, verified: { content: "walk-hash" }, differences: [{ path: file.path, kind: "changed", fields: [{ name: "sha256" }] }] });
     chmodSync(p, 0o600);
     expect((await checkTree(out, manifest)).differences).toEqual([{ path: file.path, kind: "changed", fields: [{ name: "mode", expected: 0o644, actual: 0o600 }] }]);
+  });
+
+  it("deep with hashes (a compaction's check): each file's SHA-256 is the given manifest's, not read again; a hash it lacks or gives otherwise differs", async () => {
+    const out = fresh();
+    await extractFromFile(join(work, "a.tar.zst"), zstd, out, { expected: manifest });
+    const files = manifest.entries.filter((e) => e.type === "file" && !e.link && e.sha256);
+    expect(files.length).toBeGreaterThan(2);
+    expect(await checkTree(out, manifest, { deep: true, hashes: readerOf(manifest) })).toMatchObject({ equal: true, verified: { content: "hashes-of-one-read" } });
+    // The content on disk is not read: a flipped byte that the given hashes do not know of passes (the image's
+    // single pass that made them read the bytes; this is what it saw).
+    const [a, b] = files;
+    const p = join(out, a!.path);
+    const st = statSync(p);
+    const body = readFileSync(p);
+    body[0] ^= 0xff;
+    writeFileSync(p, body);
+    utimesSync(p, st.atime, st.mtime);
+    expect((await checkTree(out, manifest, { deep: true, hashes: readerOf(manifest) })).equal).toBe(true);
+    // The given hashes differ from the expected for one file, and lack another: both named.
+    const given = { ...manifest, entries: manifest.entries.filter((e) => e.path !== b!.path).map((e) => (e.path === a!.path ? { ...e, sha256: "0".repeat(64) } : e)) };
+    const r = await checkTree(out, manifest, { deep: true, hashes: readerOf(given) });
+    expect(r.equal).toBe(false);
+    expect(r.differences.map((x) => [x.path, x.fields?.map((f) => f.name)])).toEqual([[a!.path, ["sha256"]], [b!.path, ["sha256"]]].sort((x, y) => (x[0]! < y[0]! ? -1 : 1)));
   });
 });

@@ -229,3 +229,40 @@ it("a chain compacted in the background: wakes resolve through the compaction an
   await wake("cmp-w5", 3);
   expect((await api("DELETE", `/api/snapshots/${c1.id}`)).status).toBe(409);
 });
+
+it("a compaction of a delta whose manifest lies about a file's content fails naming the file; nothing points at it", { timeout: 300_000 }, async () => {
+  await using compactions = await introspectWorkflow(env.COMPACT_WORKFLOW);
+  await compactions.modifyAll(async (m) => m.disableRetryDelays());
+  const src = freshSandbox("lie-src");
+  used.push(src);
+  await agent(src, "POST", "/v1/datasets", { path: PATH, kind: "node-modules", seed: 26, files: 60, bytes: 2 ** 20 });
+  const image = await run("backup", { sandboxId: src, path: PATH, strategy: "squashfs-chunked" });
+  const work = freshSandbox("lie-w1");
+  used.push(work);
+  await run("restore", { snapshotId: image.snapshotId, sandboxId: work, path: PATH, strategy: "lazy-overlay-restore" });
+  await put(work, `${PATH}/c1/told.txt`, await noise("told", 32 * 1024));
+  const d1 = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: image.snapshotId, compactAfter: MAX_OVERLAY_CHAIN });
+
+  // The delta's manifest says another hash for the file it added, and its record's SHA-256 is made to match: what
+  // a compromised sandbox that slept could store. The image the compaction makes holds the file's real bytes.
+  const store = await testStore();
+  const record = (await api("GET", `/api/snapshots/${d1.snapshotId}`)).json;
+  const text = await new Response((await store.get(record.manifest.key))!.body).text();
+  const told = JSON.parse(text).entries.find((e: { path: string }) => e.path === "c1/told.txt");
+  expect(told?.sha256).toMatch(/^[0-9a-f]{64}$/);
+  const lying = text.replace(told.sha256, "0".repeat(64));
+  const lyingSha = [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(lying)))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  await store.put(record.manifest.key, lying);
+  const recordKey = `snapshots/${d1.snapshotId}/snapshot.json`;
+  const stored = JSON.parse(await new Response((await store.get(recordKey))!.body).text());
+  await store.put(recordKey, JSON.stringify({ ...stored, manifest: { ...stored.manifest, sha256: lyingSha } }));
+
+  await env.COMPACT_WORKFLOW.create({ id: `cp-${d1.snapshotId.slice(3)}`, params: { delta: d1.snapshotId, tenant: "default" } });
+  // Until it ends, whichever way (a compaction that believed the manifest would complete).
+  let failed;
+  for (let i = 0; i < 600 && ["running", "none"].includes((failed = (await api("GET", `/api/compactions/${d1.snapshotId}`)).json).status); i++) await new Promise((r) => setTimeout(r, 100));
+  expect(failed.status).toBe("errored");
+  expect(failed.error).toMatch(/differs from snapshot .*c1\/told\.txt \(sha256\)/);
+  expect(failed.compaction).toBeUndefined();
+  expect((await api("GET", `/api/snapshots/${failed.id}`)).status).toBe(404);
+});

@@ -42,6 +42,11 @@ export const VerifyTreeBody = z.object({
   expected: ManifestSource,
   /** hash every file as well (today's /v1/verify); default: metadata only */
   deep: z.boolean().default(false),
+  /**
+   * deep, without reading a file again: each file's SHA-256 is taken from this manifest, one made of this very tree
+   * by a single pass that read every byte once (a compaction's image: its hashes are of what went into it)
+   */
+  hashes: ManifestSource.optional(),
   /** the restore kept owners and set-id bits: compare them too (else set-id bits are left out of the mode) */
   ...Ownership,
   /** compare sparse files' holes (tree-verify.ts); false where the materialization cannot show them */
