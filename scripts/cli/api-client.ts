@@ -23,6 +23,9 @@ export interface RunStatus {
   interrupted?: string[];
 }
 
+/** How long one status request may be held by the API (`?wait=`): well under any proxy's idle timeout. */
+export const STATUS_WAIT_SECONDS = 10;
+
 export function apiClient(baseUrl: string, token: string) {
   const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const r = await fetch(`${baseUrl}${path}`, {
@@ -42,12 +45,12 @@ export function apiClient(baseUrl: string, token: string) {
     startRestore: (body: Record<string, unknown>) => call<{ id: string; strategy: string }>("POST", "/api/restores", body),
     backup: (id: string) => call<RunStatus>("GET", `/api/backups/${id}`),
     restore: (id: string) => call<RunStatus>("GET", `/api/restores/${id}`),
-    /** Polls a run until it ends, reporting each step as it completes. */
+    /** Follows a run until it ends, reporting each step as it completes (each request held until something changes). */
     async waitFor(kind: "backup" | "restore", id: string, onStep: (name: string, step: RunStatus["steps"][string]) => void, timeoutMs = 30 * 60_000): Promise<RunStatus> {
       const seen = new Set<string>();
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const s = await call<RunStatus>("GET", `/api/${kind}s/${id}`);
+        const s = await call<RunStatus>("GET", `/api/${kind}s/${id}?wait=${STATUS_WAIT_SECONDS}`);
         for (const [name, step] of Object.entries(s.steps)) {
           if (!seen.has(name)) {
             seen.add(name);
@@ -56,7 +59,6 @@ export function apiClient(baseUrl: string, token: string) {
         }
         if (["complete", "errored", "terminated", "cancelled"].includes(s.status)) return s;
         if (Date.now() > deadline) throw new Error(`${kind} ${id} still ${s.status} after ${timeoutMs / 1000} s`);
-        await new Promise((r) => setTimeout(r, 300));
       }
     },
   };

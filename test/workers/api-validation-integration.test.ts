@@ -132,3 +132,34 @@ it("an agent's refusal reaches the caller with its field, as bad_request", async
   expect(r.status).toBe(400);
   expect(r.json.error).toMatchObject({ code: "bad_request", field: "path" });
 });
+
+describe("GET /api/backups/:id?wait= holds the answer until something changes (a long poll)", () => {
+  it("answers when a step more has ended, and at the end; a bad wait is a 400 naming wait", async () => {
+    const sb = freshSandbox("wait");
+    await putFile(sb, "/workspace/app/a.txt", "waited for\n");
+    await using wf = await introspectWorkflow(env.BACKUP_WORKFLOW);
+    const started = await api("POST", "/api/backups", { sandboxId: sb, path: "/workspace/app" });
+    expect(started.status).toBe(202);
+    const seen: number[] = [];
+    let last: any;
+    for (let i = 0; i < 20; i++) {
+      last = (await api("GET", `/api/backups/${started.json.id}?wait=30`)).json;
+      seen.push(Object.keys(last.steps).length);
+      if (["complete", "errored"].includes(last.status)) break;
+    }
+    expect(last.status).toBe("complete");
+    // Each held answer came back when it had something new: never the same count of steps twice before the end.
+    expect(seen.slice(0, -1).every((n, i) => i === 0 || n > seen[i - 1]!)).toBe(true);
+    expect(seen.length).toBeLessThanOrEqual(7);
+    await (await wf.get())[0]!.waitForStatus("complete");
+    // Ended: answered at once, however long it may wait.
+    const t = Date.now();
+    expect((await api("GET", `/api/backups/${started.json.id}?wait=30`)).json.status).toBe("complete");
+    expect(Date.now() - t).toBeLessThan(5000);
+    for (const bad of ["-1", "31", "soon"]) {
+      const r = await api("GET", `/api/backups/${started.json.id}?wait=${bad}`);
+      expect(r.status, bad).toBe(400);
+      expect(r.json.error.field).toBe("wait");
+    }
+  });
+});
