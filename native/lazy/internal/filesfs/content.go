@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"snapflow/native/lazy/internal/chunkwait"
 	"snapflow/native/lazy/internal/fetch"
 	"snapflow/native/lazy/internal/filecas"
 )
@@ -32,22 +33,13 @@ const DefaultInvalidHold = 10 * time.Second
 var ErrUnavailable = errors.New("chunk unavailable")
 
 type chunkState struct {
-	local     bool
-	read      bool
-	source    string
-	inflight  chan struct{} // closed when the running fetch of this chunk ends
-	failure   *Failure
-	invalidAt time.Time
+	chunkwait.Slot // local, the running fetch, the last failure
+	read           bool
+	source         string
 }
 
 // Failure is a chunk whose last fetch failed.
-type Failure struct {
-	Index    int    `json:"index"`
-	SHA256   string `json:"sha256"`
-	Reason   string `json:"reason"`
-	Attempts int    `json:"attempts"`
-	AtMs     int64  `json:"atMs"`
-}
+type Failure = chunkwait.Failure
 
 // Content serves files' bytes from their chunks as they become local. One fetch of a chunk runs at a time, and every
 // reader needing it waits for that one.
@@ -111,7 +103,7 @@ func NewContent(life context.Context, x *filecas.Index, cacheDir string, f *fetc
 	}
 	for i, ch := range x.Chunks {
 		if verified[ch.Pack][ch.Offset] == ch.Sha256 {
-			ct.st[i] = chunkState{local: true, source: FromCache}
+			ct.st[i] = chunkState{Slot: chunkwait.Slot{Local: true}, source: FromCache}
 			ct.local++
 			ct.counts.cached++
 			ct.counts.bytesLocal += ch.Size
@@ -244,9 +236,9 @@ func (ct *Content) readAhead(segs []segment, i int) {
 	for end := min(i+readAheadChunks, len(segs)); i < end; i++ {
 		c := segs[i].chunk
 		ct.mu.Lock()
-		start := !ct.st[c].local && ct.st[c].inflight == nil
+		start := ct.st[c].Startable()
 		if start {
-			ct.st[c].inflight = make(chan struct{})
+			ct.st[c].Inflight = make(chan struct{})
 		}
 		ct.mu.Unlock()
 		if start {
@@ -261,7 +253,7 @@ const readAheadChunks = 4
 func (ct *Content) isLocal(c int) bool {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
-	return ct.st[c].local
+	return ct.st[c].Local
 }
 
 func (ct *Content) noteFirstRead() {
@@ -286,44 +278,12 @@ func (ct *Content) noteRead(c int) {
 // bounds only the wait. An on-demand caller whose wait ended in someone else's failure (a prefetch group's) starts
 // one fetch of its own, so a read never fails only because the prefetcher gave up.
 func (ct *Content) ensure(ctx context.Context, c int, source string) error {
-	started := false
-	for {
-		ct.mu.Lock()
-		s := &ct.st[c]
-		if s.local {
-			ct.mu.Unlock()
-			return nil
+	return chunkwait.Ensure(ctx, &ct.mu, &ct.st[c].Slot, source == OnDemand, ct.InvalidHold, func() {
+		if source == OnDemand {
+			ct.demandAt = time.Now()
 		}
-		if s.inflight == nil && source == OnDemand && !started && !s.invalidAt.IsZero() && time.Since(s.invalidAt) < ct.InvalidHold {
-			reason := s.failure.Reason
-			ct.mu.Unlock()
-			return errors.New(reason)
-		}
-		if s.inflight == nil {
-			s.inflight = make(chan struct{})
-			if source == OnDemand {
-				ct.demandAt = time.Now()
-			}
-			started = true
-			go ct.fetchOne(c, source)
-		}
-		wait := s.inflight
-		ct.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		ct.mu.Lock()
-		local, failure := ct.st[c].local, ct.st[c].failure
-		ct.mu.Unlock()
-		if local {
-			return nil
-		}
-		if started || source != OnDemand {
-			return errors.New(failure.Reason)
-		}
-	}
+		go ct.fetchOne(c, source)
+	})
 }
 
 // fetchOne fetches chunk c alone: a Range GET of its frame (the caller set its inflight).
@@ -389,7 +349,8 @@ func (ct *Content) settle(c int, source string, attempts int, err error) {
 	s := &ct.st[c]
 	ct.counts.attempts += attempts
 	if err == nil {
-		s.local, s.source, s.failure = true, source, nil
+		s.source = source
+		s.End(nil, false)
 		ct.local++
 		ct.counts.bytesLocal += ch.Size
 		delete(ct.counts.failed, c)
@@ -402,16 +363,10 @@ func (ct *Content) settle(c int, source string, attempts int, err error) {
 		}
 	} else {
 		f := &Failure{Index: c, SHA256: ch.Sha256, Reason: err.Error(), Attempts: attempts, AtMs: ct.ms()}
-		s.failure = f
 		var invalid *fetch.ChunkInvalid
-		if errors.As(err, &invalid) && attempts > 0 { // a prefetch group's bad frame was not retried: not held
-			s.invalidAt = time.Now()
-		}
+		// A prefetch group's bad frame was not retried: not held.
+		s.End(f, errors.As(err, &invalid) && attempts > 0)
 		ct.counts.failed[c] = f
-	}
-	if s.inflight != nil {
-		close(s.inflight)
-		s.inflight = nil
 	}
 	ct.checkComplete()
 	ct.mu.Unlock()

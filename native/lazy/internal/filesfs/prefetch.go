@@ -141,8 +141,8 @@ func (ct *Content) fetchGroup(g group) {
 	ct.mu.Lock()
 	var mine []int
 	for _, c := range g.chunks {
-		if s := &ct.st[c]; !s.local && s.inflight == nil {
-			s.inflight = make(chan struct{})
+		if s := &ct.st[c]; s.Startable() {
+			s.Inflight = make(chan struct{})
 			mine = append(mine, c)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"snapflow/native/lazy/internal/cache"
+	"snapflow/native/lazy/internal/chunkwait"
 	"snapflow/native/lazy/internal/fetch"
 	"snapflow/native/lazy/internal/index"
 )
@@ -28,13 +29,10 @@ const (
 var ErrUnavailable = errors.New("chunk unavailable")
 
 type chunkState struct {
-	local     bool
-	read      bool // a read has copied from it (whoever fetched it)
-	suggested bool // queued as the neighbour of a read: its own first read moves the suggestion on
-	source    string
-	inflight  chan struct{} // closed when the running fetch ends
-	failure   *Failure
-	invalidAt time.Time // when a fetch last got bytes that did not hash to the chunk's name (zero: never)
+	chunkwait.Slot      // local, the running fetch, the last failure
+	read           bool // a read has copied from it (whoever fetched it)
+	suggested      bool // queued as the neighbour of a read: its own first read moves the suggestion on
+	source         string
 }
 
 // DefaultInvalidHold: a chunk whose bytes just failed their SHA-256 after every retry fails the reads that need it at
@@ -44,13 +42,7 @@ type chunkState struct {
 const DefaultInvalidHold = 10 * time.Second
 
 // Failure is a chunk whose last fetch failed.
-type Failure struct {
-	Index    int    `json:"index"`
-	SHA256   string `json:"sha256"`
-	Reason   string `json:"reason"`
-	Attempts int    `json:"attempts"`
-	AtMs     int64  `json:"atMs"`
-}
+type Failure = chunkwait.Failure
 
 // Image is one lazily materialised image. Its state is per distinct chunk: an image can repeat a chunk, and one fetch
 // makes every copy local.
@@ -118,7 +110,7 @@ func New(life context.Context, idx *index.Index, c *cache.Dir, f *fetch.Fetcher,
 	cached, _ := c.Names() // unreadable: nothing counts as cached, every chunk is fetched
 	for d, ch := range img.distinct {
 		if cached[ch.SHA256] && c.Has(ch.SHA256, ch.Size) {
-			img.st[d] = chunkState{local: true, source: FromCache}
+			img.st[d] = chunkState{Slot: chunkwait.Slot{Local: true}, source: FromCache}
 			img.local++
 			img.counts.cached++
 			img.counts.bytesLocal += ch.Size
@@ -200,49 +192,16 @@ func (img *Image) noteRead(d int) {
 // ctx bounds only the wait. An on-demand caller whose wait ended in someone else's failure starts one fetch of its
 // own, so a read never fails only because the prefetcher gave up earlier.
 func (img *Image) ensure(ctx context.Context, d int, source string) error {
-	started := false
-	for {
-		img.mu.Lock()
-		s := &img.st[d]
-		if s.local {
-			img.mu.Unlock()
-			return nil
+	return chunkwait.Ensure(ctx, &img.mu, &img.st[d].Slot, source == OnDemand, img.InvalidHold, func() {
+		if source == OnDemand {
+			img.demandAt = time.Now()
+			img.pushHints(d)
 		}
-		if s.inflight == nil && source == OnDemand && !started && !s.invalidAt.IsZero() && time.Since(s.invalidAt) < img.InvalidHold {
-			reason := s.failure.Reason
-			img.mu.Unlock()
-			return errors.New(reason)
-		}
-		if s.inflight == nil {
-			s.inflight = make(chan struct{})
-			if source == OnDemand {
-				img.demandAt = time.Now()
-				img.pushHints(d)
-			}
-			started = true
-			go img.fetch(d, source)
-		}
-		wait := s.inflight
-		img.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		img.mu.Lock()
-		s = &img.st[d]
-		local, failure := s.local, s.failure
-		img.mu.Unlock()
-		if local {
-			return nil
-		}
-		if started || source != OnDemand {
-			return errors.New(failure.Reason)
-		}
-	}
+		go img.fetch(d, source)
+	})
 }
 
-// fetch runs one fetch of chunk d and records its outcome; the caller set st[d].inflight.
+// fetch runs one fetch of chunk d and records its outcome; the caller set st[d].Inflight.
 func (img *Image) fetch(d int, source string) {
 	ch := img.distinct[d]
 	res, err := img.fetcher.Get(img.life, ch.SHA256, ch.Size)
@@ -253,7 +212,8 @@ func (img *Image) fetch(d int, source string) {
 	s := &img.st[d]
 	img.counts.attempts += res.Attempts
 	if err == nil {
-		s.local, s.source, s.failure = true, source, nil
+		s.source = source
+		s.End(nil, false)
 		img.local++
 		img.counts.bytesLocal += ch.Size
 		delete(img.counts.failed, d)
@@ -267,15 +227,10 @@ func (img *Image) fetch(d int, source string) {
 		}
 	} else {
 		f := &Failure{Index: img.first[d], SHA256: ch.SHA256, Reason: err.Error(), Attempts: res.Attempts, AtMs: img.ms()}
-		s.failure = f
 		var invalid *fetch.ChunkInvalid
-		if errors.As(err, &invalid) {
-			s.invalidAt = time.Now()
-		}
+		s.End(f, errors.As(err, &invalid))
 		img.counts.failed[d] = f
 	}
-	close(s.inflight)
-	s.inflight = nil
 	img.checkComplete()
 	img.mu.Unlock()
 	img.poke()
@@ -293,7 +248,7 @@ func (img *Image) checkComplete() {
 func (img *Image) pushHints(d int) {
 	added := false
 	for n := min(d+neighbours, len(img.distinct)-1); n > d; n-- {
-		if s := &img.st[n]; !s.local && s.inflight == nil {
+		if s := &img.st[n]; s.Startable() {
 			img.hints = append(img.hints, n)
 			s.suggested = true
 			added = true

@@ -24,11 +24,11 @@ func (img *Image) queueTables(ctx context.Context) {
 	img.mu.Lock()
 	defer img.mu.Unlock()
 	for i := lo; i <= hi; i++ { // a stack: the highest offset is taken first
-		if d := img.of[i]; !img.st[d].local {
+		if d := img.of[i]; !img.st[d].Local {
 			img.hints = append(img.hints, d)
 		}
 	}
-	if d := img.of[0]; !img.st[d].local {
+	if d := img.of[0]; !img.st[d].Local {
 		img.hints = append(img.hints, d) // on top: the superblock before anything
 	}
 }

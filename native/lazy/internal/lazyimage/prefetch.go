@@ -53,7 +53,7 @@ func (img *Image) Prefetch(ctx context.Context, o PrefetchOptions) {
 			for len(img.hints) > 0 {
 				d := img.hints[len(img.hints)-1]
 				img.hints = img.hints[:len(img.hints)-1]
-				if !img.st[d].local && img.st[d].inflight == nil {
+				if img.st[d].Startable() {
 					return d, true, 0, nil
 				}
 			}
@@ -61,7 +61,7 @@ func (img *Image) Prefetch(ctx context.Context, o PrefetchOptions) {
 				return 0, false, quiet, img.hinted
 			}
 			for ; cursor < len(img.st); cursor++ {
-				if !img.st[cursor].local && img.st[cursor].inflight == nil {
+				if img.st[cursor].Startable() {
 					cursor++
 					return cursor - 1, true, 0, nil
 				}
