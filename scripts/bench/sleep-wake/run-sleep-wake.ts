@@ -98,7 +98,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
       cycles: [], errors, load: { start: loadavg(), end: [], cores: cpus().length },
     };
     log(`sleep-wake: base ${(base.wallMs / 1000).toFixed(2)} s, image ${(baseChunks.imageBytes / 1e6).toFixed(1)} MB`);
-    let slept: TreeDigest = await digestTree(dir);
+    let slept: TreeDigest = (await digestTree(dir)).digest;
     await api.destroySandbox(source).catch(() => {});
     let latest = base.snapshotId!;
     let changed = 0;
@@ -114,7 +114,8 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE, marker: firstUse.marker, command: firstUse.command });
         // The deltas the wake laid over its image or compaction: the depth as resolved.
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
-        const diff = compareDigests(slept, await digestTree(workspace(sandbox)));
+        const woken = await digestTree(workspace(sandbox));
+        const diff = compareDigests(slept, woken.digest);
         if (diff.count) errors.push(`cycle ${k}: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
         const written = await applyCycleChange(workspace(sandbox), k, o.changeBytes, baseChoices);
         changed += written;
@@ -125,7 +126,8 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const depth = ((sleep.raw.archive as { layer?: { depth?: number } } | undefined)?.layer?.depth) ?? 0;
         const rebase = false;
         const startedCompaction = await watch.afterSleep(sleep.snapshotId!, k);
-        slept = await digestTree(workspace(sandbox));
+        // What slept: what the change touched hashed again, the rest as the woken tree's full digest found it.
+        slept = (await digestTree(workspace(sandbox), woken)).digest;
         latest = sleep.snapshotId!;
         made.push(latest);
         const compactionsEnded = await watch.ended(k);
@@ -161,7 +163,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const sandbox = `${source}-after-gc`;
         const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE, marker: firstUse.marker, command: firstUse.command });
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
-        const diff = compareDigests(slept, await digestTree(workspace(sandbox)));
+        const diff = compareDigests(slept, (await digestTree(workspace(sandbox))).digest);
         if (diff.count) errors.push(`after gc: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
         await snap.dispose(sandbox, true).catch(() => api.destroySandbox(sandbox).catch(() => {}));
         results.gc = { storedBefore: before, storedAfter: after, deleted: gc.deleted.length, kept: gc.kept, wake: { usableSeenMs: woke.usableSeenMs, resolvedDepth, differences: diff.count } };
