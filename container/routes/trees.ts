@@ -11,6 +11,7 @@ import { removeEntriesSafely } from "../extract/safe-remove.ts";
 import { compareManifests, takeManifest, type Manifest } from "../manifest/manifest.ts";
 import * as P from "../contract/protocol.ts";
 import { checkTree } from "../manifest/tree-verify.ts";
+import { AgentError } from "../http/agent-error.ts";
 import { requestedManifestReader } from "./archive.ts";
 import { compileSelection } from "../archive/selection.ts";
 import { ceilingOf, requestedSelection } from "./selection-request.ts";

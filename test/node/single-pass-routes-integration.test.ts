@@ -56,6 +56,12 @@ describe("single-pass routes", () => {
     const check = await ok(call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" } }));
     expect(check).toMatchObject({ equal: true, verified: { content: "not-read", metadata: "walk" } });
     expect(await ok(call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" }, deep: true }))).toMatchObject({ equal: true, verified: { content: "walk-hash" } });
+    // A compaction's check: the hashes of the pass that read the tree once (here the archive's manifest), not read again.
+    expect(await ok(call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" }, deep: true, hashes: { file: "/snapflow/staging/a.manifest.json" } }))).toMatchObject({ equal: true, verified: { content: "hashes-of-one-read" } });
+    // Hashes stand in for a deep check's reads only: without deep they are refused, naming the field.
+    const shallow = await call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" }, hashes: { file: "/snapflow/staging/a.manifest.json" } });
+    expect(shallow.status).toBe(400);
+    expect((await shallow.json()).error).toMatchObject({ field: "hashes" });
 
     // The streamed archive: the result lands in resultOut, the manifest in manifestOut.
     const q = new URLSearchParams({ path: "/workspace/src", kind: "tar", compression: "zstd", manifestOut: "/snapflow/staging/s.manifest.json", resultOut: "/snapflow/staging/s.result.json" });
