@@ -76,7 +76,7 @@ export function forksMarkdown(r: ForksResults): string {
     `# ${r.name} (${r.date}): lazy restores, first use and forks`,
     "",
     `Machine: ${r.machine}. One run of each operation per dataset, ${r.forks} forks; every operation after a \`sync\`. ` +
-      "Times are wall seconds through the HTTP API (POST → complete, polled every 100 ms), or as stated. Emulator figures: compare only within this file.",
+      "Times are wall seconds through the HTTP API (POST → complete, each status request held until a step or the run ends: seen within ~20 ms), or as stated. Emulator figures: compare only within this file.",
     ...(r.load ? ["", `Load average (1, 5, 15 min) at the start: ${r.load.start.map((x) => x.toFixed(2)).join(", ")}; at the end: ${r.load.end.map((x) => x.toFixed(2)).join(", ")} (${r.load.cores} cores).`] : []),
     "",
   ];

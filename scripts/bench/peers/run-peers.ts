@@ -133,7 +133,8 @@ export async function runPeers(o: PeersOptions, log: (line: string) => void = (l
     const api = apiClient(stack.apiUrl, stack.apiToken);
     const store = peerStore(stackDir, stack.s3Endpoint, BUCKET);
     const floor = floors(store, scratch);
-    const snap = snapflowRuns(api);
+    // Polled, not held: the CPU accounting counts the polls (model.ts).
+    const snap = snapflowRuns(api, "poll");
     const running = stack;
     const stackPids = (): StackPids => ({ agent: running.parts.agent().child.pid!, wrangler: running.wranglerPid, store: running.parts.store().pid });
     /** What one status poll costs, measured on the completed run at the pace follow() polls (after its span, not in it). */
