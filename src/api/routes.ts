@@ -85,11 +85,16 @@ const STATUS_WAIT = z.coerce.number().min(0, "seconds, 0 or more").max(MAX_STATU
 const ENDED = new Set(["complete", "errored", "terminated", "cancelled"]);
 /** How often a waiting status request looks again: what an answer can lag the run's end by. */
 const STATUS_WAIT_STEP_MS = 20;
+/** A waiting request asks the Workflow itself at least this often, whatever its progress record says. */
+const STATUS_WAIT_FULL_EVERY = 25;
 
 /**
  * A run's status; with `?wait=N`, held until the run ends, a step more has ended, or N seconds have passed: a client
  * learns of each within ~20 ms with one request instead of polling (the CLI and the benches polled every 100–300 ms,
- * so a run's wall time was read up to that late).
+ * so a run's wall time was read up to that late). While it waits it reads only the run's progress record (one KV
+ * read, written after every step and at the end), and asks the Workflow's instance (what a status costs: ~20 ms of
+ * workerd's CPU here, docs/benchmarks.md) only when that record changed, says the run is no longer running, or every
+ * STATUS_WAIT_FULL_EVERY looks: asking it every 20 ms would take the CPU the run it watches needs.
  */
 async function runStatus(req: Request, workflow: Workflow, kv: KVNamespace, id: string): Promise<Response> {
   const waitParam = new URL(req.url).searchParams.get("wait");
@@ -98,10 +103,17 @@ async function runStatus(req: Request, workflow: Workflow, kv: KVNamespace, id: 
   const deadline = Date.now() + (typeof wait === "number" ? wait : wait.data) * 1000;
   const stepsOf = (x: Record<string, unknown>) => Object.keys((x.steps as object | undefined) ?? {}).length;
   let steps: number | undefined;
-  for (;;) {
-    const status = await statusOf(workflow, kv, id);
-    if (ENDED.has(String(status.status)) || Date.now() >= deadline || (steps !== undefined && stepsOf(status) !== steps)) return json(status);
-    steps = stepsOf(status);
+  let seen: string | undefined;
+  for (let look = 0; ; look++) {
+    const progress = look === 0 ? null : await readProgress(kv, id);
+    const now = progress ? `${progress.status} ${Object.keys(progress.steps).length}` : undefined;
+    const full = look % STATUS_WAIT_FULL_EVERY === 0 || !progress || progress.status !== "running" || now !== seen || Date.now() >= deadline;
+    seen = now;
+    if (full) {
+      const status = await statusOf(workflow, kv, id);
+      if (ENDED.has(String(status.status)) || Date.now() >= deadline || (steps !== undefined && stepsOf(status) !== steps)) return json(status);
+      steps = stepsOf(status);
+    }
     await scheduler.wait(STATUS_WAIT_STEP_MS);
   }
 }
