@@ -31,8 +31,6 @@ import { snapshotRecordKey } from "../snapshots/snapshot-keys.ts";
 import { tenantOf } from "../snapshots/tenant.ts";
 import { listEvery, SnapshotListing } from "./snapshot-listing.ts";
 
-export { listEvery };
-
 /** A day: far longer than any backup (its steps time out in at most an hour each) and short enough to reclaim space daily. */
 export const DEFAULT_GRACE_SECONDS = 24 * 3600;
 

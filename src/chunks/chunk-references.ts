@@ -8,7 +8,8 @@
 // are not this restore's to learn).
 import type { ObjectStore } from "../store/object-store.ts";
 import { mapBounded } from "./bounded.ts";
-import { digestsOf, INDEX, indexTenant, listEvery, READS_IN_FLIGHT, RECORD } from "./chunk-gc.ts";
+import { digestsOf, INDEX, indexTenant, READS_IN_FLIGHT, RECORD } from "./chunk-gc.ts";
+import { listEvery } from "./snapshot-listing.ts";
 
 /** Indexes read at most for one answer (each a small GET: 8,686 chunks make a ~1 MB index). */
 export const MAX_INDEXES = 1000;
