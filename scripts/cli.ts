@@ -83,6 +83,8 @@ if (command === "bench" && values.preset === "sleep-wake") {
   const { runSleepWake, SLEEP_WAKE_DEFAULTS } = await import("./bench/sleep-wake/run-sleep-wake.ts");
   const dataset = values.dataset ?? SLEEP_WAKE_DEFAULTS.dataset;
   if (!["npm-workspace", "node-modules"].includes(dataset)) usage(`--dataset: one of npm-workspace, node-modules (not '${dataset}')`);
+  const base = values.base ?? SLEEP_WAKE_DEFAULTS.base;
+  if (!["squashfs-chunked", "files-cas"].includes(base)) usage(`--base: one of squashfs-chunked, files-cas (not '${base}')`);
   const whole = (v: string | undefined, fallback: number, flag: string, min: number) => {
     const n = v === undefined ? fallback : Number(v);
     if (!Number.isInteger(n) || n < min) usage(`${flag} must be a whole number of at least ${min}`);
@@ -93,8 +95,9 @@ if (command === "bench" && values.preset === "sleep-wake") {
     cycles: whole(values.cycles, SLEEP_WAKE_DEFAULTS.cycles, "--cycles", 1),
     changeBytes: whole(values.bytes, SLEEP_WAKE_DEFAULTS.changeBytes, "--bytes", 0),
     files: whole(values.files, SLEEP_WAKE_DEFAULTS.files, "--files", 1),
-    name: values.name ?? `sleep-wake-${dataset}`, out: values.out ?? SLEEP_WAKE_DEFAULTS.out,
+    name: values.name ?? `sleep-wake-${dataset}${base === "files-cas" ? "-files" : ""}`, out: values.out ?? SLEEP_WAKE_DEFAULTS.out,
     compactAfter: whole(values["compact-after"], SLEEP_WAKE_DEFAULTS.compactAfter, "--compact-after", 1),
+    base: base as "squashfs-chunked" | "files-cas",
   }));
 }
 

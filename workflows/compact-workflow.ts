@@ -1,10 +1,14 @@
 // CompactWorkflow: the background compaction of an overlay chain (issue 24; src/snapshots/compactions.ts). Started
 // after a sleep is recorded (src/compaction/start-compaction.ts), never waited for by a sleep or a wake:
 //
-//   restore …   the delta woken read-only-in-effect in a compactor sandbox of its own (lazy-overlay-restore: its
-//               chain laid under an empty upper; not walked here: the check below does it once)
-//   backup …    that tree backed up whole as squashfs-chunked, recorded as compacting the delta: its chunks dedup
-//               against the store, so only what the image lacks uploads; its single pass hashes every file
+//   compaction probe  the chain the delta resolves to: over a chunked image, or over a file-level snapshot
+//   restore …   the delta woken read-only-in-effect in a compactor sandbox of its own (lazy-overlay-restore, or
+//               files-overlay-restore: its chain laid under an empty upper; not walked here: the check below does it once)
+//   backup …    over a chunked image: that tree backed up whole as squashfs-chunked, recorded as compacting the
+//               delta: its chunks dedup against the store, so only what the image lacks uploads; its single pass
+//               hashes every file. Over a file-level snapshot: files-cas with that snapshot as its parent, reading only
+//               the names the chain's layer directories hold (filecas lower.go): the rest keeps the base's chunk lists
+//               unread, so a compaction costs what the chain changed, not the tree
 //   compaction verify  the tree's metadata walked and, with the image's hashes, compared with the delta's manifest
 //               (src/compaction/compaction-check.ts): one read of the tree, not a hashing walk and then the image's
 //   point       its totals checked against the delta's, then compactions/<delta>.json names it: from here chains
@@ -29,12 +33,14 @@ import { recordContentChecked } from "../src/restore/content-check.ts";
 import { pointCompaction } from "../src/snapshots/compactions.ts";
 import { deleteSnapshot } from "../src/snapshots/delete-snapshot.ts";
 import { reportProgress } from "../src/snapshots/progress.ts";
+import { readOverlayChain } from "../src/snapshots/overlay-chain.ts";
 import { readSnapshot, type RunProgress } from "../src/snapshots/records.ts";
 import { findBackup, findRestore } from "../src/strategies/registry.ts";
 import { errorMessage, stepConfigs, stepRunner } from "./step-config.ts";
 
-export const COMPACT_WAKE = "lazy-overlay-restore";
-export const COMPACT_BACKUP = "squashfs-chunked";
+/** A chain over a chunked image is compacted into a chunked image; one over a file-level snapshot, into a file-level one. */
+export const COMPACT_WAKE = { image: "lazy-overlay-restore", files: "files-overlay-restore" } as const;
+export const COMPACT_BACKUP = { image: "squashfs-chunked", files: "files-cas" } as const;
 
 export interface CompactOutput {
   delta: string;
@@ -50,13 +56,23 @@ export class CompactWorkflow extends WorkflowEntrypoint<Env, CompactParams> {
     const { compactionId, restoreId, sandboxId } = compactionIds(p.delta);
     const d = depsFrom(this.env);
     const configs = stepConfigs(this.env);
-    const wake = findRestore(COMPACT_WAKE)!;
-    const whole = findBackup(COMPACT_BACKUP)!;
-    const rp: RestoreParams = { restoreId, snapshotId: p.delta, sandboxId, path: COMPACTOR_PATH, strategy: wake.name, tenant: p.tenant, replace: false };
-    const bp: BackupParams = { snapshotId: compactionId, sandboxId, path: COMPACTOR_PATH, strategy: whole.name, tenant: p.tenant, compacts: p.delta };
     const restoreRun = stepRunner(step, { configs, prefix: "restore" });
     const backupRun = stepRunner(step, { configs, prefix: "backup" });
     const checkRun = stepRunner(step, { configs, prefix: "compaction" });
+    // What the chain lies over decides the wake and the backup (a file-level chain's compaction reads only the
+    // names its deltas changed: the rest is its base's index, filecas lower.go).
+    const chain = await checkRun.run("probe", () => planCompaction(d, p.delta)).catch(async (e) => {
+      await reportProgress(d.kv, { id: compactionId, kind: "backup", status: "errored", strategy: "compaction", startedAt: event.timestamp.toISOString(), steps: {}, snapshotId: compactionId, error: errorMessage(e) });
+      throw e;
+    });
+    const kind = chain.files ? "files" : "image";
+    const wake = findRestore(COMPACT_WAKE[kind])!;
+    const whole = findBackup(COMPACT_BACKUP[kind])!;
+    const rp: RestoreParams = { restoreId, snapshotId: p.delta, sandboxId, path: COMPACTOR_PATH, strategy: wake.name, tenant: p.tenant, replace: false, compactor: true };
+    const bp: BackupParams = {
+      snapshotId: compactionId, sandboxId, path: COMPACTOR_PATH, strategy: whole.name, tenant: p.tenant, compacts: p.delta,
+      ...(chain.files ? { baseSnapshotId: chain.image, compactLayers: chain.deltas } : {}),
+    };
     const progress: RunProgress = { id: compactionId, kind: "backup", status: "running", strategy: whole.name, startedAt: event.timestamp.toISOString(), steps: {}, snapshotId: compactionId };
     const steps = () => ({ ...Object.fromEntries(Object.entries(restoreRun.steps).map(([k, v]) => [`restore ${k}`, v])), ...Object.fromEntries(Object.entries(backupRun.steps).map(([k, v]) => [`backup ${k}`, v])), ...Object.fromEntries(Object.entries(checkRun.steps).map(([k, v]) => [`compaction ${k}`, v])) });
     await reportProgress(d.kv, progress);
@@ -98,6 +114,15 @@ export class CompactWorkflow extends WorkflowEntrypoint<Env, CompactParams> {
     await reportProgress(d.kv, { ...progress, steps: steps(), status: "complete" });
     return { delta: p.delta, compactionId, steps: steps() };
   }
+}
+
+/** The chain the delta resolves to: its image (or newest compaction), whether that is file-level, and the deltas over it. */
+async function planCompaction(d: ReturnType<typeof depsFrom>, delta: string) {
+  const t = performance.now();
+  const record = await readSnapshot(d.store, d.kv, delta);
+  if (!record) throw new SnapflowError("snapshot_unusable", `overlay delta ${delta} does not exist any more`);
+  const { image, deltas } = await readOverlayChain(d, record);
+  return { ms: Math.round(performance.now() - t), bytes: 0, image: image.id, files: image.format.kind === "files", deltas: deltas.length };
 }
 
 /** The compactor sandbox goes, its mounts (the lazy image's helper) with it. */

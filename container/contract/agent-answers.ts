@@ -73,23 +73,28 @@ export const ChunkUploadAnswer = z.looseObject({ chunks: count, bytes: count, re
 
 const chunkRef = z.looseObject({ index: count, sha256: SHA256, atMs: ms });
 export const LazyStatusAnswer = z.looseObject({
+  kind: z.literal("files").optional(),
   state: z.enum(["mounting", "ready", "complete", "stopped"]),
   prefetch: z.enum(["pending", "running", "done", "off"]),
-  imageSha256: SHA256,
-  size: count,
+  imageSha256: SHA256.optional(),
+  size: count.optional(),
   startedAt: z.string(),
   readyMs: z.number(),
   firstReadMs: z.number(),
   completeMs: z.number(),
-  chunks: z.looseObject({ index: count, total: count, local: count, cached: count, onDemand: count, ahead: count, failed: count, read: count }),
+  chunks: z.looseObject({ index: count.optional(), total: count, local: count, cached: count, onDemand: count, ahead: count, failed: count, read: count }),
   bytes: z.looseObject({ total: count, local: count, fetched: count, onDemand: count, ahead: count, read: count }),
   fetchAttempts: count,
-  onDemandChunks: z.array(chunkRef),
+  onDemandChunks: z.array(chunkRef).default([]),
   failed: z.array(chunkRef.extend({ reason: z.string(), attempts: count })),
 }) satisfies z.ZodType<P.LazyStatus>;
 
 export const LazyMountAnswer = z.looseObject({
   ms, readyMs: ms, fuseMs: ms, mountMs: ms, how: z.enum(["mount-kernel", "mount-fuse"]).optional(), mounted: z.array(MountEntryAnswer), status: z.string(), chunks: count, local: count,
+});
+
+export const FilesMountAnswer = z.looseObject({
+  ms, fuseMs: ms, readyMs: ms, entries: count, chunks: count, local: count, work: sandboxPath, status: z.string(), mounted: MountEntryAnswer,
 });
 
 export const SwapJournalAnswer = z.looseObject({

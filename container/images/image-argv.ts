@@ -165,8 +165,12 @@ export function overlayOptions(lower: string, upper: string, work: string): stri
   return `lowerdir=${lower},upperdir=${upper},workdir=${work}`;
 }
 
+/**
+ * redirect_dir=off, whatever the kernel's default: a directory renamed is then copied up whole, so an upper holds
+ * every name that changed, as a plain tree a tar can carry (a delta) and a compaction can trust (filecas lower.go).
+ */
 export function overlayKernelArgv(lower: string, upper: string, work: string, dir: string): string[] {
-  return ["mount", "-t", "overlay", "overlay", "-o", `nosuid,nodev,${overlayOptions(lower, upper, work)}`, dir];
+  return ["mount", "-t", "overlay", "overlay", "-o", `nosuid,nodev,redirect_dir=off,${overlayOptions(lower, upper, work)}`, dir];
 }
 
 /**

@@ -15,7 +15,7 @@ export const filecasMountRoutes: Routes = {
     for (const [pack, url] of Object.entries(body.urls)) c.storeUrl(url, `urls.${pack}`);
     const index = await c.path(body.index.file, "index.file");
     if (!(await stat(index).catch(() => null))?.isFile()) throw new AgentError("not_found", "index.file: no file there", "index.file");
-    const workPath = lazyWorkPath(filesWorkName());
+    const workPath = body.work ?? lazyWorkPath(filesWorkName());
     const cachePath = body.cache ?? SANDBOX_DIRS.chunkCache;
     return mountFiles(c.agent.mounts, c.sandboxId, {
       index, indexPath: checkSandboxPath(body.index.file, "index.file"), sha256: body.index.sha256,

@@ -19,6 +19,7 @@ export const filecasPackRoutes: Routes = {
       ...(body.base.url !== undefined ? { url: c.storeUrl(body.base.url, "base.url") } : {}),
       sha256: body.base.sha256,
       ...(body.base.stat !== undefined ? { stat: await c.path(body.base.stat, "base.stat") } : {}),
+      ...(body.base.layers ? { layers: await Promise.all(body.base.layers.map((l, i) => c.path(l, `base.layers.${i}`))) } : {}),
     };
     const spec = body.selection ?? requestedSelectionSpec(c.req.headers[P.SELECTION_HEADER]);
     const compiled = await compileSelection(dir, spec, { ceiling: ceilingOf(c) });

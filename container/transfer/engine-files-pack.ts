@@ -28,7 +28,7 @@ export interface FilesPackRun {
   level?: number;
   selection?: EngineSelection;
   /** file: a host path; url: checked to be the store's */
-  base?: { file?: string; url?: string; sha256: string; stat?: string };
+  base?: { file?: string; url?: string; sha256: string; stat?: string; layers?: string[] };
   urls: string[];
   partSize: number;
   concurrency: number;

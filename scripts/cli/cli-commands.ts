@@ -140,13 +140,13 @@ restore: before every byte is local) and complete, and where it went.
   --preset forks [--dataset npm-workspace|added-data|all] [--runs N] [--bytes N]
       issue 10's race on a private stack: a lazy restore's usable moment, first use, forks, the chunk store.
       --runs: the number of forks (default 10); --bytes: added-data's added bytes (default 5 GB).
-  --preset sleep-wake [--dataset npm-workspace|node-modules] [--cycles N] [--bytes N] [--files N] [--compact-after N]
-      issue 24's cycles on a private stack: a chunked base, then N times wake the latest snapshot
-      (lazy-overlay-restore), first use, change (--bytes new, default 10 MB; an edit, a delete, a directory
+  --preset sleep-wake [--dataset npm-workspace|node-modules] [--base squashfs-chunked|files-cas] [--cycles N] [--bytes N] [--files N] [--compact-after N]
+      issue 24's cycles on a private stack: a base (--base: a chunked image, the default, or file-level), then N
+      times wake the latest snapshot (lazy-overlay-restore, or files-overlay-restore), first use, change (--bytes new, default 10 MB; an edit, a delete, a directory
       deleted and made again), sleep (overlay-delta). Each wake is compared with an independent walk (hashes
       included) of what slept: exit 1 on any difference. --cycles default 100; --files: node-modules' file count;
       --compact-after: a sleep this many deltas deep compacts its chain in the background (default 4; 8 MiB of deltas do too).`,
-    flags: ["preset", "spec", "name", "runs", "cycles", "compact-after", "out", "dataset", "files", "bytes"],
+    flags: ["preset", "spec", "name", "runs", "cycles", "compact-after", "base", "out", "dataset", "files", "bytes"],
   },
   load: {
     usage: "load [--out DIR]",

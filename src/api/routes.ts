@@ -211,8 +211,8 @@ const routes: [string, string, Handler][] = [
       // Its manifest is a layer over its base image's, and a chain of tar layers cannot end in an image.
       throw apiError("bad_request", `baseSnapshotId: ${base.id} is an overlay delta; a changed-files delta builds on a tar snapshot (take the fork's next delta with overlay-delta)`, "baseSnapshotId");
     }
-    if (strategy.delta === "overlay-upper" && base && !base.delta && base.format.kind !== "squashfs") {
-      throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs base image; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
+    if (strategy.delta === "overlay-upper" && base && !base.delta && base.format.kind !== "squashfs" && base.format.kind !== "files") {
+      throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs image or a file-level snapshot; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }
     const id = newId("bk");
     const params: BackupParams = { snapshotId: id, ...body, startedAt: new Date().toISOString() };

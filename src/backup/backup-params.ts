@@ -13,6 +13,11 @@ export interface BackupParams {
   baseSnapshotId?: string;
   /** a compaction (workflows/compact-workflow.ts): the overlay delta whose tree, woken and verified, this backup is */
   compacts?: string;
+  /**
+   * a compaction of a file-level chain: its wake laid this many deltas over the base's index (baseSnapshotId), whose
+   * layer directories are all the backup reads (filecas lower.go)
+   */
+  compactLayers?: number;
   /** an overlay delta: compact its chain once it lies this many deltas over its image or compaction (absent: the default) */
   compactAfter?: number;
   /** drop the page cache in the probe step (cold-cache runs) */

@@ -2,8 +2,8 @@
 // Due when the delta lies `compactAfter` deltas (or more) over its chain's image or compaction, or when the deltas
 // laid over it hold `compactBytes` (a wake pays per link and per byte extracted) — and no compaction of an earlier
 // link of the chain is still running (one at a time per chain: the next sleep is due again once it has ended), over
-// a chunked image (a compaction is a chunked image; a chain over a whole downloaded image stays as it is, up to
-// MAX_OVERLAY_CHAIN). The Workflow instance is named after the delta: starting it again finds it, and the sleep
+// a chunked image or a file-level snapshot (a compaction is of the same kind; a chain over a whole downloaded image
+// stays as it is, up to MAX_OVERLAY_CHAIN). The Workflow instance is named after the delta: starting it again finds it, and the sleep
 // never waits for it.
 import type { Deps } from "../deps.ts";
 import { errorMessage } from "../errors.ts";
@@ -31,7 +31,7 @@ export async function startCompactionIfDue(workflow: Workflow<CompactParams>, d:
   const depth = chain.length;
   const links = await Promise.all(chain.map((id) => readSnapshot(d.store, d.kv, id)));
   const image = links[0];
-  if (!image?.chunks) return done({ depth, skipped: `the chain's image ${chain[0]} is not chunked` });
+  if (!image?.chunks && image?.format.kind !== "files") return done({ depth, skipped: `the chain's image ${chain[0]} is neither chunked nor file-level` });
   const layerBytes = [...links.slice(1), record].reduce((n, r) => n + (r?.archive.bytes ?? 0), 0);
   if (depth < compactAfter && layerBytes < compactBytes) return done({ depth, layerBytes, skipped: `${depth} deltas of ${layerBytes} bytes: under ${compactAfter} and ${compactBytes}` });
   const running = await Promise.all(chain.slice(1).map(async (id) => ((await readProgress(d.kv, compactionIds(id).compactionId))?.status === "running" ? id : null)));

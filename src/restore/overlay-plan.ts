@@ -24,18 +24,21 @@ import type { RestoreContext } from "./restore-context.ts";
 import type { Layer, RestoreProbeResult } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
-import { afterLazySwap, startLazyMount, usableNow } from "./materialize/lazy.ts";
+import { afterLazySwap, PREFETCH, startLazyMount, usableNow } from "./materialize/lazy.ts";
+import { walkThenComplete } from "./materialize/lazy-completion.ts";
+import { filesSnapshot, packUrls } from "./files-packs.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive, manifest: { key: r.manifest.key, ...(r.manifest.sha256 ? { sha256: r.manifest.sha256 } : {}), ...(r.manifest.layerOf ? { layerOf: r.manifest.layerOf } : {}) } });
 
 /** The base image first, then each overlay delta of the snapshot's chain, the snapshot last (an image: itself alone). */
 async function overlayLayers({ d, s }: RestoreContext, snapshot: SnapshotRecord): Promise<Layer[]> {
-  if (snapshot.delta?.kind !== "overlay-upper" && snapshot.format.kind !== "squashfs") throw new SnapflowError("bad_request", `${s.name} mounts a squashfs base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
+  if (snapshot.delta?.kind !== "overlay-upper" && snapshot.format.kind !== "squashfs" && snapshot.format.kind !== "files") throw new SnapflowError("bad_request", `${s.name} mounts a squashfs or file-level base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
   // Every link read and checked (it exists, same tenant, its own chain the one before it, a squashfs image first).
   const { image, deltas } = await readOverlayChain(d, snapshot);
   // A whole image is downloaded and mounted (overlay-restore); a chunked one mounted lazily (lazy-overlay-restore).
   if (archiveFamily(image.format) !== archiveFamily(s.format)) {
-    throw new SnapflowError("bad_request", `${s.name} mounts a ${formatName(s.format)} base; ${image.id} is ${formatName(image.format)}${image.format.kind === "squashfs" ? `: restore it with ${image.format.chunks ? "lazy-overlay-restore" : "overlay-restore"}` : ""}`, { field: "strategy" });
+    const fits = image.format.kind === "files" ? "files-overlay-restore" : image.format.kind === "squashfs" ? (image.format.chunks ? "lazy-overlay-restore" : "overlay-restore") : undefined;
+    throw new SnapflowError("bad_request", `${s.name} mounts a ${formatName(s.format)} base; ${image.id} is ${formatName(image.format)}${fits ? `: restore it with ${fits}` : ""}`, { field: "strategy" });
   }
   for (const delta of deltas) if (delta.format.kind !== "tar") throw new SnapflowError("snapshot_unusable", `overlay delta ${delta.id} is not a tar archive`);
   return [image, ...deltas].map(layer);
@@ -45,6 +48,10 @@ async function overlayLayers({ d, s }: RestoreContext, snapshot: SnapshotRecord)
 const EXTRACT_CONCURRENCY = 4;
 
 const isChunked = (l: Layer) => l.format.kind === "squashfs" && !!l.format.chunks;
+/** A file-level base: its index served as a tree by files-mount, straight at the lower (no image over it). */
+const isFiles = (l: Layer) => l.format.kind === "files";
+/** Mounted before it is local (a chunked image, or a file-level index): the overlay goes in at the target at once. */
+const isLazy = (l: Layer) => isChunked(l) || isFiles(l);
 
 export const overlayPlan: RestorePlan = {
   keeps: () => "overlay",
@@ -98,7 +105,6 @@ export const overlayPlan: RestorePlan = {
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
     const base = layers[0]!;
-    if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is not squashfs`);
     const lazy = sandboxPaths.lazy(p.restoreId);
     // A chain's image is mounted beside the lower, which is then the read-only stack of the deltas over it.
     const chained = layers.length > 1;
@@ -112,6 +118,17 @@ export const overlayPlan: RestorePlan = {
     // with a lazy base's FUSE file), in one call. The upper is this restore's own (it follows the overlay to the
     // target) and starts empty: what the next delta holds.
     const clear = agent.clear({ unmount: [where.lower, ...(chained ? [where.chainImage] : []), `${lazy.work}/fuse`], remove: [swap.staged, where.upper] });
+    if (isFiles(base)) {
+      // The transfer brought the index to where.image (hash-checked); files-mount serves its tree at the image's place,
+      // each chunk fetched by a Range GET of its pack on first read and checked against its SHA-256. A compaction's
+      // wake reads only the names its layers changed (filecas lower.go): no prefetch, and nothing to wait for.
+      const [urls, clearMs] = await Promise.all([filesSnapshot(c, base.id).then((r) => packUrls(c, r)), clear.then(() => since(t))]);
+      const mounted = await agent.filesMount({ index: { file: where.image, sha256: base.archive.sha256 }, urls, mountpoint: imageAt, work: lazy.work, prefetch: p.compactor ? 0 : PREFETCH });
+      const stackMs = await stack();
+      const swapped = await swapInOverlay(c, probed);
+      return { ms: since(t), bytes: 0, clearMs, baseMountMs: mounted.ms, baseFuseMs: mounted.fuseMs, baseReadyMs: mounted.readyMs, ...(stackMs !== undefined ? { stackMs } : {}), upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+    }
+    if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is neither squashfs nor file-level`);
     if (isChunked(base)) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
       // Its tree is checked at the target (afterSwap), so it goes in now, its overlay laid at the target once: usable
@@ -151,6 +168,10 @@ export const overlayPlan: RestorePlan = {
   // at the end of materialize; here the walk at the target, and a wait until every chunk is local and verified (or a
   // failure naming the chunk that cannot be had). The restore records both moments.
   async afterSwap(c, { layers }, check) {
+    if (isFiles(layers[0]!)) {
+      if (c.p.compactor) return { lazy: "on demand only: the compaction reads what its layers changed" };
+      return walkThenComplete(c, sandboxPaths.lazy(c.p.restoreId).work, check);
+    }
     return isChunked(layers[0]!) ? afterLazySwap(c, layers[0]!.id, check) : {};
   },
 };
@@ -164,7 +185,7 @@ export const overlayPlan: RestorePlan = {
 async function swapInOverlay(c: RestoreContext, probed: RestoreProbeResult): ReturnType<RestorePlan["swapIn"]> {
   const { p, agent } = c;
   const where = sandboxPaths.overlay(p.restoreId);
-  if (!isChunked(probed.layers[0]!)) await agent.unmount(probed.swap.staged).catch(() => {});
+  if (!isLazy(probed.layers[0]!)) await agent.unmount(probed.swap.staged).catch(() => {});
   return agent.swapIn(p.path, p.restoreId, { mount: { kind: "overlay", lower: where.lower, upper: where.upper, how: "kernel" } });
 }
 

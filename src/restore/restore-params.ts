@@ -32,6 +32,11 @@ export interface RestoreParams {
   startedAt?: string;
   /** the sandbox is the run's own (a background content check's, background-check.ts): ended when the run ends */
   endSandbox?: boolean;
+  /**
+   * a compaction's wake (workflows/compact-workflow.ts): the backup after it reads only what the chain's layers
+   * changed, so a file-level base fetches chunks on demand only and is not waited for
+   */
+  compactor?: boolean;
 }
 
 /** One archive to bring: a full snapshot's, or one layer of a delta chain (its deletions beside it). */

@@ -311,6 +311,10 @@ export class AgentClient {
   lazyMount(body: z.input<typeof P.LazyMountBody>) {
     return this.json(A.LazyMountAnswer, "lazy mount", "/v1/lazy/mount", body);
   }
+  /** Serves a file-level index's tree read-only at `mountpoint` before its chunks are fetched (snapflow-lazy files-mount). */
+  filesMount(body: z.input<typeof P.FilesMountBody>) {
+    return this.json(A.FilesMountAnswer, "files mount", "/v1/files/mount", body);
+  }
   /** More URLs for a lazy mount started with moreUrls; `last` says none follow. */
   lazyUrls(body: z.input<typeof P.LazyUrlsBody>) {
     return this.json(z.looseObject({ urls: z.number() }), "lazy urls", "/v1/lazy/urls", body);

@@ -1,6 +1,7 @@
-// Compactions of overlay chains (issue 24). A compaction C of an overlay delta D is a whole squashfs-chunked
-// snapshot of D's tree (workflows/compact-workflow.ts: D woken in a compactor sandbox, verified, backed up whole),
-// its record saying `compacts: D`. Once C is recorded, a pointer compactions/<D>.json names it: a delta whose chain
+// Compactions of overlay chains (issue 24). A compaction C of an overlay delta D is a whole snapshot of D's tree
+// (workflows/compact-workflow.ts: D woken in a compactor sandbox, verified, backed up whole) — squashfs-chunked over
+// a chunked image, files-cas (reading only what the chain changed) over a file-level one — its record saying
+// `compacts: D`. Once C is recorded, a pointer compactions/<D>.json names it: a delta whose chain
 // passes through D then wakes as [C, the deltas after D] (overlay-chain.ts), D and the links below it are no longer
 // needed by those deltas (delete-snapshot.ts), and the next sleep over it records the short chain.
 //
@@ -18,7 +19,7 @@ export const compactionKey = (delta: string) => `compactions/${delta}.json`;
 const Pointer = z.object({ id: SnapshotId, compacts: SnapshotId, at: z.string() });
 
 /** What a compaction's record says on top of a whole snapshot's (parsed, not cast: the store's JSON). */
-const CompactionRecord = z.looseObject({ id: SnapshotId, compacts: SnapshotId, delta: z.never().optional(), format: z.looseObject({ kind: z.literal("squashfs") }) });
+const CompactionRecord = z.looseObject({ id: SnapshotId, compacts: SnapshotId, delta: z.never().optional(), format: z.looseObject({ kind: z.enum(["squashfs", "files"]) }) });
 
 /** The compaction `record` is, or null when it is none (a plain snapshot). */
 export function compactsOf(record: Pick<SnapshotRecord, "id" | "compacts" | "delta" | "format">): string | null {
@@ -40,7 +41,7 @@ export async function removeCompactionPointer(store: ObjectStore, compaction: Pi
 
 /**
  * The good compaction of `delta` for `tenant`, or null: the pointer, and the record it names — recorded, the same
- * tenant's, a squashfs image saying it compacts this delta. Anything else is as if there were no compaction.
+ * tenant's, a squashfs image or file-level snapshot saying it compacts this delta. Anything else is as if there were no compaction.
  */
 export async function compactionOf(d: { store: ObjectStore; kv: KVNamespace }, delta: string, tenant: string): Promise<SnapshotRecord | null> {
   const p = Pointer.safeParse(await getJson(d.store, compactionKey(delta)));

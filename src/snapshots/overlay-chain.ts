@@ -77,7 +77,7 @@ export async function readOverlayChain(d: { store: ObjectStore; kv: KVNamespace 
     if (!r) throw new SnapflowError("snapshot_unusable", `${what}, which does not exist any more`);
     if (tenantOf(r) !== tenant) throw new SnapflowError("snapshot_unusable", `${what}, another tenant's snapshot`);
     if (i === 0) {
-      if (r.delta || r.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `${what}, which is not a squashfs image (a chain starts with one)`);
+      if (r.delta || (r.format.kind !== "squashfs" && r.format.kind !== "files")) throw new SnapflowError("snapshot_unusable", `${what}, which is neither a squashfs image nor a file-level snapshot (a chain starts with one)`);
       return;
     }
     if (r.delta?.kind !== "overlay-upper") throw new SnapflowError("snapshot_unusable", `${what}, which is not an overlay delta`);

@@ -47,7 +47,7 @@ export function formatFidelity(format: ArchiveFormat): Fidelity {
 /** What a restore loses, by what it reads and how it materializes the tree. */
 export function restoreFidelity(format: ArchiveFormat, materialize: string): Fidelity {
   const out: Fidelity = {};
-  if (materialize === "mount-fuse" || (materialize === "overlay" && !(format.kind === "squashfs" && format.chunks))) {
+  if (materialize === "mount-fuse" || (materialize === "overlay" && format.kind === "squashfs" && !format.chunks)) {
     out.sparse = { outcome: "lost", why: "squashfuse reports every block of a file as allocated, holes included (the image keeps them; the mount does not show them)" };
   }
   if (format.kind === "erofs" && materialize === "extract") {

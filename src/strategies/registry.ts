@@ -173,6 +173,10 @@ function restore({ name, format, path, what, seed, materialize = "extract", down
   const aria2c: ToolName[] = downloader === "aria2c" ? ["aria2c"] : [];
   // The file-level format: the index is brought, then the native engine makes the tree from the packs it names.
   if (format.kind === "files") {
+    // Or served lazily from its index (files-mount) as the read-only base of a writable overlay: a sleep/wake chain's.
+    if (materialize === "overlay") {
+      return { ...common, materialize, requires: ["snapflow-lazy", "fusermount3"], needs: ["fuse", "cap_sys_admin", "fs:overlay"], description: `${what}: ${RESTORE_HOW[path]}, then its tree served read-only from it (snapflow-lazy files-mount: chunks fetched by Range GETs of their packs on first read, checked, cached and prefetched) as the lower layer of a writable overlayfs, each overlay delta of the chain extracted into a layer over it`, fidelity: restoreFidelity(format, materialize) };
+    }
     return { ...common, materialize, requires: ["snapflow-lazy"], description: `${what}: ${RESTORE_HOW[path]}, then the tree made from its packs by Range GETs, every chunk checked (snapflow-lazy files-unpack)`, fidelity: restoreFidelity(format, materialize) };
   }
   if (format.kind === "tar") {
@@ -273,6 +277,8 @@ export const STRATEGIES: readonly Strategy[] = [
   restore({ name: "lazy-overlay-restore", format: chunkedSquashfs, path: "presigned-file", what: "chunked squashfs base, mounted lazily (+ an overlay-delta)", materialize: "overlay" }),
   // the file-level format: the index brought (presigned GET, hash-checked), the tree made from the packs it names
   restore({ name: "files-extract", format: filesFormat, path: "presigned-file", what: "the file-level index" }),
+  // sleep/wake over the file-level format: its tree served lazily from the index, a chain's deltas laid over it
+  restore({ name: "files-overlay-restore", format: filesFormat, path: "presigned-file", what: "the file-level index (+ an overlay-delta)", materialize: "overlay" }),
   // The SDK's own restore, measured like every preset (any squashfs snapshot: sdk-backup's, or ours). Last of the
   // squashfs restores, so that it is never the default one.
   restore({ name: "sdk-restore", format: squashfs("lz4"), path: "sdk-restore", what: "squashfs" }),

@@ -81,7 +81,7 @@ describe("extract, mount and unmount argv", () => {
 
   it("kernel mounts are read-only loop mounts; overlays refuse paths their option syntax cannot carry", () => {
     expect(mountKernelArgv("/i", "/m", "erofs")).toEqual(["mount", "-t", "erofs", "-o", "loop,ro,nosuid,nodev", "/i", "/m"]);
-    expect(overlayKernelArgv("/l", "/u", "/w", "/m")).toEqual(["mount", "-t", "overlay", "overlay", "-o", "nosuid,nodev,lowerdir=/l,upperdir=/u,workdir=/w", "/m"]);
+    expect(overlayKernelArgv("/l", "/u", "/w", "/m")).toEqual(["mount", "-t", "overlay", "overlay", "-o", "nosuid,nodev,redirect_dir=off,lowerdir=/l,upperdir=/u,workdir=/w", "/m"]);
     expect(unmountArgv("/m", true)).toEqual(["fusermount3", "-u", "/m"]);
     expect(unmountArgv("/m", false)).toEqual(["umount", "/m"]);
     for (const bad of ["/a,b", "/a:b", "/a\\b"]) expect(fieldOf(() => checkOverlayPath(bad, "lower"))).toBe("400 lower");

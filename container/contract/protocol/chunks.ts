@@ -102,18 +102,22 @@ export const LazyWaitBody = z.object({
   timeoutMs: z.number().int().min(0).max(10 * 60_000).default(60_000),
 }).strict();
 
-/** status.json of a lazy mount (native/lazy/README.md), as the agent answers it. */
+/**
+ * status.json of a lazy mount (native/lazy/README.md), as the agent answers it. A files-mount's (kind "files",
+ * internal/filesfs status.go) serves an index's tree, not an image: no imageSha256, size, index count or on-demand list.
+ */
 export interface LazyStatus {
+  kind?: "files";
   state: "mounting" | "ready" | "complete" | "stopped";
   prefetch: "pending" | "running" | "done" | "off";
-  imageSha256: string;
-  size: number;
+  imageSha256?: string;
+  size?: number;
   startedAt: string;
   readyMs: number;
   firstReadMs: number;
   completeMs: number;
   /** `read`: distinct chunks the mount has read from so far, whoever fetched them (what its readers needed) */
-  chunks: { index: number; total: number; local: number; cached: number; onDemand: number; ahead: number; failed: number; read: number };
+  chunks: { index?: number; total: number; local: number; cached: number; onDemand: number; ahead: number; failed: number; read: number };
   bytes: { total: number; local: number; fetched: number; onDemand: number; ahead: number; read: number };
   fetchAttempts: number;
   onDemandChunks: { index: number; sha256: string; atMs: number }[];

@@ -20,6 +20,8 @@ export const FilesMountBody = z.object({
   urls: z.record(PACK_NAME, z.string()),
   /** where the tree appears: an empty or missing directory */
   mountpoint: z.string(),
+  /** the mount's work directory (its URL and status files; POST /v1/lazy/wait takes it): default, a new one under the sandbox's lazy directory */
+  work: z.string().optional(),
   /** the chunk cache (default: the sandbox's, shared by its lazy mounts) */
   cache: z.string().optional(),
   /** parallel background Range GETs; 0 fetches on demand only */

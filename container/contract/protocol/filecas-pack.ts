@@ -1,7 +1,7 @@
 // The file-level content-addressed backup (issue 24; native/lazy/internal/filecas): the engine's files-pack.
 // Part of the agent's protocol (../protocol.ts re-exports every part): both sides import it.
 import { z } from "zod";
-import { Sha256Hex } from "./trees.ts";
+import { MAX_OVERLAY_CHAIN, Sha256Hex } from "./trees.ts";
 import { R2_MULTIPART } from "../r2-limits.ts";
 import { ManifestTotals, SelectionSpec } from "./manifest.ts";
 import { MULTIPART_MAX_BUFFER_BYTES } from "./transfer.ts";
@@ -41,6 +41,11 @@ export const FilesPackBody = z
       file: z.string().optional(), url: z.string().optional(), sha256: Sha256Hex,
       /** a restored tree's stat keys for this index (POST /v1/files/unpack statsOut): taken instead of the index's */
       stat: z.string().optional(),
+      /**
+       * the tree at `path` is an overlay whose lowest layer is this index's own tree (files-mount) under these layer
+       * directories, lowest first: a file none of them holds is taken from the index unread (a compaction's)
+       */
+      layers: z.array(z.string()).max(MAX_OVERLAY_CHAIN + 1).optional(),
     }).strict()
       .refine((b) => b.file !== undefined || b.url !== undefined, "names a file, a url or both").optional(),
     /** urls[i]: the presigned UploadPart URL of the pack's part i + 1 */

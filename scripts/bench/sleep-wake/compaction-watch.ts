@@ -11,7 +11,7 @@ interface CompactionStatus {
   status: "none" | "running" | "complete" | "errored" | "removed";
   error?: string;
   steps?: Record<string, { startedAt?: number; endedAt?: number; ms?: number }>;
-  compaction?: { id: string; chunks?: { imageBytes: number; uploadedBytes: number } };
+  compaction?: { id: string; chunks?: { imageBytes: number; uploadedBytes: number }; archive?: { bytes: number }; files?: { pack?: { bytes: number }; read?: { files: number; bytes: number } } };
 }
 
 export interface CompactionRun {
@@ -27,6 +27,8 @@ export interface CompactionRun {
   wallMs?: number;
   imageBytes?: number;
   uploadedBytes?: number;
+  /** a file-level compaction: the files it read (the rest kept the base's chunk lists unread) */
+  readFiles?: number;
   /** each step's wall clock (ms), "restore transfer", "backup archive" …: where a compaction's time goes */
   steps?: Record<string, number>;
 }
@@ -47,6 +49,8 @@ export function compactionWatch(api: Api) {
     const steps = Object.fromEntries(Object.entries(s.steps ?? {}).flatMap(([name, x]) => (x.ms === undefined ? [] : [[name, x.ms]])));
     Object.assign(r, { status: s.status, endedBy: cycle, wallMs: wallOf(s.steps), steps, ...(s.error ? { error: s.error } : {}) });
     if (s.compaction?.chunks) Object.assign(r, { imageBytes: s.compaction.chunks.imageBytes, uploadedBytes: s.compaction.chunks.uploadedBytes });
+    // A file-level compaction uploads its pack (what the deltas changed) and its index; it has no image.
+    else if (s.compaction?.files) Object.assign(r, { uploadedBytes: (s.compaction.files.pack?.bytes ?? 0) + (s.compaction.archive?.bytes ?? 0), readFiles: s.compaction.files.read?.files });
     return true;
   };
   return {

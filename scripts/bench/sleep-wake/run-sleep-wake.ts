@@ -1,7 +1,8 @@
 // `npx snapflow bench --preset sleep-wake`: issue 24's cycles, on a private local stack (as the forks race).
 //
-//   base    the dataset backed up as a squashfs-chunked image into an empty store
-//   cycle   N times: wake the latest snapshot in a fresh sandbox (lazy-overlay-restore: the chain laid read-only
+//   base    the dataset backed up into an empty store: a squashfs-chunked image, or (--base files-cas) file-level
+//   cycle   N times: wake the latest snapshot in a fresh sandbox (lazy-overlay-restore, or files-overlay-restore
+//           over a file-level base: the chain laid read-only
 //           under an empty upper) — request → usable, first use, request → complete —; compare the woken tree with
 //           an independent walk of what slept (tree-digest.ts, hashes included); change it (cycle-change.ts);
 //           sleep it (overlay-delta over the woken snapshot): wall time, bytes uploaded, the chain's depth; the
@@ -25,7 +26,7 @@ import { removePrivateStackData } from "../../stack/private-stack-data.ts";
 import { ensureNpmWorkspace } from "../peers/npm-workspace.ts";
 import { peerStore, storedBytes } from "../peers/peer-store.ts";
 import { q, requireTools, sh } from "../peers/shell.ts";
-import { CHUNKED_BACKUP, snapflowRuns } from "../peers/snapflow-runs.ts";
+import { snapflowRuns } from "../peers/snapflow-runs.ts";
 import { BUCKET, freePort, PROJECT, startStack, STATE, type Stack } from "../../stack/stack.ts";
 import { measureFirstUse } from "../forks/first-use.ts";
 import { currentResultsStem } from "../results-files.ts";
@@ -43,11 +44,16 @@ export interface SleepWakeOptions {
   out: string;
   /** compact a chain once a sleep lies this many deltas over its image or compaction (the API's compactAfter) */
   compactAfter: number;
+  /** the base's format: a chunked squashfs image (woken with lazy-overlay-restore), or file-level (files-overlay-restore) */
+  base: SleepWakeBase;
 }
 
-export const SLEEP_WAKE_DEFAULTS: SleepWakeOptions = { dataset: "npm-workspace", cycles: 100, changeBytes: 10_000_000, files: 5000, name: "sleep-wake-npm-workspace", out: join(PROJECT, "results"), compactAfter: DEFAULT_COMPACT_AFTER };
+export type SleepWakeBase = "squashfs-chunked" | "files-cas";
+/** The wake that lays a chain over each base. */
+const WAKE: Record<SleepWakeBase, string> = { "squashfs-chunked": "lazy-overlay-restore", "files-cas": "files-overlay-restore" };
 
-const WAKE = "lazy-overlay-restore";
+export const SLEEP_WAKE_DEFAULTS: SleepWakeOptions = { dataset: "npm-workspace", cycles: 100, changeBytes: 10_000_000, files: 5000, name: "sleep-wake-npm-workspace", out: join(PROJECT, "results"), compactAfter: DEFAULT_COMPACT_AFTER, base: "squashfs-chunked" };
+
 const SLEEP = "overlay-delta";
 
 /** First use: a file whose presence says the tree answers, and the command run in it. */
@@ -85,14 +91,15 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     log(`sleep-wake: ${o.dataset}: ${(bytes! / 1e6).toFixed(0)} MB, ${entries} entries; ${o.cycles} cycles of ${(o.changeBytes / 1e6).toFixed(1)} MB`);
     const baseChoices = await chooseBase(dir, [...firstUse.keep, CYCLE_DIR]);
     await sh("sync");
-    const base = await snap.backup(source, CHUNKED_BACKUP);
-    const baseChunks = base.raw.transfer?.chunks as { imageBytes: number; uploadedBytes: number };
+    const base = await snap.backup(source, o.base);
+    const baseFiles = base.raw.transfer?.files as { pack?: { bytes: number } } | undefined;
+    const baseChunks = (base.raw.transfer?.chunks as { imageBytes: number; uploadedBytes: number } | undefined) ?? { imageBytes: baseFiles?.pack?.bytes ?? 0, uploadedBytes: (baseFiles?.pack?.bytes ?? 0) + (base.raw.transfer?.bytes as number) };
     // The base image's content check (a restore into a sandbox of its own: src/restore/background-check.ts) runs once
     // after its backup; the cycles start after it, not beside it on 2 cores.
     const checkMs = await snap.contentChecked(base.snapshotId!);
     log(`sleep-wake: the base's content check ended ${(checkMs / 1000).toFixed(2)} s after its backup`);
     const results: SleepWakeResults = {
-      name: o.name, date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), dataset: o.dataset,
+      name: o.name, baseStrategy: o.base, wake: WAKE[o.base], date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), dataset: o.dataset,
       bytes: bytes!, entries: entries!, changeBytes: o.changeBytes, maxDepth: MAX_OVERLAY_CHAIN, compactAfter: o.compactAfter, firstUse: firstUse.command,
       base: { ms: base.wallMs, imageBytes: baseChunks.imageBytes, uploadedBytes: baseChunks.uploadedBytes, storedBytes: await storeTotal() },
       cycles: [], errors, load: { start: loadavg(), end: [], cores: cpus().length },
@@ -111,7 +118,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
       const sandbox = `${source}-${k}`;
       try {
         await sh("sync");
-        const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE, marker: firstUse.marker, command: firstUse.command });
+        const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command });
         // The deltas the wake laid over its image or compaction: the depth as resolved.
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
         const woken = await digestTree(workspace(sandbox));
@@ -161,7 +168,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const gc = await collectAllButTip(api, latest, made);
         const after = await storeTotal();
         const sandbox = `${source}-after-gc`;
-        const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE, marker: firstUse.marker, command: firstUse.command });
+        const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command });
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
         const diff = compareDigests(slept, (await digestTree(workspace(sandbox))).digest);
         if (diff.count) errors.push(`after gc: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);

@@ -42,6 +42,9 @@ export interface SleepWakeCycle {
 
 export interface SleepWakeResults {
   name: string;
+  /** the base's backup and the wake over it (absent in runs from before --base: squashfs-chunked, lazy-overlay-restore) */
+  baseStrategy?: string;
+  wake?: string;
   date: string;
   machine: string;
   dataset: string;
@@ -74,14 +77,19 @@ export function sleepWakeMarkdown(r: SleepWakeResults): string {
   const gcRatio = last && r.gc ? r.gc.storedAfter / (r.base.storedBytes + last.changedTotal) : NaN;
   const compactions = r.compactions ?? [];
   const ended = (x: SleepWakeCycle) => (x.compactionsEnded ?? []).map((e) => `${e.status === "complete" ? "" : `${e.status} `}C${e.afterCycle} ${s(e.wallMs)} s, ${mb(e.uploadedBytes ?? 0)} MB`).join("; ") || "";
+  const files = r.baseStrategy === "files-cas";
+  const wake = r.wake ?? "lazy-overlay-restore";
+  const compactedAs = files
+    ? "backed up as files-cas with the chain's base as its parent, reading only the names the chain's deltas hold: the rest keeps the base's chunk lists unread"
+    : "backed up whole as squashfs-chunked, its chunks deduplicated";
   const lines = [
-    `# sleep-wake: ${r.dataset}, ${c.length} cycles (${r.date})`,
+    `# sleep-wake: ${r.dataset}, ${files ? "file-level base, " : ""}${c.length} cycles (${r.date})`,
     "",
     `${r.machine}. Load ${r.load.start.map((x) => x.toFixed(2)).join(" ")} → ${r.load.end.map((x) => x.toFixed(2)).join(" ")} on ${r.load.cores} cores. Emulator figures (local R2 stand-in, SeaweedFS on loopback), not production ones.`,
     "",
-    `Usable is request → the first-use marker answering at the target, seen from the host; its transfer step brings the image's (or compaction's) index and downloads and extracts each delta laid over it. *Woke at depth* is how many deltas the wake laid: the chain resolved through its newest compaction. A sleep ${r.compactAfter ?? "–"} deltas deep over its image or compaction, or whose deltas there hold 8 MiB, starts a compaction in the background (one at a time per chain) (the tree woken in a compactor sandbox and backed up whole as squashfs-chunked, its chunks deduplicated); no cycle waits for it. *Compactions ended* lists those seen ended during the cycle (Ck: started after cycle k's sleep; its wall time and the bytes it uploaded, counted in the store, not in *uploaded*).`,
+    `Usable is request → the first-use marker answering at the target, seen from the host; its transfer step brings the ${files ? "base's (or compaction's) file-level index" : "image's (or compaction's) index"} and downloads and extracts each delta laid over it. *Woke at depth* is how many deltas the wake laid: the chain resolved through its newest compaction. A sleep ${r.compactAfter ?? "–"} deltas deep over its image or compaction, or whose deltas there hold 8 MiB, starts a compaction in the background (one at a time per chain) (the tree woken in a compactor sandbox and ${compactedAs}); no cycle waits for it. *Compactions ended* lists those seen ended during the cycle (Ck: started after cycle k's sleep; its wall time and the bytes it uploaded, counted in the store, not in *uploaded*).`,
     "",
-    `The tree: ${mb(r.bytes)} MB, ${r.entries} entries; base squashfs-chunked image ${mb(r.base.imageBytes)} MB in ${s(r.base.ms)} s, store after it ${mb(r.base.storedBytes)} MB. Each cycle wakes the latest snapshot (lazy-overlay-restore) in a fresh sandbox, runs \`${r.firstUse}\`, changes ${mb(r.changeBytes)} MB of new files plus an edit, a delete and a directory deleted and made again, and sleeps (overlay-delta). A chain holds at most ${r.maxDepth} deltas after its image or newest compaction.`,
+    `The tree: ${mb(r.bytes)} MB, ${r.entries} entries; base ${files ? `files-cas, its pack` : "squashfs-chunked image"} ${mb(r.base.imageBytes)} MB in ${s(r.base.ms)} s, store after it ${mb(r.base.storedBytes)} MB. Each cycle wakes the latest snapshot (${wake}) in a fresh sandbox, runs \`${r.firstUse}\`, changes ${mb(r.changeBytes)} MB of new files plus an edit, a delete and a directory deleted and made again, and sleeps (overlay-delta). A chain holds at most ${r.maxDepth} deltas after its image or newest compaction.`,
     "",
     "| cycle | woke at depth | usable (s) | of which transfer (s) | first use (s) | complete (s) | woken tree | sleep (s) | uploaded (MB) | changed (MB) | chain depth | compactions ended | store (MB) | store ÷ (base + changes) |",
     "| --: | --: | --: | --: | --: | --: | --- | --: | --: | --: | --: | --- | --: | --: |",
@@ -98,7 +106,7 @@ export function sleepWakeMarkdown(r: SleepWakeResults): string {
       const upC = stats(done.map((x) => x.uploadedBytes ?? 0));
       lines.push(
         `Compactions: ${compactions.length} started, ${done.length} complete${compactions.length > done.length ? `, ${compactions.length - done.length} not (${compactions.filter((x) => x.status !== "complete").map((x) => `C${x.afterCycle} ${x.status}${x.error ? `: ${x.error}` : ""}`).join("; ")})` : ""}` +
-          (done.length ? `; each ${s(wall.min)}–${s(wall.max)} s (median ${s(wall.median)}), uploading ${mb(upC.min!)}–${mb(upC.max!)} MB (median ${mb(upC.median!)}) of images of ${mb(Math.min(...done.map((x) => x.imageBytes ?? 0)))}–${mb(Math.max(...done.map((x) => x.imageBytes ?? 0)))} MB.` : "."),
+          (done.length ? `; each ${s(wall.min)}–${s(wall.max)} s (median ${s(wall.median)}), uploading ${mb(upC.min!)}–${mb(upC.max!)} MB (median ${mb(upC.median!)})${files ? `, reading ${stats(done.map((x) => x.readFiles ?? 0)).min}–${stats(done.map((x) => x.readFiles ?? 0)).max} files each` : ` of images of ${mb(Math.min(...done.map((x) => x.imageBytes ?? 0)))}–${mb(Math.max(...done.map((x) => x.imageBytes ?? 0)))} MB`}.` : "."),
         "",
       );
       // Where a compaction's time goes: the median of each step over the complete ones.

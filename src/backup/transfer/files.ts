@@ -22,9 +22,11 @@ import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import type { FilesRecord } from "../../snapshots/records.ts";
 import { DEFAULT_TENANT } from "../../snapshots/tenant.ts";
 import type { BackupStrategy } from "../../strategies/registry.ts";
+import { compactionIds } from "../../compaction/compaction-params.ts";
 import { filesParent } from "../files-parent.ts";
 import { selectionOf } from "../selection.ts";
 import { storeSinglePassManifest } from "../single-pass.ts";
+import type { BackupParams } from "../backup-params.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
 import { sendInParts } from "./part-urls.ts";
 
@@ -37,6 +39,17 @@ export function filesOnly(s: BackupStrategy): FilesFormat {
 export function boundFrom(t: { files: number; dirs: number; symlinks: number; bytes: number }): { tarMax: number } {
   const entries = t.files + t.dirs + t.symlinks;
   return { tarMax: Math.ceil(1.25 * (t.bytes + entries * (512 + 2048) + 1024)) };
+}
+
+/**
+ * A compaction of a file-level chain (workflows/compact-workflow.ts): the tree is its wake's overlay, the parent's
+ * index served by files-mount under each delta's layer directory and the (empty) upper. The engine reads only the
+ * names those hold; the index is the one the wake brought (where.image), checked against the same SHA-256.
+ */
+function compactorBase(p: BackupParams): { file: string; layers: string[] } | undefined {
+  if (!p.compacts || p.compactLayers === undefined) return undefined;
+  const where = sandboxPaths.overlay(compactionIds(p.compacts).restoreId);
+  return { file: where.image, layers: [...Array.from({ length: p.compactLayers }, (_, i) => where.chainLayer(i + 1)), where.upper] };
 }
 
 export const filesTransfer: BackupTransfer = {
@@ -60,7 +73,7 @@ export const filesTransfer: BackupTransfer = {
     const selection = selectionOf(p);
     // The parent's index as kept here, else the store's; and, when this tree was restored from it here, the restored
     // tree's stat keys (the engine takes them only if they belong to that index).
-    const base = parent ? { file: sandboxPaths.filesIndex(parent.id), url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256, stat: sandboxPaths.filesStats(parent.id) } : undefined;
+    const base = parent ? { url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256, stat: sandboxPaths.filesStats(parent.id), ...(compactorBase(p) ?? { file: sandboxPaths.filesIndex(parent.id) }) } : undefined;
     // A parent the engine cannot use (its kept index and the store's both unusable: 400 naming base) is dropped:
     // nothing was PUT, and the backup reads every file instead.
     let baseDropped: string | undefined;

@@ -123,7 +123,14 @@ func Backup(opts Options, out Sink) (Result, error) {
 				return
 			}
 		}
-		based <- baseRead{index: x, table: newChunkTable(x)}
+		var layered map[string]struct{}
+		if len(opts.Base.Layers) > 0 {
+			if layered, err = layerNames(opts.Base.Layers); err != nil {
+				based <- baseRead{err: err}
+				return
+			}
+		}
+		based <- baseRead{index: x, table: newChunkTable(x), layered: layered}
 	}()
 	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)
 	if err != nil {
@@ -158,7 +165,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 	if err != nil {
 		return fail(err)
 	}
-	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1}
+	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1, layered: read.layered}
 	emit, err := newEmitter(pass)
 	if err != nil {
 		frames.close()
@@ -234,9 +241,10 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 				sizeOf[w.Path()] = st.Size
 			}
 			// Unchanged: the base's entry is what pack would write (the rule compares every field lstat gives, and
-			// the lstat key is the base's), content included.
-			if old := priorEntry(prior, &at, w.Path()); old != nil && old.Type == "file" && pack.UnchangedFile(w, &old.Entry) {
+			// the lstat key is the base's), content included; or, over an overlay, no layer touched it (lower.go).
+			if old := priorEntry(prior, &at, w.Path()); old != nil && old.Type == "file" && (pack.UnchangedFile(w, &old.Entry) || fromLower(r.layered, w, old)) {
 				e = Entry{Entry: old.Entry, Data: old.Data, Chunks: make([]int, len(old.Chunks))}
+				e.Stat = pack.EntryOf(w).Stat // the tree's own key (over an overlay, not the base's)
 				for k, c := range old.Chunks {
 					e.Chunks[k] = r.table.refBase(c)
 				}

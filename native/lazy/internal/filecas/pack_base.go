@@ -25,15 +25,19 @@ type BaseSource struct {
 	// Stat: a restored tree's stat keys for this index (stats.go), taken instead of the index's own when they belong
 	// to it; absent or another index's, the index's own keys (another sandbox's, after a restore: files are read).
 	Stat string `json:"stat,omitempty"`
+	// Layers: the tree is an overlay whose lowest layer is this index's own tree (files-mount), under these layer
+	// directories, lowest first (lower.go): a file in none of them is the base's.
+	Layers []string `json:"layers,omitempty"`
 	// Timeout and Retries bound the GET (each attempt; attempts after the first on a network error or 5xx).
 	Timeout time.Duration `json:"-"`
 	Retries int           `json:"-"`
 }
 
 type baseRead struct {
-	index *Index
-	table *chunkTable
-	err   error
+	index   *Index
+	table   *chunkTable
+	layered map[string]struct{}
+	err     error
 }
 
 func unusable(why string) error {

@@ -27,6 +27,8 @@ type reader struct {
 	frames *framer
 	whole  hash.Hash
 	read   Counts
+	// layered: the names the layers over the base touched (lower.go), when the tree is an overlay over it
+	layered map[string]struct{}
 }
 
 // testOpened lets the package's tests see which files a pass opens; it does nothing otherwise.

@@ -183,6 +183,11 @@ func Mount(mountpoint string, t *Tree, ct *Content, o Options) (*fuse.Server, er
 			MaxWrite:     1 << 20, // also the largest read the kernel sends (max_pages)
 			Options:      []string{"nosuid", "nodev", "default_permissions"},
 			Debug:        o.Debug,
+			// Passthrough (which the tree never uses: every read is served from the chunk cache) would make the
+			// kernel count this mount as a stacked filesystem: an overlay stack of a chain's layers over it, under
+			// the writable overlay at the target, then passes the kernel's stacking limit of 2 ("maximum fs
+			// stacking depth exceeded") and a wake two deltas deep could not mount.
+			DisabledCapabilities: fuse.CAP_PASSTHROUGH,
 		},
 	})
 }

@@ -125,6 +125,15 @@ func UnchangedFile(w *Walked, old *Entry) bool {
 	return !cheapDiffers(&b, w, w.kind()) && !ownerMoved(&b, w) && w.sameKey(b.Stat)
 }
 
+// SameAsEntry is UnchangedFile without the lstat key: for a file whose content is known by other means to be old's
+// (filecas: a name an overlay serves from its lowest layer alone, which is old's own index), only what lstat shows
+// must agree.
+func SameAsEntry(w *Walked, old *Entry) bool {
+	uid, gid := old.UID, old.GID
+	b := baseEntry{Path: old.Path, Type: old.Type, Mode: old.Mode, Size: old.Size, Mtime: old.Mtime, UID: &uid, GID: &gid, Target: old.Target, Link: old.Link}
+	return !cheapDiffers(&b, w, w.kind()) && !ownerMoved(&b, w)
+}
+
 // Region is a run of a sparse file's data.
 type Region struct{ Offset, Length int64 }
 

@@ -1,0 +1,95 @@
+package filecas
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// overlayOver lays layer (then an empty upper) over a copy of root — the copy stands in for files-mount serving
+// root's index: same names and content, other inodes and ctimes — and answers the merged tree, the layer and the upper.
+func overlayOver(t *testing.T, root string, change func(layer string)) (merged, layer, upper string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("an overlay mount needs root")
+	}
+	dir := t.TempDir()
+	lower, layer, upper, work, merged := filepath.Join(dir, "lower"), filepath.Join(dir, "layer"), filepath.Join(dir, "upper"), filepath.Join(dir, "work"), filepath.Join(dir, "merged")
+	must(t, exec.Command("cp", "-a", root, lower).Run())
+	for _, d := range []string{layer, upper, work, merged} {
+		must(t, os.Mkdir(d, 0o755))
+	}
+	change(layer)
+	opts := "redirect_dir=off,lowerdir=" + layer + ":" + lower + ",upperdir=" + upper + ",workdir=" + work
+	if out, err := exec.Command("mount", "-t", "overlay", "overlay", "-o", opts, merged).CombinedOutput(); err != nil {
+		t.Skipf("no overlay here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", merged).Run() })
+	return merged, layer, upper
+}
+
+func TestOverAnOverlayOnlyTheNamesItsLayersTouchAreRead(t *testing.T) {
+	root := tree(t)
+	first, err := backup(t, root, "s1", nil)
+	must(t, err)
+	mid, err := os.ReadFile(filepath.Join(root, "d/mid.js"))
+	must(t, err)
+	st, err := os.Stat(filepath.Join(root, "d/mid.js"))
+	must(t, err)
+	edited := bytes.Replace(mid, []byte("const x"), []byte("const z"), 1)
+	merged, layer, upper := overlayOver(t, root, func(layer string) {
+		// A delta as a wake extracts it: d/mid.js edited at its own size and mtime (only the layer can tell), a new
+		// file, and a.txt deleted (a whiteout).
+		must(t, os.MkdirAll(filepath.Join(layer, "d"), 0o755))
+		must(t, os.WriteFile(filepath.Join(layer, "d/mid.js"), edited, 0o644))
+		must(t, os.Chtimes(filepath.Join(layer, "d/mid.js"), st.ModTime(), st.ModTime()))
+		must(t, os.WriteFile(filepath.Join(layer, "d/new.txt"), []byte("new in the delta"), 0o644))
+		must(t, syscall.Mknod(filepath.Join(layer, "a.txt"), syscall.S_IFCHR, 0))
+		dt := time.Unix(st.ModTime().Unix(), 0)
+		must(t, os.Chtimes(filepath.Join(layer, "d"), dt, dt))
+	})
+
+	// Without the layers every file looks changed (another inode, another ctime): all of them are read.
+	all, err := backup(t, merged, "s2", baseOf(first))
+	must(t, err)
+	if all.res.Reused.Files != 0 {
+		t.Fatalf("without layers %d files were taken from the base", all.res.Reused.Files)
+	}
+
+	base := baseOf(first)
+	base.Layers = []string{layer, upper}
+	m, err := backup(t, merged, "s3", base)
+	must(t, err)
+	slices.Sort(m.opened)
+	if !slices.Equal(m.opened, []string{"d/mid.js", "d/new.txt"}) {
+		t.Fatalf("opened %v, not only the names the layer holds", m.opened)
+	}
+	if want := packManifest(t, merged); !bytes.Equal(m.manifest, want) {
+		t.Fatal("the manifest differs from pack's of the merged tree")
+	}
+	files := restoreInMemory(t, m.index, map[string][]byte{"s1": first.pack, "s3": m.pack})
+	if !bytes.Equal(files["d/mid.js"], edited) || string(files["d/new.txt"]) != "new in the delta" || files["a.txt"] != nil {
+		t.Fatal("the changed names do not read back as the layer has them")
+	}
+	big, err := os.ReadFile(filepath.Join(root, "big.bin"))
+	must(t, err)
+	if !bytes.Equal(files["big.bin"], big) {
+		t.Fatal("big.bin, from the base, does not read back")
+	}
+}
+
+func TestALayerThatCannotBeListedMakesTheBaseUnusable(t *testing.T) {
+	root := tree(t)
+	first, err := backup(t, root, "s1", nil)
+	must(t, err)
+	base := baseOf(first)
+	base.Layers = []string{filepath.Join(t.TempDir(), "missing")}
+	if _, err := backup(t, root, "s2", base); codeOf(err) != "base_unusable" {
+		t.Fatalf("err %v", err)
+	}
+}

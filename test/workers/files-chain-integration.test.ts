@@ -1,0 +1,96 @@
+// Sleep/wake over the file-level format (issue 24): a workspace backed up as files-cas wakes with
+// files-overlay-restore (its index served lazily by files-mount, the chain's deltas laid over it, a fresh upper),
+// sleeps as overlay-delta, and its chain is compacted into a new file-level snapshot that reads only what the
+// deltas changed: the rest keeps the base's chunk lists unread (native/lazy/internal/filecas/lower.go). Every wake is
+// compared with an independent walk (Python's os.lstat and hashlib) of the tree that slept.
+import { env } from "cloudflare:workers";
+import { introspectWorkflow } from "cloudflare:test";
+import { afterAll, expect, it } from "vitest";
+import { MAX_OVERLAY_CHAIN } from "../../container/contract/protocol.ts";
+import { agent, api, freshSandbox, putFile as put, runWorkflow as run } from "./helpers.ts";
+
+const PATH = "/workspace/app";
+const used: string[] = [];
+afterAll(async () => {
+  for (const sandbox of used) await agent(sandbox, "DELETE", "/v1/sandbox").catch(() => {});
+});
+
+type Walked = { type: string; mode: number; size: number; mtimeNs: string; sha256?: string; target?: string };
+
+/** The tree at PATH as Python sees it (mtimes in whole seconds: what every format keeps). */
+async function walk(sandboxId: string) {
+  const r = await fetch(`${(env as unknown as { TEST_FAULT_PROXY: string }).TEST_FAULT_PROXY}/__fidelity`, { method: "POST", body: JSON.stringify({ op: "walk", sandboxId, path: PATH }) });
+  if (!r.ok) throw new Error(await r.text());
+  const tree = (await r.json()) as Record<string, Walked>;
+  return Object.fromEntries(Object.entries(tree).map(([p, e]) => [p, { type: e.type, mode: e.mode, size: e.type === "dir" ? 0 : e.size, mtime: e.mtimeNs.slice(0, -9), ...(e.sha256 ? { sha256: e.sha256 } : {}), ...(e.target ? { target: e.target } : {}) }]));
+}
+
+const del = (sandbox: string, path: string) => agent(sandbox, "DELETE", `/v1/files?path=${encodeURIComponent(`${PATH}/${path}`)}`);
+
+it("a file-level chain: wakes equal what slept, and its compaction reads only the names its deltas changed", { timeout: 600_000 }, async () => {
+  await using compactions = await introspectWorkflow(env.COMPACT_WORKFLOW);
+  await compactions.modifyAll(async (m) => m.disableRetryDelays());
+  const src = freshSandbox("fchain-src");
+  used.push(src);
+  await agent(src, "POST", "/v1/datasets", { path: PATH, kind: "node-modules", seed: 31, files: 150, bytes: 3 * 2 ** 20 });
+  const base = await run("backup", { sandboxId: src, path: PATH, strategy: "files-cas" });
+  let latest: string = base.snapshotId;
+  let slept = await walk(src);
+  const baseFiles = Object.keys(slept).filter((p) => slept[p]!.type === "file");
+  const wake = async (label: string, layers: number) => {
+    const work = freshSandbox(label);
+    used.push(work);
+    const woken = await run("restore", { snapshotId: latest, sandboxId: work, path: PATH, strategy: "files-overlay-restore" });
+    expect(woken.steps.transfer.layers, `${label}: layers laid`).toBe(layers);
+    expect(woken.steps.materialize.usableMs, `${label}: usable before verify`).toBeGreaterThan(0);
+    expect(await walk(work), `${label}: the woken tree`).toEqual(slept);
+    return work;
+  };
+  const sleep = async (work: string) => {
+    const s = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: latest, compactAfter: MAX_OVERLAY_CHAIN });
+    slept = await walk(work);
+    latest = s.snapshotId;
+    return (await api("GET", `/api/snapshots/${s.snapshotId}`)).json;
+  };
+
+  // Two sleeps: a base file edited at its own size (only the layer can tell), new files, then a whiteout and an
+  // opaque directory (a file and a directory d1 made, deleted; the directory made again).
+  const w1 = await wake("fchain-w1", 1);
+  const edited = baseFiles[0]!;
+  await put(w1, `${PATH}/${edited}`, "x".repeat(slept[edited]!.size));
+  await put(w1, `${PATH}/c1/kept.txt`, "cycle 1\n");
+  await put(w1, `${PATH}/c1/dir/a.txt`, "a".repeat(64 * 1024));
+  const d1 = await sleep(w1);
+  const w2 = await wake("fchain-w2", 2);
+  await del(w2, "c1/kept.txt");
+  await del(w2, "c1/dir");
+  await del(w2, baseFiles[1]!);
+  await put(w2, `${PATH}/c1/dir/again.txt`, "made again in cycle 2\n");
+  await put(w2, `${PATH}/c2/new.txt`, "b".repeat(64 * 1024));
+  const d2 = await sleep(w2);
+  expect(d2.delta.chain).toEqual([base.snapshotId, d1.id]);
+
+  // d2's chain compacted: a file-level snapshot over the base's packs and a pack of its own, that read only the
+  // files the deltas hold (the edit, the new ones), not the tree.
+  await env.COMPACT_WORKFLOW.create({ id: `cp-${d2.id.slice(3)}`, params: { delta: d2.id, tenant: "default" } });
+  await (await compactions.get())[0]!.waitForStatus("complete");
+  const c2 = (await api("GET", `/api/compactions/${d2.id}`)).json;
+  expect(c2.status).toBe("complete");
+  const compaction = c2.compaction;
+  expect(compaction.format.kind).toBe("files");
+  expect(compaction.compacts).toBe(d2.id);
+  expect(compaction.files.read.files).toBeLessThanOrEqual(4);
+  expect(compaction.files.reused.files).toBeGreaterThanOrEqual(baseFiles.length - 3);
+  expect(compaction.files.packs.map((x: { name: string }) => x.name).sort()).toEqual([base.snapshotId, compaction.id].sort());
+
+  // A sleep over d2 records the compaction as its chain, and wakes as [C, d3]: exact.
+  const w3 = await wake("fchain-w3", 3);
+  await put(w3, `${PATH}/c3/new.txt`, "c".repeat(32 * 1024));
+  const d3 = await sleep(w3);
+  expect(d3.delta.chain).toEqual([compaction.id]);
+  await wake("fchain-w4", 2);
+  // What the compaction covers can go (d3 resolves through it), the base too: the compaction's index still finds
+  // the base's pack (kept while a record names it: pack-gc.ts).
+  for (const id of [d2.id, d1.id, base.snapshotId]) expect((await api("DELETE", `/api/snapshots/${id}`)).status, id).toBe(200);
+  await wake("fchain-w5", 2);
+});
