@@ -61,8 +61,11 @@ export class CompactWorkflow extends WorkflowEntrypoint<Env, CompactParams> {
     const checkRun = stepRunner(step, { configs, prefix: "compaction" });
     // What the chain lies over decides the wake and the backup (a file-level chain's compaction reads only the
     // names its deltas changed: the rest is its base's index, filecas lower.go).
+    // Running from the start (GET /api/compactions/:delta answers "none" until a progress record exists).
+    const planning: RunProgress = { id: compactionId, kind: "backup", status: "running", strategy: "compaction", startedAt: event.timestamp.toISOString(), steps: {}, snapshotId: compactionId };
+    await reportProgress(d.kv, planning);
     const chain = await checkRun.run("probe", () => planCompaction(d, p.delta)).catch(async (e) => {
-      await reportProgress(d.kv, { id: compactionId, kind: "backup", status: "errored", strategy: "compaction", startedAt: event.timestamp.toISOString(), steps: {}, snapshotId: compactionId, error: errorMessage(e) });
+      await reportProgress(d.kv, { ...planning, status: "errored", error: errorMessage(e) });
       throw e;
     });
     const kind = chain.files ? "files" : "image";

@@ -69,10 +69,14 @@ describe("dispatch tables", () => {
   it("a delta snapshot is restored by piped strategies only, an overlay delta by the overlay restore that mounts its base", () => {
     const zstd = findBackup("tar-zst-pipe")!.format;
     expect(restoresForSnapshot({ format: zstd, delta: { kind: "changed-files" } }).every((s) => RESTORE_TRANSFERS[s.path].piped)).toBe(true);
-    expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }).map((s) => s.name)).toEqual(["overlay-restore", "lazy-overlay-restore"]);
+    expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }).map((s) => s.name)).toEqual(["overlay-restore", "lazy-overlay-restore", "files-overlay-restore"]);
     // By the base: a whole squashfs image is downloaded and mounted, a chunked one mounted lazily.
     expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }, findBackup("squashfs-zstd")!.format).map((s) => s.name)).toEqual(["overlay-restore"]);
     expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }, findBackup("squashfs-chunked")!.format).map((s) => s.name)).toEqual(["lazy-overlay-restore"]);
+    // A file-level base: its index served lazily (files-mount) under the chain; a plain file-level snapshot is still
+    // restored by files-extract unless another is named.
+    expect(restoresForSnapshot({ format: zstd, delta: { kind: "overlay-upper" } }, findBackup("files-cas")!.format).map((s) => s.name)).toEqual(["files-overlay-restore"]);
+    expect(restoresForSnapshot({ format: findBackup("files-cas")!.format }).map((s) => s.name)).toEqual(["files-extract", "files-overlay-restore"]);
   });
 
   it("a chunked snapshot (its archive is an index) is read by the lazy restores only, and they read nothing else", () => {
