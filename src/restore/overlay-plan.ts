@@ -65,7 +65,8 @@ export const overlayPlan: RestorePlan = {
     return { snapshot: { id, format, archive, manifest }, layers };
   },
 
-  async transfer({ d, p, agent }, { layers }) {
+  async transfer(c, { layers }) {
+    const { d, p, agent } = c;
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
     const url = (l: Layer) => d.presigner.url(l.archive.key, "GET");
@@ -78,7 +79,13 @@ export const overlayPlan: RestorePlan = {
     // directories (deleted and made again in that wake) marked again from the hash-checked layer manifest: tar
     // does not carry overlayfs' mark. A delta from before layers has no list (its manifest is the whole tree's).
     // An earlier attempt's layers go first, all in one call (a round trip per layer adds up on a deep chain).
-    if (deltas.length) await agent.clear({ remove: [where.chainLayers] });
+    // A file-level base is mounted here, as soon as its index is in, while the deltas are extracted (files-mount
+    // decodes the index, ~0.13 s for the npm workspace's); an earlier attempt's mounts go first.
+    const filesBase = isFiles(base!);
+    const imageAt = deltas.length ? where.chainImage : where.lower;
+    const unmount = filesBase ? [where.lower, ...(deltas.length ? [where.chainImage] : [])] : [];
+    if (deltas.length || unmount.length) await agent.clear({ unmount, remove: deltas.length ? [where.chainLayers] : [] });
+    let mounted: Awaited<ReturnType<typeof startFilesMount>> | undefined;
     let next = 0;
     let opaque = 0;
     const extract = async () => {
@@ -93,10 +100,15 @@ export const overlayPlan: RestorePlan = {
       return bytes;
     };
     const [baseBytes, ...deltaBytes] = await Promise.all([
-      agent.downloadFromUrl({ url: await url(base!), output: where.image }).then((g) => check(base!, g)),
+      agent.downloadFromUrl({ url: await url(base!), output: where.image }).then(async (g) => {
+        const bytes = check(base!, g);
+        if (filesBase) mounted = await startFilesMount(c, base!, imageAt);
+        return bytes;
+      }),
       ...Array.from({ length: Math.min(EXTRACT_CONCURRENCY, deltas.length) }, extract),
     ]);
-    return { ms: since(t), bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}) };
+    const baseMount = mounted ? { baseMountMs: mounted.ms, baseReadyMs: mounted.readyMs } : {};
+    return { ms: since(t), bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}), ...baseMount };
   },
 
   async materialize(c, probed) {
@@ -114,20 +126,21 @@ export const overlayPlan: RestorePlan = {
       const lowers = [...layers.slice(1).map((_, i) => where.chainLayer(i + 1)).reverse(), where.chainImage];
       return (await agent.mountOverlayStack({ path: where.lower, lowers })).ms;
     };
+    if (isFiles(base)) {
+      // The transfer mounted the base (files-mount at imageAt). A retry finds the earlier attempt's stack and upper
+      // (taken down and emptied); a mount gone since (an agent restart) is started again.
+      const [listed] = await Promise.all([agent.mounts(), agent.clear({ unmount: chained ? [where.lower] : [], remove: [swap.staged, where.upper] })]);
+      const clearMs = since(t);
+      const alive = listed.mounts.some((m) => m.path === imageAt && m.kind === "lazy");
+      const remounted = alive ? undefined : await startFilesMount(c, base, imageAt);
+      const stackMs = await stack();
+      const swapped = await swapInOverlay(c, probed);
+      return { ms: since(t), bytes: 0, clearMs, ...(remounted ? { baseMountMs: remounted.ms, remountedBase: true } : {}), ...(stackMs !== undefined ? { stackMs } : {}), upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+    }
     // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower, the lower
     // with a lazy base's FUSE file), in one call. The upper is this restore's own (it follows the overlay to the
     // target) and starts empty: what the next delta holds.
     const clear = agent.clear({ unmount: [where.lower, ...(chained ? [where.chainImage] : []), `${lazy.work}/fuse`], remove: [swap.staged, where.upper] });
-    if (isFiles(base)) {
-      // The transfer brought the index to where.image (hash-checked); files-mount serves its tree at the image's place,
-      // each chunk fetched by a Range GET of its pack on first read and checked against its SHA-256. A compaction's
-      // wake reads only the names its layers changed (filecas lower.go): no prefetch, and nothing to wait for.
-      const [urls, clearMs] = await Promise.all([filesSnapshot(c, base.id).then((r) => packUrls(c, r)), clear.then(() => since(t))]);
-      const mounted = await agent.filesMount({ index: { file: where.image, sha256: base.archive.sha256 }, urls, mountpoint: imageAt, work: lazy.work, prefetch: p.compactor ? 0 : PREFETCH });
-      const stackMs = await stack();
-      const swapped = await swapInOverlay(c, probed);
-      return { ms: since(t), bytes: 0, clearMs, baseMountMs: mounted.ms, baseFuseMs: mounted.fuseMs, baseReadyMs: mounted.readyMs, ...(stackMs !== undefined ? { stackMs } : {}), upper: where.upper, lazy: true, ...usableNow(c, swapped) };
-    }
     if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is neither squashfs nor file-level`);
     if (isChunked(base)) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
@@ -175,6 +188,16 @@ export const overlayPlan: RestorePlan = {
     return isChunked(layers[0]!) ? afterLazySwap(c, layers[0]!.id, check) : {};
   },
 };
+
+/**
+ * A file-level base's tree served at `at` from the index the transfer brought to where.image (hash-checked), each
+ * chunk fetched by a Range GET of its pack on first read and checked against its SHA-256. A compaction's wake
+ * reads only the names its layers changed (filecas lower.go): no prefetch, and nothing to wait for.
+ */
+async function startFilesMount(c: RestoreContext, base: Layer, at: string) {
+  const urls = packUrls(c, await filesSnapshot(c, base.id));
+  return c.agent.filesMount({ index: { file: sandboxPaths.overlay(c.p.restoreId).image, sha256: base.archive.sha256 }, urls, mountpoint: at, work: sandboxPaths.lazy(c.p.restoreId).work, prefetch: c.p.compactor ? 0 : PREFETCH });
+}
 
 /**
  * A mount point cannot be renamed: the overlay is taken down beside the target (its lower and upper stay) and laid
