@@ -13,7 +13,7 @@
 //
 // A chain is read whole (its records fetched at once, not link by link) and every link is checked before anything
 // is laid: it exists, belongs to the same tenant, is an overlay delta whose parent is the link before it (or the
-// link before it compacts its parent; the first link: a squashfs image, not a delta), and the chain is at most
+// link before it compacts its parent; the first link: a squashfs image or a file-level snapshot, not a delta), and the chain is at most
 // MAX_OVERLAY_CHAIN deltas deep. Deleting a link is refused while a later delta needs it (each delta marks itself on
 // its parent: dependants.ts; a compacted link is needed by none).
 import { z } from "zod";
@@ -47,7 +47,7 @@ export function chainOf(record: Pick<SnapshotRecord, "id" | "delta">): string[] 
 }
 
 export interface OverlayChain {
-  /** the squashfs image at the bottom: the chain's own, or the newest compaction on it */
+  /** the base at the bottom (a squashfs image, or a file-level snapshot): the chain's own, or the newest compaction on it */
   image: SnapshotRecord;
   /** the overlay deltas over it, oldest first, ending with the snapshot asked for (none: it is the image) */
   deltas: SnapshotRecord[];
