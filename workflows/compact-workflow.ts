@@ -9,8 +9,8 @@
 //               hashes every file. Over a file-level snapshot: files-cas with that snapshot as its parent, reading only
 //               the names the chain's layer directories hold (filecas lower.go): the rest keeps the base's chunk lists
 //               unread, so a compaction costs what the chain changed, not the tree
-//   compaction verify  the tree's metadata walked and, with the image's hashes, compared with the delta's manifest
-//               (src/compaction/compaction-check.ts): one read of the tree, not a hashing walk and then the image's
+//   compaction verify  the backup's manifest (its single pass's walk and hashes) compared with the delta's manifest
+//               (src/compaction/compaction-check.ts): the tree read once, by the backup, and not walked again
 //   point       its totals checked against the delta's, then compactions/<delta>.json names it: from here chains
 //               through the delta resolve through it
 //   release     the compactor sandbox destroyed (its mounts with it)

@@ -20,7 +20,7 @@ import { walkTree, type WalkEntry } from "./tree-walk.ts";
 export interface TreeCheck extends Comparison {
   totals: Manifest["totals"];
   ms: number;
-  verified: { content: "walk-hash" | "hashes-of-one-read" | "not-read"; metadata: "walk"; entries: number; setidCleared?: number; owners?: "compared" | "not-in-manifest"; sparse?: "compared" | "not-compared" };
+  verified: { content: "walk-hash" | "hashes-of-one-read" | "not-read"; metadata: "walk" | "the-pass-walk"; entries: number; setidCleared?: number; owners?: "compared" | "not-in-manifest"; sparse?: "compared" | "not-compared" };
 }
 
 /** Below this a hole is block rounding, not sparseness (manifest.ts holesOf). */
@@ -74,6 +74,18 @@ async function* walkHashedBy(dir: string, hashes: ManifestReader): AsyncGenerato
   }
 }
 
+/**
+ * The entries of `hashes`, a manifest of this tree made by the pass that walked it moments ago, as the walk would
+ * answer them (a sparse file's unallocated bytes: its holes): the actual side without walking the tree again.
+ */
+async function* manifestAsWalk(hashes: ManifestReader): AsyncGenerator<WalkEntry & { sha256?: string }> {
+  for await (const batch of hashes.batches()) {
+    for (const { holes, stat, ...e } of batch) {
+      yield { ...e, stat: stat ?? { ino: "0", dev: "0", mtimeNs: "0", ctimeNs: "0" }, ...(e.type === "file" && !e.link ? { allocated: e.size - (holes ?? 0) } : {}) };
+    }
+  }
+}
+
 const asReader = (expected: Manifest | ManifestReader): ManifestReader => ("batches" in expected ? expected : readerOf(expected));
 
 /**
@@ -86,7 +98,7 @@ const asReader = (expected: Manifest | ManifestReader): ManifestReader => ("batc
  * The walk and the manifest are read as streams and merged in walk order (sorted-match.ts): the agent holds
  * neither, whatever the number of entries.
  */
-export async function checkTree(dir: string, expected: Manifest | ManifestReader, options: { deep?: boolean; hashes?: ManifestReader; limit?: number; ignoreSetid?: boolean; keepOwnership?: boolean; sparse?: boolean } = {}): Promise<TreeCheck> {
+export async function checkTree(dir: string, expected: Manifest | ManifestReader, options: { deep?: boolean; hashes?: ManifestReader; fromHashes?: boolean; limit?: number; ignoreSetid?: boolean; keepOwnership?: boolean; sparse?: boolean } = {}): Promise<TreeCheck> {
   const started = performance.now();
   const limit = options.limit ?? 20;
   const sparse = options.sparse ?? true;
@@ -132,7 +144,7 @@ export async function checkTree(dir: string, expected: Manifest | ManifestReader
   });
   const totals = { files: 0, dirs: 0, symlinks: 0, bytes: 0 };
   let entries = 0;
-  const actual = options.deep ? (options.hashes ? walkHashedBy(dir, options.hashes) : hashedWalk(dir)) : walkTree(dir);
+  const actual = options.fromHashes && options.hashes ? manifestAsWalk(options.hashes) : options.deep ? (options.hashes ? walkHashedBy(dir, options.hashes) : hashedWalk(dir)) : walkTree(dir);
   for await (const { stat: _stat, socket: _socket, ...got } of actual) {
     entries++;
     if (got.type === "file") {
@@ -154,7 +166,7 @@ export async function checkTree(dir: string, expected: Manifest | ManifestReader
     differences,
     totals,
     ms: Math.round(performance.now() - started),
-    verified: { content: options.deep ? (options.hashes ? "hashes-of-one-read" : "walk-hash") : "not-read", metadata: "walk", entries, ...(seen.setidCleared ? { setidCleared: seen.setidCleared } : {}), ...owners, ...(seen.holes ? { sparse: sparse ? "compared" as const : "not-compared" as const } : {}) },
+    verified: { content: options.deep ? (options.hashes ? "hashes-of-one-read" : "walk-hash") : "not-read", metadata: options.fromHashes && options.hashes ? "the-pass-walk" : "walk", entries, ...(seen.setidCleared ? { setidCleared: seen.setidCleared } : {}), ...owners, ...(seen.holes ? { sparse: sparse ? "compared" as const : "not-compared" as const } : {}) },
   };
 }
 

@@ -69,9 +69,10 @@ export const treeRoutes: Routes = {
     const dir = await existingDir(await c.path(body.path, "path"), "path");
     const expected = (await requestedManifestReader(c, body.expected, "expected"))!;
     if (body.hashes && !body.deep) throw new AgentError("bad_request", "hashes: only with deep (they stand in for reading every file)", "hashes");
+    if (!body.walk && !body.hashes) throw new AgentError("bad_request", "walk: false needs hashes (the pass's manifest of this tree, compared instead of a walk)", "walk");
     const hashes = await requestedManifestReader(c, body.hashes, "hashes");
     // Restores carry setuid/setgid bits and owners over only when asked (checkTree's keepOwnership).
-    return checkTree(dir, expected, { deep: body.deep, hashes, limit: body.limit, ignoreSetid: true, keepOwnership: body.keepOwnership, sparse: body.sparse });
+    return checkTree(dir, expected, { deep: body.deep, hashes, fromHashes: !body.walk, limit: body.limit, ignoreSetid: true, keepOwnership: body.keepOwnership, sparse: body.sparse });
   },
 
   "POST /v1/remove": async (c) => {

@@ -141,7 +141,7 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
  * agent: metadata, and with `deep` every file's SHA-256 — hashed again, or taken from `hashes`, a manifest of this
  * tree made by one read of it. A difference fails, naming the first few.
  */
-export async function verifyTreeAgainst(d: Deps, p: RestoreParams, probed: RestoreProbeResult, path: string, o: { deep: boolean; hashes?: { url: string; sha256?: string } }) {
+export async function verifyTreeAgainst(d: Deps, p: RestoreParams, probed: RestoreProbeResult, path: string, o: { deep: boolean; hashes?: { url: string; sha256?: string }; walk?: false }) {
   if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   // An overlay chain's layers (the image, each delta, this one last) carry their manifests: all but this one lie under it.
   const chain = probed.layers.length > 1 && probed.layers.every((l) => l.manifest) ? probed.layers.slice(0, -1).map((l) => l.manifest!) : undefined;
@@ -149,7 +149,7 @@ export async function verifyTreeAgainst(d: Deps, p: RestoreParams, probed: Resto
   // Holes are compared unless this pair cannot show them (a FUSE mount that reports every block: fidelity.ts).
   const restore = findRestore(p.strategy);
   const sparse = !restore || pairFidelity(probed.snapshot.format, restore).sparse === undefined;
-  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: o.deep, ...(o.hashes ? { hashes: o.hashes } : {}), keepOwnership: p.keepOwnership, sparse });
+  const v = await new AgentClient(d.transport, p.sandboxId).verifyTree({ path, expected, deep: o.deep, ...(o.hashes ? { hashes: o.hashes } : {}), ...(o.walk === false ? { walk: false } : {}), keepOwnership: p.keepOwnership, sparse });
   if (!v.equal) {
     const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.fields ? ` (${x.fields.map((f) => f.name).join(", ")})` : ""}`).join("; ");
     throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.extra} extra, ${v.counts.changed} changed; first: ${first}`);

@@ -58,6 +58,18 @@ describe("single-pass routes", () => {
     expect(await ok(call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" }, deep: true }))).toMatchObject({ equal: true, verified: { content: "walk-hash" } });
     // A compaction's check: the hashes of the pass that read the tree once (here the archive's manifest), not read again.
     expect(await ok(call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" }, deep: true, hashes: { file: "/snapflow/staging/a.manifest.json" } }))).toMatchObject({ equal: true, verified: { content: "hashes-of-one-read" } });
+    // Not walked again (walk: false): the pass's manifest is compared as the walk would be; an expected manifest that
+    // says another hash for one file differs there, and walk: false without hashes is refused naming walk.
+    const manifestText = await (await call("GET", `/v1/files?path=${encodeURIComponent("/snapflow/staging/a.manifest.json")}`)).text();
+    expect(await ok(call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" }, deep: true, hashes: { file: "/snapflow/staging/a.manifest.json" }, walk: false }))).toMatchObject({ equal: true, verified: { content: "hashes-of-one-read", metadata: "the-pass-walk", entries: made.manifest.entries } });
+    const parsed = JSON.parse(manifestText) as { entries: { path: string; type: string; sha256?: string }[] };
+    const victim = parsed.entries.find((e) => e.type === "file" && e.sha256)!;
+    await ok(call("PUT", `/v1/files?path=${encodeURIComponent("/snapflow/staging/told.manifest.json")}`, new TextEncoder().encode(manifestText.replace(victim.sha256!, "0".repeat(64)))));
+    const told = await ok(call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/told.manifest.json" }, deep: true, hashes: { file: "/snapflow/staging/a.manifest.json" }, walk: false }));
+    expect(told).toMatchObject({ equal: false, counts: { changed: 1 }, differences: [{ path: victim.path, kind: "changed", fields: [{ name: "sha256" }] }] });
+    const unwalked = await call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" }, deep: true, walk: false });
+    expect(unwalked.status).toBe(400);
+    expect((await unwalked.json()).error).toMatchObject({ field: "walk" });
     // Hashes stand in for a deep check's reads only: without deep they are refused, naming the field.
     const shallow = await call("POST", "/v1/verify-tree", { path: "/workspace/restored", expected: { file: "/snapflow/staging/a.manifest.json" }, hashes: { file: "/snapflow/staging/a.manifest.json" } });
     expect(shallow.status).toBe(400);

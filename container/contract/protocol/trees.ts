@@ -47,6 +47,12 @@ export const VerifyTreeBody = z.object({
    * by a single pass that read every byte once (a compaction's image: its hashes are of what went into it)
    */
   hashes: ManifestSource.optional(),
+  /**
+   * false (with `hashes`): the tree is not walked again; `hashes` is its own manifest, made moments ago in this
+   * sandbox by the single pass that walked it and read every byte (a compaction's), and its entries are compared as
+   * the walk's would be
+   */
+  walk: z.boolean().default(true),
   /** the restore kept owners and set-id bits: compare them too (else set-id bits are left out of the mode) */
   ...Ownership,
   /** compare sparse files' holes (tree-verify.ts); false where the materialization cannot show them */
