@@ -78,7 +78,7 @@ export class CompactWorkflow extends WorkflowEntrypoint<Env, CompactParams> {
     };
     const progress: RunProgress = { id: compactionId, kind: "backup", status: "running", strategy: whole.name, startedAt: event.timestamp.toISOString(), steps: {}, snapshotId: compactionId };
     const steps = () => ({ ...Object.fromEntries(Object.entries(restoreRun.steps).map(([k, v]) => [`restore ${k}`, v])), ...Object.fromEntries(Object.entries(backupRun.steps).map(([k, v]) => [`backup ${k}`, v])), ...Object.fromEntries(Object.entries(checkRun.steps).map(([k, v]) => [`compaction ${k}`, v])) });
-    await reportProgress(d.kv, progress);
+    // (Not reported again here: KV takes one write a second per key, and "running" is already there.)
     let probed: RestoreProbeResult | undefined;
     try {
       await runRestorePhases(restoreRun, d, rp, wake, { record: false, deferCheck: true, onProbed: (x) => (probed = x) });

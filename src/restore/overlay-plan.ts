@@ -12,6 +12,11 @@
 // lazily (snapflow-lazy, as the lazy materialization does), so a fork — a chunked parent plus the few megabytes its
 // overlay deltas hold — is usable before the parent is local: materialize swaps it in at once, with its overlay laid
 // at the target; verify walks it there and waits until every chunk is local.
+//
+// A file-level base (files-overlay-restore) is not an image: the transfer brings its index and, as soon as it is in,
+// snapflow-lazy files-mount serves the index's tree at the image's place (beside the deltas' extraction); the rest is
+// as for a chunked base. A compaction's wake (p.compactor) fetches on demand only and waits for nothing: its backup
+// reads only the names the layers hold (filecas lower.go).
 import { SnapflowError } from "../errors.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
@@ -33,7 +38,8 @@ const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archi
 /** The base image first, then each overlay delta of the snapshot's chain, the snapshot last (an image: itself alone). */
 async function overlayLayers({ d, s }: RestoreContext, snapshot: SnapshotRecord): Promise<Layer[]> {
   if (snapshot.delta?.kind !== "overlay-upper" && snapshot.format.kind !== "squashfs" && snapshot.format.kind !== "files") throw new SnapflowError("bad_request", `${s.name} mounts a squashfs or file-level base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
-  // Every link read and checked (it exists, same tenant, its own chain the one before it, a squashfs image first).
+  // Every link read and checked (it exists, same tenant, its own chain the one before it, a squashfs image or a
+  // file-level snapshot first).
   const { image, deltas } = await readOverlayChain(d, snapshot);
   // A whole image is downloaded and mounted (overlay-restore); a chunked one mounted lazily (lazy-overlay-restore).
   if (archiveFamily(image.format) !== archiveFamily(s.format)) {
@@ -140,8 +146,8 @@ export const overlayPlan: RestorePlan = {
     // A retry finds the earlier attempt's mounts: take them down first (the overlay goes with its lower, the lower
     // with a lazy base's FUSE file), in one call. The upper is this restore's own (it follows the overlay to the
     // target) and starts empty: what the next delta holds.
-    const clear = agent.clear({ unmount: [where.lower, ...(chained ? [where.chainImage] : []), `${lazy.work}/fuse`], remove: [swap.staged, where.upper] });
     if (base.format.kind !== "squashfs") throw new SnapflowError("snapshot_unusable", `overlay base ${base.id} is neither squashfs nor file-level`);
+    const clear = agent.clear({ unmount: [where.lower, ...(chained ? [where.chainImage] : []), `${lazy.work}/fuse`], remove: [swap.staged, where.upper] });
     if (isChunked(base)) {
       // The transfer brought the base's index to where.image; each chunk is fetched on first read, verified, cached.
       // Its tree is checked at the target (afterSwap), so it goes in now, its overlay laid at the target once: usable
