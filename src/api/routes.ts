@@ -43,7 +43,7 @@ import { cancelRun } from "../runs/cancel-run.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
-import { chainOver, readOverlayChain } from "../snapshots/overlay-chain.ts";
+import { chainOver, isChainBase, readOverlayChain } from "../snapshots/overlay-chain.ts";
 import { runDoctor } from "../doctor/doctor.ts";
 import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
 import { defaultMarks, defaultRestore } from "./default-restore.ts";
@@ -211,7 +211,7 @@ const routes: [string, string, Handler][] = [
       // Its manifest is a layer over its base image's, and a chain of tar layers cannot end in an image.
       throw apiError("bad_request", `baseSnapshotId: ${base.id} is an overlay delta; a changed-files delta builds on a tar snapshot (take the fork's next delta with overlay-delta)`, "baseSnapshotId");
     }
-    if (strategy.delta === "overlay-upper" && base && !base.delta && base.format.kind !== "squashfs" && base.format.kind !== "files") {
+    if (strategy.delta === "overlay-upper" && base && !base.delta && !isChainBase(base.format)) {
       throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs image or a file-level snapshot; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }
     const id = newId("bk");

@@ -22,7 +22,7 @@ import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { manifestKey, type SnapshotRecord } from "../snapshots/records.ts";
-import { readOverlayChain } from "../snapshots/overlay-chain.ts";
+import { isChainBase, readOverlayChain } from "../snapshots/overlay-chain.ts";
 import type { TarFormat } from "../../container/contract/protocol.ts";
 import { archiveFamily, formatName } from "../strategies/registry.ts";
 import type { RestoreContext } from "./restore-context.ts";
@@ -37,7 +37,7 @@ const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archi
 
 /** The base image first, then each overlay delta of the snapshot's chain, the snapshot last (an image: itself alone). */
 async function overlayLayers({ d, s }: RestoreContext, snapshot: SnapshotRecord): Promise<Layer[]> {
-  if (snapshot.delta?.kind !== "overlay-upper" && snapshot.format.kind !== "squashfs" && snapshot.format.kind !== "files") throw new SnapflowError("bad_request", `${s.name} mounts a squashfs or file-level base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
+  if (snapshot.delta?.kind !== "overlay-upper" && !isChainBase(snapshot.format)) throw new SnapflowError("bad_request", `${s.name} mounts a squashfs or file-level base; snapshot ${snapshot.id} is ${formatName(snapshot.format)}`, { field: "strategy" });
   // Every link read and checked (it exists, same tenant, its own chain the one before it, a squashfs image or a
   // file-level snapshot first).
   const { image, deltas } = await readOverlayChain(d, snapshot);
@@ -88,7 +88,7 @@ export const overlayPlan: RestorePlan = {
     // A file-level base is mounted here, as soon as its index is in, while the deltas are extracted (files-mount
     // decodes the index, ~0.13 s for the npm workspace's); an earlier attempt's mounts go first.
     const filesBase = isFiles(base!);
-    const imageAt = deltas.length ? where.chainImage : where.lower;
+    const imageAt = baseMountPoint(p.restoreId, layers);
     const unmount = filesBase ? [where.lower, ...(deltas.length ? [where.chainImage] : [])] : [];
     if (deltas.length || unmount.length) await agent.clear({ unmount, remove: deltas.length ? [where.chainLayers] : [] });
     let mounted: Awaited<ReturnType<typeof startFilesMount>> | undefined;
@@ -126,7 +126,7 @@ export const overlayPlan: RestorePlan = {
     const lazy = sandboxPaths.lazy(p.restoreId);
     // A chain's image is mounted beside the lower, which is then the read-only stack of the deltas over it.
     const chained = layers.length > 1;
-    const imageAt = chained ? where.chainImage : where.lower;
+    const imageAt = baseMountPoint(p.restoreId, layers);
     const stack = async () => {
       if (!chained) return undefined;
       const lowers = [...layers.slice(1).map((_, i) => where.chainLayer(i + 1)).reverse(), where.chainImage];
@@ -194,6 +194,12 @@ export const overlayPlan: RestorePlan = {
     return isChunked(layers[0]!) ? afterLazySwap(c, layers[0]!.id, check) : {};
   },
 };
+
+/** Where the base is mounted: beside the lower when deltas are stacked over it (the lower is then their stack), else at the lower. */
+function baseMountPoint(restoreId: string, layers: Layer[]): string {
+  const where = sandboxPaths.overlay(restoreId);
+  return layers.length > 1 ? where.chainImage : where.lower;
+}
 
 /**
  * A file-level base's tree served at `at` from the index the transfer brought to where.image (hash-checked), each

@@ -28,6 +28,9 @@ export { MAX_OVERLAY_CHAIN };
 
 const SnapshotId = z.string().regex(/^[a-z]{2}-\d{14}-[0-9a-f]{8}$/, "a snapshot id");
 
+/** What a chain can lie over: a squashfs image (whole or chunked), or a file-level snapshot (served by files-mount). */
+export const isChainBase = (format: SnapshotRecord["format"]): boolean => format.kind === "squashfs" || format.kind === "files";
+
 /** An overlay delta's link, as its record keeps it (the store's JSON is parsed, not cast). */
 const OverlayLink = z.looseObject({
   kind: z.literal("overlay-upper"),
@@ -77,7 +80,7 @@ export async function readOverlayChain(d: { store: ObjectStore; kv: KVNamespace 
     if (!r) throw new SnapflowError("snapshot_unusable", `${what}, which does not exist any more`);
     if (tenantOf(r) !== tenant) throw new SnapflowError("snapshot_unusable", `${what}, another tenant's snapshot`);
     if (i === 0) {
-      if (r.delta || (r.format.kind !== "squashfs" && r.format.kind !== "files")) throw new SnapflowError("snapshot_unusable", `${what}, which is neither a squashfs image nor a file-level snapshot (a chain starts with one)`);
+      if (r.delta || !isChainBase(r.format)) throw new SnapflowError("snapshot_unusable", `${what}, which is neither a squashfs image nor a file-level snapshot (a chain starts with one)`);
       return;
     }
     if (r.delta?.kind !== "overlay-upper") throw new SnapflowError("snapshot_unusable", `${what}, which is not an overlay delta`);
