@@ -11,3 +11,12 @@ require (
 require github.com/goccy/go-json v0.12.0
 
 require github.com/klauspost/compress v1.20.4
+
+require (
+	github.com/philhofer/fwd v1.2.0 // indirect
+	github.com/tinylib/msgp v1.6.5 // indirect
+	golang.org/x/mod v0.18.0 // indirect
+	golang.org/x/tools v0.22.0 // indirect
+)
+
+tool github.com/tinylib/msgp

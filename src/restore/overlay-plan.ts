@@ -105,16 +105,23 @@ export const overlayPlan: RestorePlan = {
       }
       return bytes;
     };
+    // When the base arrived, and when it (or the deltas) were ready: which of the two the step waited for.
+    let baseInMs = 0;
+    let baseDoneMs = 0;
+    let deltasDoneMs = 0;
     const [baseBytes, ...deltaBytes] = await Promise.all([
       agent.downloadFromUrl({ url: await url(base!), output: where.image }).then(async (g) => {
         const bytes = check(base!, g);
+        baseInMs = since(t);
         if (filesBase) mounted = await startFilesMount(c, base!, imageAt);
+        baseDoneMs = since(t);
         return bytes;
       }),
-      ...Array.from({ length: Math.min(EXTRACT_CONCURRENCY, deltas.length) }, extract),
+      ...Array.from({ length: Math.min(EXTRACT_CONCURRENCY, deltas.length) }, () => extract().then((b) => ((deltasDoneMs = since(t)), b))),
     ]);
     const baseMount = mounted ? { baseMountMs: mounted.ms, baseReadyMs: mounted.readyMs } : {};
-    return { ms: since(t), bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}), ...baseMount };
+    const timing = { baseInMs, baseDoneMs, ...(deltas.length ? { deltasDoneMs } : {}) };
+    return { ms: since(t), bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}), ...baseMount, ...timing };
   },
 
   async materialize(c, probed) {

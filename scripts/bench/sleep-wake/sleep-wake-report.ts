@@ -17,6 +17,8 @@ export interface SleepWakeCycle {
   completeMs: number;
   /** where the time to usable went (first-use.ts toUsable): the transfer step brings the index and every delta */
   toUsable: Record<string, number>;
+  /** the sleep's steps (ms) */
+  sleepSteps?: Record<string, number>;
   /** entries of the woken tree that differed from what slept (0: exact) */
   differences: number;
   /** bytes the cycle's change wrote, and the sum over the cycles so far */

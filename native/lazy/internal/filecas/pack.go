@@ -193,7 +193,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 		<-closed
 		return fail(err)
 	}
-	made, err := idx.write(x, emit.entries.Bytes())
+	made, err := idx.write(x, emit.n, emit.entries.Bytes())
 	if cerr := <-closed; err == nil {
 		err = cerr
 	}

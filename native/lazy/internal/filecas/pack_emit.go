@@ -2,7 +2,6 @@ package filecas
 
 import (
 	"bytes"
-	"strconv"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -10,11 +9,9 @@ import (
 )
 
 // emitter writes each entry, in walk order, to the manifest and to the index's entry list, on a goroutine of its own:
-// the reader goes on with the next files meanwhile. An index entry is its manifest entry's JSON (encoded once, as the
-// manifest writes it) with its chunks, data regions and node after it, which is what Encode writes for it; the list
-// is compressed as it grows, into a zstd frame of its own that ends the index (indexFile.write puts the rest before
-// it), so the pass's end compresses only the head (packs and chunk table: 3.3 MB of JSON for the npm workspace,
-// beside the list's 10.3 MB).
+// the reader goes on with the next files meanwhile. An index entry is its MessagePack tuple (what Encode writes for
+// it); the list is compressed as it grows, into a zstd frame of its own that ends the index (indexFile.write puts
+// the rest, and the list's length, before it), so the pass's end compresses only the head (packs and chunk table).
 type emitter struct {
 	pass    *pack.Pass
 	in      chan []Entry
@@ -48,59 +45,19 @@ func (m *emitter) run() {
 				break
 			}
 			e := &batch[i]
-			var manifest []byte
-			if manifest, m.err = m.pass.AddJSON(&e.Entry); m.err != nil {
+			if m.err = m.pass.Add(&e.Entry); m.err != nil {
 				break
 			}
-			one = appendIndexEntry(one[:0], manifest, e, m.n > 0)
+			if one, m.err = e.MarshalMsg(one[:0]); m.err != nil {
+				break
+			}
 			_, m.err = m.z.Write(one)
 			m.n++
 		}
 	}
-	if m.err == nil {
-		_, m.err = m.z.Write([]byte("]}\n"))
-	}
 	if err := m.z.Close(); m.err == nil {
 		m.err = err
 	}
-}
-
-// appendIndexEntry appends e as the index lists it: its manifest JSON (an object) less its closing brace, then the
-// fields the index adds (Entry's, in order, each left out when empty).
-func appendIndexEntry(b, manifest []byte, e *Entry, comma bool) []byte {
-	if comma {
-		b = append(b, ',')
-	}
-	b = append(b, manifest[:len(manifest)-1]...)
-	if len(e.Chunks) > 0 {
-		b = append(b, `,"chunks":[`...)
-		for k, c := range e.Chunks {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(c), 10)
-		}
-		b = append(b, ']')
-	}
-	if len(e.Data) > 0 {
-		b = append(b, `,"data":[`...)
-		for k, r := range e.Data {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, r[0], 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, r[1], 10)
-			b = append(b, ']')
-		}
-		b = append(b, ']')
-	}
-	if e.Node != "" {
-		b = append(b, `,"node":`...)
-		b = strconv.AppendQuote(b, e.Node) // fifo, char or block: nothing to escape
-	}
-	return append(b, '}')
 }
 
 // add queues e (its chunk indexes final).

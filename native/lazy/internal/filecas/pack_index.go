@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	json "github.com/goccy/go-json"
 	"github.com/klauspost/compress/zstd"
+	"github.com/tinylib/msgp/msgp"
 
 	"snapflow/native/lazy/internal/pack"
 )
@@ -31,17 +31,13 @@ func newIndexFile(final string) (*indexFile, error) {
 	return &indexFile{final: final, tmp: tmp, f: f}, nil
 }
 
-// write writes the index whose entries (left out of idx) the emitter has compressed, as a zstd frame that holds the
-// rest of the JSON: the head goes before it in a frame of its own. One zstd stream (frames concatenated), whose JSON
-// is what Encode writes for the whole index.
-func (x *indexFile) write(idx *Index, entries []byte) (IndexMade, error) {
+// write writes the index whose entries (left out of idx: n of them) the emitter has compressed, as a zstd frame
+// holding the rest of the index's MessagePack: the head (the Index tuple's fields before its entries, and the
+// entry list's length) goes before it in a frame of its own. One zstd stream (frames concatenated), whose content is
+// what Encode writes for the whole index.
+func (x *indexFile) write(idx *Index, n int, entries []byte) (IndexMade, error) {
 	out := &counted{w: x.f, h: sha256.New()}
-	head, err := json.Marshal(struct {
-		Version  int     `json:"version"`
-		AvgChunk int     `json:"avgChunk"`
-		Packs    []Pack  `json:"packs"`
-		Chunks   []Chunk `json:"chunks"`
-	}{idx.Version, idx.AvgChunk, idx.Packs, idx.Chunks})
+	head, err := appendIndexHead(nil, idx, n)
 	if err != nil {
 		return IndexMade{}, err
 	}
@@ -49,7 +45,7 @@ func (x *indexFile) write(idx *Index, entries []byte) (IndexMade, error) {
 	if err != nil {
 		return IndexMade{}, err
 	}
-	_, err = enc.Write(append(head[:len(head)-1], `,"entries":[`...))
+	_, err = enc.Write(head)
 	if cerr := enc.Close(); err == nil {
 		err = cerr
 	}
@@ -63,6 +59,28 @@ func (x *indexFile) write(idx *Index, entries []byte) (IndexMade, error) {
 		return IndexMade{}, err
 	}
 	return IndexMade{Bytes: out.n, Sha256: hex.EncodeToString(out.h.Sum(nil)), Chunks: len(idx.Chunks)}, nil
+}
+
+// appendIndexHead appends the Index tuple (index_types_gen.go's MarshalMsg) up to its entries, and the header of an
+// entry list of n: followed by n entry tuples it is the whole index.
+func appendIndexHead(b []byte, idx *Index, n int) ([]byte, error) {
+	b = msgp.AppendArrayHeader(b, 5)
+	b = msgp.AppendInt(b, idx.Version)
+	b = msgp.AppendInt(b, idx.AvgChunk)
+	b = msgp.AppendArrayHeader(b, uint32(len(idx.Packs)))
+	var err error
+	for i := range idx.Packs {
+		if b, err = idx.Packs[i].MarshalMsg(b); err != nil {
+			return nil, err
+		}
+	}
+	b = msgp.AppendArrayHeader(b, uint32(len(idx.Chunks)))
+	for i := range idx.Chunks {
+		if b, err = idx.Chunks[i].MarshalMsg(b); err != nil {
+			return nil, err
+		}
+	}
+	return msgp.AppendArrayHeader(b, uint32(n)), nil
 }
 
 func (x *indexFile) name() error {

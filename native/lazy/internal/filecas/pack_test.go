@@ -127,7 +127,7 @@ func backup(t *testing.T, root, name string, base *BaseSource) (made, error) {
 	if sum(m.indexRaw) != res.Index.Sha256 || int64(len(m.indexRaw)) != res.Index.Bytes || len(m.index.Chunks) != res.Index.Chunks {
 		t.Fatalf("the result's index %+v is not the file written", res.Index)
 	}
-	// Written as its entries were made, the index's JSON is what Encode writes for it.
+	// Written as its entries were made, the index is what Encode writes for it.
 	var again bytes.Buffer
 	must(t, Encode(&again, m.index))
 	if want, got := unzstd(t, again.Bytes()), unzstd(t, m.indexRaw); !bytes.Equal(got, want) {

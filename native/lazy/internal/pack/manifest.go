@@ -17,31 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Entry is one manifest entry (protocol.ts ManifestEntry), its fields in the order the agent's single pass writes
-// them: what the tar header says, then the content's hash, then the walk's lstat key.
-type Entry struct {
-	Path   string `json:"path"`
-	Type   string `json:"type"`
-	Mode   uint32 `json:"mode"`
-	Size   int64  `json:"size"`
-	Mtime  int64  `json:"mtime"`
-	UID    uint32 `json:"uid"`
-	GID    uint32 `json:"gid"`
-	Target string `json:"target,omitempty"`
-	Link   string `json:"link,omitempty"`
-	Holes  int64  `json:"holes,omitempty"`
-	Sha256 string `json:"sha256,omitempty"`
-	Stat   Stat   `json:"stat"`
-}
-
-// Stat is the walk's lstat key: what an incremental compares to find what changed (decimal strings: 64-bit values).
-type Stat struct {
-	Ino     string `json:"ino"`
-	Dev     string `json:"dev"`
-	MtimeNs string `json:"mtimeNs"`
-	CtimeNs string `json:"ctimeNs"`
-}
-
 // Totals are the manifest's totals (manifest.ts totalsOf): a hard link counts as a file, its bytes once.
 type Totals struct {
 	Files    int   `json:"files"`

@@ -5,7 +5,6 @@ package pack
 // manifest), write the same manifest, read a file's holes alike, and call a file unchanged by the same rule as a delta.
 
 import (
-	"bytes"
 	"fmt"
 	"hash"
 
@@ -68,15 +67,6 @@ func (s *Pass) Walk() ([]Walked, error) {
 
 // Add writes one entry to the manifest (in walk order).
 func (s *Pass) Add(e *Entry) error { return s.m.add(e) }
-
-// AddJSON is Add, answering the entry's JSON as written (valid until the next call): a caller that writes the same
-// entry elsewhere need not encode it again.
-func (s *Pass) AddJSON(e *Entry) ([]byte, error) {
-	if err := s.m.add(e); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(s.m.buf.Bytes(), []byte{'\n'}), nil
-}
 
 // Finish writes the totals and the selection's record and names the manifest.
 func (s *Pass) Finish() error {
