@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
 import { access, mkdir, realpath } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
@@ -31,10 +31,11 @@ const ErrorLine = z.object({ error: z.object({ code: z.string(), message: z.stri
 const REFUSED: Record<string, AgentErrorCode> = { path_outside_root: "path_outside_root", bad_request: "bad_request", verify_failed: "verify_failed" };
 
 export interface FilesMountRequest {
-  /** host and sandbox paths of the index file; its SHA-256 */
+  /** host and sandbox paths of the index file; its SHA-256; the store's URL of it, when the helper fetches it there */
   index: string;
   indexPath: string;
   sha256: string;
+  indexUrl?: string;
   /** host and sandbox paths of the mountpoint, and of this mount's work directory (URL and status files) */
   dir: string;
   path: string;
@@ -55,10 +56,13 @@ export async function mountFiles(registry: MountRegistry, sandboxId: string, r: 
   const dir = await prepareTarget(r.dir, "mountpoint");
   await mkdir(r.work, { recursive: true });
   await mkdir(r.cache, { recursive: true });
+  if (r.indexUrl) await mkdir(dirname(r.index), { recursive: true }); // where the helper keeps the index it fetches
   const urls = join(r.work, "urls.json"), status = join(r.work, "status.json");
-  await writeUrlFile(urls, r.urls);
+  // Presigned URLs are credentials: in files only this user reads, never on the command line.
+  const indexUrls = join(r.work, "index-url.json");
+  await Promise.all([writeUrlFile(urls, r.urls), r.indexUrl ? writeUrlFile(indexUrls, { index: r.indexUrl }) : undefined]);
   // A chunk's frame is at most a few MiB and a prefetch GET a few frames: the bound the agent gives a silent store.
-  const child = spawn(bin, ["files-mount", "--index", r.index, "--index-sha256", r.sha256, "--urls", urls, "--cache", r.cache, "--mountpoint", dir,
+  const child = spawn(bin, ["files-mount", "--index", r.index, "--index-sha256", r.sha256, ...(r.indexUrl ? ["--index-url", indexUrls] : []), "--urls", urls, "--cache", r.cache, "--mountpoint", dir,
     "--status", status, "--prefetch", String(r.prefetch), "--fetch-timeout", `${storeIdleMs()}ms`], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-STDERR_TAIL)));

@@ -13,11 +13,12 @@
 // overlay deltas hold — is usable before the parent is local: materialize swaps it in at once, with its overlay laid
 // at the target; verify walks it there and waits until every chunk is local.
 //
-// A file-level base (files-overlay-restore) is not an image: the transfer brings its index and, as soon as it is in,
-// snapflow-lazy files-mount serves the index's tree at the image's place (beside the deltas' extraction); the rest is
-// as for a chunked base. A compaction's wake (p.compactor) fetches on demand only and waits for nothing: its backup
+// A file-level base (files-overlay-restore) is not an image: snapflow-lazy files-mount fetches its index (checked
+// against the record's SHA-256), and serves the index's tree at the image's place (beside the deltas' extraction);
+// the rest is as for a chunked base. A compaction's wake (p.compactor) fetches on demand only and waits for nothing: its backup
 // reads only the names the layers hold (filecas lower.go).
 import { SnapflowError } from "../errors.ts";
+import { AgentCallError } from "../sandbox/agent-client.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
@@ -85,8 +86,8 @@ export const overlayPlan: RestorePlan = {
     // directories (deleted and made again in that wake) marked again from the hash-checked layer manifest: tar
     // does not carry overlayfs' mark. A delta from before layers has no list (its manifest is the whole tree's).
     // An earlier attempt's layers go first, all in one call (a round trip per layer adds up on a deep chain).
-    // A file-level base is mounted here, as soon as its index is in, while the deltas are extracted (files-mount
-    // decodes the index, ~0.13 s for the npm workspace's); an earlier attempt's mounts go first.
+    // A file-level base is mounted here, while the deltas are extracted (files-mount fetches and decodes the index,
+    // ~0.07-0.1 s for the npm workspace's); an earlier attempt's mounts go first.
     const filesBase = isFiles(base!);
     const imageAt = baseMountPoint(p.restoreId, layers);
     const unmount = filesBase ? [where.lower, ...(deltas.length ? [where.chainImage] : [])] : [];
@@ -109,14 +110,13 @@ export const overlayPlan: RestorePlan = {
     let baseInMs = 0;
     let baseDoneMs = 0;
     let deltasDoneMs = 0;
+    // A file-level base's index is fetched by files-mount itself (checked against its record's SHA-256, kept at
+    // where.image): one process from the store to the decoder.
+    const baseIn = filesBase
+      ? startFilesMount(c, base!, imageAt).then((m) => ((mounted = m), base!.archive.bytes))
+      : agent.downloadFromUrl({ url: await url(base!), output: where.image }).then((g) => ((baseInMs = since(t)), check(base!, g)));
     const [baseBytes, ...deltaBytes] = await Promise.all([
-      agent.downloadFromUrl({ url: await url(base!), output: where.image }).then(async (g) => {
-        const bytes = check(base!, g);
-        baseInMs = since(t);
-        if (filesBase) mounted = await startFilesMount(c, base!, imageAt);
-        baseDoneMs = since(t);
-        return bytes;
-      }),
+      baseIn.then((bytes) => ((baseDoneMs = since(t)), bytes)),
       ...Array.from({ length: Math.min(EXTRACT_CONCURRENCY, deltas.length) }, () => extract().then((b) => ((deltasDoneMs = since(t)), b))),
     ]);
     const baseMount = mounted ? { baseMountMs: mounted.ms, baseReadyMs: mounted.readyMs } : {};
@@ -214,8 +214,15 @@ function baseMountPoint(restoreId: string, layers: Layer[]): string {
  * reads only the names its layers changed (filecas lower.go): no prefetch, and nothing to wait for.
  */
 async function startFilesMount(c: RestoreContext, base: Layer, at: string) {
-  const urls = packUrls(c, await filesSnapshot(c, base.id));
-  return c.agent.filesMount({ index: { file: sandboxPaths.overlay(c.p.restoreId).image, sha256: base.archive.sha256 }, urls, mountpoint: at, work: sandboxPaths.lazy(c.p.restoreId).work, prefetch: c.p.compactor ? 0 : PREFETCH });
+  const [record, indexUrl] = await Promise.all([filesSnapshot(c, base.id), c.d.presigner.url(base.archive.key, "GET")]);
+  const index = { file: sandboxPaths.overlay(c.p.restoreId).image, sha256: base.archive.sha256, url: indexUrl };
+  try {
+    return await c.agent.filesMount({ index, urls: packUrls(c, record), mountpoint: at, work: sandboxPaths.lazy(c.p.restoreId).work, prefetch: c.p.compactor ? 0 : PREFETCH });
+  } catch (e) {
+    // The index the store gave is not the one the record vouches for: fetch again (a retry), as for any archive.
+    if (e instanceof AgentCallError && e.code === "verify_failed" && e.field === "index") throw new SnapflowError("transfer_damaged", `the index of ${base.id} arrived damaged: ${e.message}`);
+    throw e;
+  }
 }
 
 /**

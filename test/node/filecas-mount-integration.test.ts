@@ -1,9 +1,10 @@
 // POST /v1/files/mount against the real helper (native/lazy/bin/snapflow-lazy files-mount), a real S3 server
 // (SeaweedFS) and a real FUSE mount: a small tree's file-level index and pack, built here from the format's
-// description (one chunk per file, each a zstd frame, the index zstd-compressed JSON), served by Range GETs over a
-// presigned URL. The tree answers as it was packed; a URL off the store's origin, a mountpoint outside the sandbox's
-// roots, an index that is not the one the record names and one with a name leading out are refused; unmounting
-// stops the helper.
+// description (one chunk per file, each a zstd frame, the index zstd-compressed JSON: version 1, which snapshots
+// written before MessagePack keep), served by Range GETs over a presigned URL. The tree answers as it was packed; a
+// URL off the store's origin, a mountpoint outside the sandbox's roots, an index that is not the one the record names
+// and one with a name leading out are refused; unmounting stops the helper. Given the index's URL, the helper fetches
+// it itself, checks it and keeps it at the file named.
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -165,6 +166,34 @@ it("serves the packed tree read-only, completes, refuses what it must, and stops
   expect((await readMountinfo()).some((m) => m.mountPoint === dir)).toBe(false);
   expect(helpers(dir)).toEqual([]);
   expect((await call("GET", "/v1/mounts")).body.mounts).toEqual([]);
+}, 60_000);
+
+it("fetches the index from the store itself when given its URL, checks it, and keeps it at the file named", async () => {
+  const src = join(base, "src-fetched");
+  mkdirSync(join(src, "d"), { recursive: true });
+  const data = randomBytes(70_000);
+  writeFileSync(join(src, "d/f.bin"), data);
+  const built = buildIndex(src);
+  await store.put(`packs/${PACK}`, built.pack);
+  await store.put("indexes/fetched.idx", built.index);
+  const urls = { [PACK]: await presigner.url(`packs/${PACK}`, "GET") };
+  const index = { file: "/snapflow/staging/fetched.idx", sha256: sha256Hex(built.index), url: await presigner.url("indexes/fetched.idx", "GET") };
+  const refusals: [unknown, number, RegExp][] = [
+    [{ index: { ...index, url: "http://elsewhere.example/i" }, urls, mountpoint: "/workspace/f" }, 400, /^index\.url/],
+    [{ index: { ...index, sha256: "0".repeat(64) }, urls, mountpoint: "/workspace/f" }, 422, /^index/],
+  ];
+  for (const [body, status, field] of refusals) {
+    const r = await call("POST", "/v1/files/mount", body);
+    expect(r.status, JSON.stringify(r.body)).toBe(status);
+    expect(r.body.error.field).toMatch(field);
+  }
+  // Refused: nothing kept where the index would be (a damaged object never becomes a base's kept copy).
+  expect(() => lstatSync(host("snapflow/staging/fetched.idx"))).toThrow();
+  const mounted = await call("POST", "/v1/files/mount", { index, urls, mountpoint: "/workspace/f" });
+  expect(mounted.status, JSON.stringify(mounted.body)).toBe(200);
+  expect(readFileSync(join(host("workspace/f"), "d/f.bin")).equals(data)).toBe(true);
+  expect(readFileSync(host("snapflow/staging/fetched.idx")).equals(built.index)).toBe(true);
+  expect((await call("DELETE", `/v1/mounts?path=${encodeURIComponent("/workspace/f")}`)).status).toBe(200);
 }, 60_000);
 
 function realpathOf(p: string): string {

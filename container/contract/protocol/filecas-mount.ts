@@ -14,8 +14,12 @@ import { Sha256Hex } from "./trees.ts";
 /** A pack's name: the id of the snapshot whose backup wrote it (internal/filecas format.go packName). */
 
 export const FilesMountBody = z.object({
-  /** the index file in the sandbox, and its SHA-256 as the snapshot's record keeps it (checked as it is read) */
-  index: z.object({ file: z.string(), sha256: Sha256Hex }).strict(),
+  /**
+   * the index file in the sandbox, and its SHA-256 as the snapshot's record keeps it (checked as it is read); with
+   * `url` (a presigned GET of the index object, on the store's origin) the helper fetches it itself, checks it, and
+   * keeps it at `file`: no round trip through the agent between the store and the decoder
+   */
+  index: z.object({ file: z.string(), sha256: Sha256Hex, url: z.string().optional() }).strict(),
   /** a presigned GET URL per pack the index names (each on the store's origin) */
   urls: z.record(PACK_NAME, z.string()),
   /** where the tree appears: an empty or missing directory */

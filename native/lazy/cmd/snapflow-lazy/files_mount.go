@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,6 +36,7 @@ func filesMountCmd(args []string) error {
 	fs := newFlags("files-mount")
 	indexPath := fs.String("index", "", "the file-level index (zstd-compressed JSON, internal/filecas)")
 	indexSha := fs.String("index-sha256", "", "the index file's SHA-256, checked as it is read (the record's): a different file is refused")
+	indexURLs := fs.String("index-url", "", `JSON file {"index":"<presigned GET url>"}: the index is fetched from the store (its SHA-256 checked: -index-sha256 is then required) and kept at -index`)
 	urls := fs.String("urls", "", `JSON file {"<pack name>":"<presigned GET url>"}, re-read after a 403`)
 	cacheDir := fs.String("cache", "", "cache directory: CACHE/packs/<pack> holds the verified frames (may be shared by mounts of one lineage)")
 	mountpoint := fs.String("mountpoint", "", "directory the tree is mounted on")
@@ -66,9 +68,15 @@ func filesMountCmd(args []string) error {
 	// live data. The memory limit still collects if a large index would take too much.
 	rdebug.SetMemoryLimit(1 << 30)
 	gc := rdebug.SetGCPercent(-1)
+	var err error
 	// The index comes from a sandbox: decoded within bounds and validated (no name leads outside the tree) before
 	// anything is mounted.
-	x, err := loadFilesIndex(*indexPath, *indexSha)
+	var x *filecas.Index
+	if *indexURLs != "" {
+		x, err = fetchFilesIndex(*indexURLs, *indexPath, *indexSha, *fetchTimeout, *retries)
+	} else {
+		x, err = loadFilesIndex(*indexPath, *indexSha)
+	}
 	if err != nil {
 		return refusedLine(err)
 	}
@@ -146,6 +154,52 @@ func refusedLine(err error) error {
 		_ = printJSON(map[string]any{"error": perr})
 	}
 	return err
+}
+
+// fetchFilesIndex GETs the index from the URL the file names, checks its SHA-256, and decodes it while a copy is
+// written at path (renamed into place once whole: a compaction's backup and a remount read it there). One process
+// and no round trip through the agent between the store and the decoder.
+func fetchFilesIndex(urlsPath, path, want string, timeout time.Duration, retries int) (*filecas.Index, error) {
+	if want == "" {
+		return nil, &pack.Error{Code: "bad_request", Field: "index.sha256", Message: "a fetched index needs the SHA-256 its record keeps"}
+	}
+	u, err := urlfile.Open(urlsPath)
+	if err != nil {
+		return nil, err
+	}
+	src, ok := u.URL("index")
+	if !ok {
+		return nil, &pack.Error{Code: "bad_request", Field: "index.url", Message: "the index URL file names no index"}
+	}
+	body, err := filecas.GetIndex(src, timeout, retries)
+	if err != nil {
+		return nil, &pack.Error{Code: "transfer_failed", Field: "index.url", Message: err.Error()}
+	}
+	h := sha256.Sum256(body)
+	if got := hex.EncodeToString(h[:]); got != want {
+		return nil, &pack.Error{Code: "verify_failed", Field: "index.sha256", Message: fmt.Sprintf("the stored index's SHA-256 is %s, not %s", got, want)}
+	}
+	kept := make(chan error, 1)
+	go func() { kept <- keepFile(path, body) }()
+	x, err := filecas.Decode(bytes.NewReader(body), filecas.DefaultLimits)
+	if kerr := <-kept; err == nil && kerr != nil {
+		err = fmt.Errorf("keeping the index at %s: %w", path, kerr)
+	}
+	return x, err
+}
+
+// keepFile writes b at path whole or not at all (a temporary name, then a rename).
+func keepFile(path string, b []byte) error {
+	tmp := pack.TempManifest(path)
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // loadFilesIndex decodes and validates the index, hashing the file as it is read when its SHA-256 is given.

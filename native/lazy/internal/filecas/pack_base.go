@@ -101,19 +101,22 @@ func readCapped(r io.Reader) ([]byte, error) {
 }
 
 // getBase GETs the stored index, retrying network errors and 5xx.
-func getBase(b *BaseSource) ([]byte, error) {
-	u, err := url.Parse(b.URL)
+func getBase(b *BaseSource) ([]byte, error) { return GetIndex(b.URL, b.Timeout, b.Retries) }
+
+// GetIndex GETs a stored index object whole, within DefaultLimits.MaxCompressed, retrying network errors, 5xx and
+// 429 (each attempt bounded by timeout; 0: 60 s). The caller checks its SHA-256 before acting on it.
+func GetIndex(rawURL string, timeout time.Duration, retries int) ([]byte, error) {
+	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, errors.New("url is not an http(s) URL")
 	}
-	timeout := b.Timeout
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
 	backoff := 200 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		body, retry, err := getOnce(b.URL, timeout)
-		if err == nil || !retry || attempt >= b.Retries {
+		body, retry, err := getOnce(rawURL, timeout)
+		if err == nil || !retry || attempt >= retries {
 			return body, err
 		}
 		time.Sleep(backoff)
