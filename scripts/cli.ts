@@ -80,11 +80,13 @@ if (command === "bench" && values.preset === "forks") {
 
 if (command === "bench" && values.preset === "sleep-wake") {
   // Issue 24's sleep/wake cycles on a private stack: layered wakes, sleeps of what changed since, the chain's depth.
-  const { runSleepWake, SLEEP_WAKE_DEFAULTS } = await import("./bench/sleep-wake/run-sleep-wake.ts");
+  const { runSleepWake, SLEEP_WAKE_DEFAULTS, SLEEPS } = await import("./bench/sleep-wake/run-sleep-wake.ts");
   const dataset = values.dataset ?? SLEEP_WAKE_DEFAULTS.dataset;
   if (!["npm-workspace", "node-modules"].includes(dataset)) usage(`--dataset: one of npm-workspace, node-modules (not '${dataset}')`);
   const base = values.base ?? SLEEP_WAKE_DEFAULTS.base;
   if (!["squashfs-chunked", "files-cas"].includes(base)) usage(`--base: one of squashfs-chunked, files-cas (not '${base}')`);
+  const sleep = values.sleep ?? SLEEP_WAKE_DEFAULTS.sleep;
+  if (!(SLEEPS as readonly string[]).includes(sleep)) usage(`--sleep: one of ${SLEEPS.join(", ")} (not '${sleep}')`);
   const whole = (v: string | undefined, fallback: number, flag: string, min: number) => {
     const n = v === undefined ? fallback : Number(v);
     if (!Number.isInteger(n) || n < min) usage(`${flag} must be a whole number of at least ${min}`);
@@ -97,7 +99,7 @@ if (command === "bench" && values.preset === "sleep-wake") {
     files: whole(values.files, SLEEP_WAKE_DEFAULTS.files, "--files", 1),
     name: values.name ?? `sleep-wake-${dataset}${base === "files-cas" ? "-files" : ""}`, out: values.out ?? SLEEP_WAKE_DEFAULTS.out,
     compactAfter: whole(values["compact-after"], SLEEP_WAKE_DEFAULTS.compactAfter, "--compact-after", 1),
-    base: base as "squashfs-chunked" | "files-cas",
+    base: base as "squashfs-chunked" | "files-cas", sleep: sleep as (typeof SLEEPS)[number],
   }));
 }
 

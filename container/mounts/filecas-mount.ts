@@ -20,7 +20,7 @@ import { writeUrlFile } from "../transfer/url-file.ts";
 import { stopHelper } from "./lazy-mount.ts";
 import { prepareTarget, readMountinfo, type MountRegistry } from "./mounts.ts";
 
-/** How long the helper may take to answer (the npm workspace's index, 31.7k entries, loads in ~0.15 s). */
+/** How long the helper may take to answer (the npm workspace's index, 31.7k entries, loads in ~0.1 s). */
 const READY_TIMEOUT_MS = 30_000;
 const STDERR_TAIL = 4000;
 

@@ -14,7 +14,7 @@ export const FLAGS = {
   limit: { type: "string" }, cursor: { type: "string" }, cascade: { type: "boolean" }, delete: { type: "boolean" },
   "keep-last": { type: "string" }, "grace-seconds": { type: "string" }, "dry-run": { type: "boolean" }, "keep-daily": { type: "string" }, "keep-weekly": { type: "string" },
   exclude: { type: "string", multiple: true }, gitignore: { type: "boolean" }, "exclude-caches": { type: "boolean" },
-  preset: { type: "string" }, spec: { type: "string" }, dataset: { type: "string" }, files: { type: "string" }, bytes: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, cycles: { type: "string" }, "compact-after": { type: "string" }, out: { type: "string" },
+  preset: { type: "string" }, spec: { type: "string" }, dataset: { type: "string" }, files: { type: "string" }, bytes: { type: "string" }, from: { type: "string" }, name: { type: "string" }, runs: { type: "string" }, cycles: { type: "string" }, "compact-after": { type: "string" }, sleep: { type: "string" }, out: { type: "string" },
 } as const satisfies Record<string, Option>;
 
 export type Flag = keyof typeof FLAGS;
@@ -140,13 +140,15 @@ restore: before every byte is local) and complete, and where it went.
   --preset forks [--dataset npm-workspace|added-data|all] [--runs N] [--bytes N]
       issue 10's race on a private stack: a lazy restore's usable moment, first use, forks, the chunk store.
       --runs: the number of forks (default 10); --bytes: added-data's added bytes (default 5 GB).
-  --preset sleep-wake [--dataset npm-workspace|node-modules] [--base squashfs-chunked|files-cas] [--cycles N] [--bytes N] [--files N] [--compact-after N]
+  --preset sleep-wake [--dataset npm-workspace|node-modules] [--base squashfs-chunked|files-cas] [--sleep overlay-delta|overlay-delta-put] [--cycles N] [--bytes N] [--files N] [--compact-after N]
       issue 24's cycles on a private stack: a base (--base: a chunked image, the default, or file-level), then N
       times wake the latest snapshot (lazy-overlay-restore, or files-overlay-restore), first use, change (--bytes new, default 10 MB; an edit, a delete, a directory
       deleted and made again), sleep (overlay-delta). Each wake is compared with an independent walk (hashes
       included) of what slept: exit 1 on any difference. --cycles default 100; --files: node-modules' file count;
-      --compact-after: a sleep this many deltas deep compacts its chain in the background (default 4; 8 MiB of deltas do too).`,
-    flags: ["preset", "spec", "name", "runs", "cycles", "compact-after", "base", "out", "dataset", "files", "bytes"],
+      --compact-after: a sleep this many deltas deep compacts its chain in the background (default 4; 8 MiB of deltas do too).
+      --sleep: the sleep's preset: overlay-delta (the Worker relays the delta in parts, the default) or overlay-delta-put
+      (the sandbox stages it and PUTs it once).`,
+    flags: ["preset", "spec", "name", "runs", "cycles", "compact-after", "sleep", "base", "out", "dataset", "files", "bytes"],
   },
   load: {
     usage: "load [--out DIR]",

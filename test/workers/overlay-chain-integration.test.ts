@@ -84,10 +84,13 @@ it("three sleep/wake cycles: each wake equals what slept, each sleep uploads its
       const wrong = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: image.snapshotId }, "errored");
       expect(wrong.error).toContain(`was woken from ${latest}`);
     }
-    // Sleep: only the upper, with the woken snapshot as its parent.
-    // (compactAfter: this chain is not compacted; the test below compacts one)
-    const sleep = await run("backup", { sandboxId: work, path: PATH, strategy: "overlay-delta", baseSnapshotId: latest, compactAfter: MAX_OVERLAY_CHAIN });
+    // Sleep: only the upper, with the woken snapshot as its parent. Cycle 2 sleeps staged and PUT once
+    // (overlay-delta-put; its delta hides a delta layer's directory, so its tar must carry the whiteouts): a chain
+    // mixes both kinds. (compactAfter: this chain is not compacted; the test below compacts one)
+    const strategy = cycle === 2 ? "overlay-delta-put" : "overlay-delta";
+    const sleep = await run("backup", { sandboxId: work, path: PATH, strategy, baseSnapshotId: latest, compactAfter: MAX_OVERLAY_CHAIN });
     const record = (await api("GET", `/api/snapshots/${sleep.snapshotId}`)).json;
+    expect(record.strategy).toBe(strategy);
     expect(record.delta.base).toBe(latest);
     chains.push(record.delta.chain);
     uploaded.push(record.archive.bytes);

@@ -46,15 +46,18 @@ export interface SleepWakeOptions {
   compactAfter: number;
   /** the base's format: a chunked squashfs image (woken with lazy-overlay-restore), or file-level (files-overlay-restore) */
   base: SleepWakeBase;
+  /** the sleep's preset: overlay-delta (the Worker relays it in parts) or overlay-delta-put (the sandbox PUTs it once) */
+  sleep: SleepWakeSleep;
 }
+
+export const SLEEPS = ["overlay-delta", "overlay-delta-put"] as const;
+export type SleepWakeSleep = (typeof SLEEPS)[number];
 
 export type SleepWakeBase = "squashfs-chunked" | "files-cas";
 /** The wake that lays a chain over each base. */
 const WAKE: Record<SleepWakeBase, string> = { "squashfs-chunked": "lazy-overlay-restore", "files-cas": "files-overlay-restore" };
 
-export const SLEEP_WAKE_DEFAULTS: SleepWakeOptions = { dataset: "npm-workspace", cycles: 100, changeBytes: 10_000_000, files: 5000, name: "sleep-wake-npm-workspace", out: join(PROJECT, "results"), compactAfter: DEFAULT_COMPACT_AFTER, base: "squashfs-chunked" };
-
-const SLEEP = "overlay-delta";
+export const SLEEP_WAKE_DEFAULTS: SleepWakeOptions = { dataset: "npm-workspace", cycles: 100, changeBytes: 10_000_000, files: 5000, name: "sleep-wake-npm-workspace", out: join(PROJECT, "results"), compactAfter: DEFAULT_COMPACT_AFTER, base: "squashfs-chunked", sleep: "overlay-delta" };
 
 /** First use: a file whose presence says the tree answers, and the command run in it. */
 const FIRST_USE = {
@@ -102,7 +105,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
       log(`sleep-wake: the base's content check ended ${(checkMs / 1000).toFixed(2)} s after its backup`);
     }
     const results: SleepWakeResults = {
-      name: o.name, baseStrategy: o.base, wake: WAKE[o.base], date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), dataset: o.dataset,
+      name: o.name, baseStrategy: o.base, wake: WAKE[o.base], sleep: o.sleep, date: new Date().toISOString().slice(0, 10), machine: machineDescription(stack.apiUrl), dataset: o.dataset,
       bytes: bytes!, entries: entries!, changeBytes: o.changeBytes, maxDepth: MAX_OVERLAY_CHAIN, compactAfter: o.compactAfter, firstUse: firstUse.command,
       base: { ms: base.wallMs, imageBytes: baseChunks.imageBytes, uploadedBytes: baseChunks.uploadedBytes, storedBytes: await storeTotal() },
       cycles: [], errors, load: { start: loadavg(), end: [], cores: cpus().length },
@@ -130,7 +133,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const written = await applyCycleChange(workspace(sandbox), k, o.changeBytes, baseChoices);
         changed += written;
         await sh("sync");
-        const sleep = await snap.backup(sandbox, SLEEP, latest, { compactAfter: o.compactAfter });
+        const sleep = await snap.backup(sandbox, o.sleep, latest, { compactAfter: o.compactAfter });
         const uploaded = sleep.raw.transfer?.bytes as number;
         const manifestBytes = (sleep.raw.archive?.manifest as { manifestBytes?: number } | undefined)?.manifestBytes ?? 0;
         const depth = ((sleep.raw.archive as { layer?: { depth?: number } } | undefined)?.layer?.depth) ?? 0;

@@ -46,6 +46,8 @@ export interface SleepWakeResults {
   name: string;
   /** the base's backup and the wake over it (absent in runs from before --base: squashfs-chunked, lazy-overlay-restore) */
   baseStrategy?: string;
+  /** the sleep's preset (before it was recorded: overlay-delta) */
+  sleep?: string;
   wake?: string;
   date: string;
   machine: string;
@@ -91,7 +93,7 @@ export function sleepWakeMarkdown(r: SleepWakeResults): string {
     "",
     `Usable is request → the first-use marker answering at the target, seen from the host; its transfer step brings the ${files ? "base's (or compaction's) file-level index" : "image's (or compaction's) index"} and downloads and extracts each delta laid over it. *Woke at depth* is how many deltas the wake laid: the chain resolved through its newest compaction. A sleep ${r.compactAfter ?? "–"} deltas deep over its image or compaction, or whose deltas there hold 8 MiB, starts a compaction in the background (one at a time per chain) (the tree woken in a compactor sandbox and ${compactedAs}); no cycle waits for it. *Compactions ended* lists those seen ended during the cycle (Ck: started after cycle k's sleep; its wall time and the bytes it uploaded, counted in the store, not in *uploaded*).`,
     "",
-    `The tree: ${mb(r.bytes)} MB, ${r.entries} entries; base ${files ? `files-cas, its pack` : "squashfs-chunked image"} ${mb(r.base.imageBytes)} MB in ${s(r.base.ms)} s, store after it ${mb(r.base.storedBytes)} MB. Each cycle wakes the latest snapshot (${wake}) in a fresh sandbox, runs \`${r.firstUse}\`, changes ${mb(r.changeBytes)} MB of new files plus an edit, a delete and a directory deleted and made again, and sleeps (overlay-delta). A chain holds at most ${r.maxDepth} deltas after its image or newest compaction.`,
+    `The tree: ${mb(r.bytes)} MB, ${r.entries} entries; base ${files ? `files-cas, its pack` : "squashfs-chunked image"} ${mb(r.base.imageBytes)} MB in ${s(r.base.ms)} s, store after it ${mb(r.base.storedBytes)} MB. Each cycle wakes the latest snapshot (${wake}) in a fresh sandbox, runs \`${r.firstUse}\`, changes ${mb(r.changeBytes)} MB of new files plus an edit, a delete and a directory deleted and made again, and sleeps (${r.sleep ?? "overlay-delta"}). A chain holds at most ${r.maxDepth} deltas after its image or newest compaction.`,
     "",
     "| cycle | woke at depth | usable (s) | of which transfer (s) | first use (s) | complete (s) | woken tree | sleep (s) | uploaded (MB) | changed (MB) | chain depth | compactions ended | store (MB) | store ÷ (base + changes) |",
     "| --: | --: | --: | --: | --: | --: | --- | --: | --: | --: | --: | --- | --: | --: |",
