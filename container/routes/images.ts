@@ -13,7 +13,6 @@ import { checkImage, extractImage, makeImage } from "../images/images.ts";
 import { makeImageWithManifest } from "../images/image-with-manifest.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
 import { listMounts, mountImage, mountOverlay, mountOverlayStack, unmountPath } from "../mounts/mounts.ts";
-import { markOpaqueDirs } from "../mounts/overlay-opaque.ts";
 import * as P from "../contract/protocol.ts";
 import { overlayLayer } from "../contract/sandbox-layout.ts";
 import { checkSandboxPath } from "../system/path-confinement.ts";
@@ -46,11 +45,6 @@ export const imageRoutes: Routes = {
   },
 
   "POST /v1/overlay": async (c) => layOverlay(c, await c.json(P.OverlayBody)),
-
-  "POST /v1/overlay/opaque": async (c) => {
-    const body = await c.json(P.OverlayOpaqueBody);
-    return markOpaqueDirs(await existingDir(await c.path(body.upper, "upper"), "upper"), body.layer);
-  },
 
   "POST /v1/overlay/stack": async (c) => {
     const started = performance.now();

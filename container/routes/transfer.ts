@@ -8,6 +8,7 @@ import { downloadRangedAndExtract, downloadRangedToFile, downloadWithAria2c } fr
 import type { z } from "zod";
 import * as P from "../contract/protocol.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
+import { markDirs, opaqueDirsOf } from "../mounts/overlay-opaque.ts";
 import { requestedVerification } from "./archive.ts";
 import { engineBinary } from "../archive/engine-pass.ts";
 import { EngineLacksUnpack, engineCanUnpack, preferredUnpack, unpackWithEngine, type EngineManifest } from "../extract/engine-unpack.ts";
@@ -64,11 +65,16 @@ export const transferRoutes: Routes = {
     const body = await c.json(P.DownloadBody);
     c.storeUrl(body.url, "url");
     if ("output" in body) return downloadToFile(body.url, await c.path(body.output, "output"));
-    const { format } = body.extract;
-    const made = await engineDownload(c, body.url, body.extract);
-    if (made) return made;
-    // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
-    return extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v), { keepOwnership: body.extract.keepOwnership });
+    const { format, opaque } = body.extract;
+    // A delta's layer manifest is fetched while its archive comes in; its opaque directories are marked once it is in.
+    const dirs = opaque ? opaqueDirsOf({ ...opaque, url: c.storeUrl(opaque.url, "extract.opaque.url") }, "extract.opaque") : undefined;
+    dirs?.catch(() => {}); // awaited below; a failed extraction answers first
+    const made = (await engineDownload(c, body.url, body.extract)) ??
+      // Through a staging directory, never through a symlink already in the target (safe-extract.ts).
+      (await extractSafely(await c.path(body.extract.path, "extract.path"), await requestedVerification(c, body.extract, "extract.expected"), (into, v) => downloadAndExtract(body.url, format, into, v), { keepOwnership: body.extract.keepOwnership }));
+    if (!dirs) return made;
+    const { marked } = await markDirs(await c.path(body.extract.path, "extract.path"), await dirs);
+    return { ...made, opaque: marked };
   },
 
   "POST /v1/tree-size": async (c) => {

@@ -101,8 +101,12 @@ export const overlayPlan: RestorePlan = {
         const i = next++;
         const l = deltas[i]!;
         const dir = where.chainLayer(i + 1);
-        bytes += check(l, await agent.downloadFromUrl({ url: await url(l), extract: { path: dir, format: l.format as TarFormat } }));
-        if (l.manifest?.layerOf) opaque += (await agent.markOpaque({ upper: dir, layer: { url: await d.presigner.url(manifestKey(l.id), "GET"), ...(l.manifest.sha256 ? { sha256: l.manifest.sha256 } : {}) } })).marked;
+        // Its layer manifest comes in the same call (fetched while the archive is extracted, then its opaque
+        // directories marked): one round trip a delta.
+        const layerManifest = l.manifest?.layerOf ? { url: await d.presigner.url(manifestKey(l.id), "GET"), ...(l.manifest.sha256 ? { sha256: l.manifest.sha256 } : {}) } : undefined;
+        const got = await agent.downloadFromUrl({ url: await url(l), extract: { path: dir, format: l.format as TarFormat, ...(layerManifest ? { opaque: layerManifest } : {}) } });
+        bytes += check(l, got);
+        opaque += got.opaque ?? 0;
       }
       return bytes;
     };

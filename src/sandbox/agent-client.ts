@@ -247,7 +247,7 @@ export class AgentClient {
     return this.json(A.WrittenBytesAnswer, "presigned upload", "/v1/upload", body, "POST", { long: { bytes } });
   }
   downloadFromUrl(body: z.input<typeof P.DownloadBody>, bytes?: number) {
-    return this.json(A.WrittenBytesAnswer, "presigned download", "/v1/download", body, "POST", { long: { bytes } });
+    return this.json(A.DeltaDownloadAnswer, "presigned download", "/v1/download", body, "POST", { long: { bytes } });
   }
   /** Parsed, not cast: its ETags and part hashes go into the completion the Worker sends the store. */
   /** How large a tar archive of the tree at `path` can be at most (a metadata pass: container/transfer/tree-size.ts). */
@@ -280,10 +280,6 @@ export class AgentClient {
   }
   mountOverlay(body: z.input<typeof P.OverlayBody>) {
     return this.json(z.looseObject({ upper: z.string(), work: z.string(), ms: z.number(), mounted: A.MountEntryAnswer }), "mount overlay", "/v1/overlay", body);
-  }
-  /** Marks a restored overlay upper's opaque directories, as its layer manifest lists them (tar drops the mark). */
-  markOpaque(body: z.input<typeof P.OverlayOpaqueBody>) {
-    return this.json(z.looseObject({ marked: z.number(), ms: z.number() }), "mark opaque directories", "/v1/overlay/opaque", body);
   }
   /** A read-only overlay of an overlay delta chain's layers (topmost first) over its image's mount. */
   mountOverlayStack(body: z.input<typeof P.OverlayStackBody>) {

@@ -10,8 +10,6 @@ import { MAX_OVERLAY_CHAIN, Ownership, StoredManifest } from "./trees.ts";
 //   POST   /v1/materialize  MaterializeBody  an image file → a directory: extracted, or mounted read-only
 //                                            (kernel, or FUSE) → {ms, bytes, mounted?}
 //   POST   /v1/overlay      OverlayBody      a writable overlay over `lower` mounted at `path` → {upper, work, ms, mounted}
-//   POST   /v1/overlay/opaque OverlayOpaqueBody  mark a restored upper's opaque directories, as its layer
-//                                            manifest lists them → {marked, ms}
 //   POST   /v1/overlay/stack OverlayStackBody  a read-only overlay of several lowers (a delta chain) → {ms, mounted}
 //   GET    /v1/mounts                        the sandbox's mounts made through the agent → {mounts: MountEntry[]}
 //   DELETE /v1/mounts?path=                  unmount (overlays on top of it first) → {unmounted: paths}
@@ -45,7 +43,6 @@ export const OverlayBody = z.object({
  * A restored overlay delta's upper directory, and its layer manifest (the snapshot's, over a presigned GET, checked
  * against the record's SHA-256): tar does not carry overlayfs' opaque mark, the manifest lists the directories that had it.
  */
-export const OverlayOpaqueBody = z.object({ upper: z.string(), layer: StoredManifest }).strict();
 
 /**
  * POST /v1/overlay/stack: a read-only overlay of several lower directories (`lowers`, topmost first: an overlay

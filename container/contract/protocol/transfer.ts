@@ -5,7 +5,7 @@ import { R2_MULTIPART } from "../r2-limits.ts";
 import { TarFormat } from "./formats.ts";
 import { KeptId } from "./archive.ts";
 import { ManifestTotals } from "./manifest.ts";
-import { ExtractExpectation, Ownership } from "./trees.ts";
+import { ExtractExpectation, Ownership, StoredManifest } from "./trees.ts";
 
 export const SplitBody = z.object({ path: z.string(), chunkBytes: z.number().int().min(1 << 20).max(1 << 30) });
 
@@ -18,7 +18,18 @@ export const UploadBody = z.object({
 });
 export const DownloadBody = z.union([
   z.object({ url: z.string(), output: z.string() }).strict(),
-  z.object({ url: z.string(), extract: z.object({ path: z.string(), format: TarFormat, ...ExtractExpectation, ...Ownership }) }).strict(),
+  z.object({
+    url: z.string(),
+    extract: z.object({
+      path: z.string(), format: TarFormat, ...ExtractExpectation, ...Ownership,
+      /**
+       * an overlay delta's layer manifest (on the store's origin, its record's SHA-256): fetched while the archive is
+       * extracted, and the directories it lists as opaque marked so in the extracted tree, without a round trip of its
+       * own → the answer's `opaque`: how many were marked
+       */
+      opaque: StoredManifest.optional(),
+    }),
+  }).strict(),
 ]);
 
 // ---- Parallel presigned transfers (presigned-multipart.ts, presigned-ranged.ts) ----
