@@ -7,6 +7,7 @@
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { since } from "../phases/phase-runner.ts";
+import { settled } from "../phases/settled.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { getJson, manifestKey, readSnapshot, restoreRecordKey } from "../snapshots/records.ts";
@@ -20,18 +21,29 @@ import type { ArchiveResult, BackupParams } from "./backup-params.ts";
  * holds, for the step's result.
  */
 export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentClient): Promise<Required<Pick<ArchiveResult, "manifest" | "archiveRoot" | "chain">> & { layer: Record<string, number> }> {
-  const overlay = (await agent.mounts()).mounts.find((m) => m.kind === "overlay" && m.path === p.path);
+  // A sleep waits for this step: what does not depend on each other is asked at once, and failures are answered in
+  // the order the checks were made before (no overlay, no base, another parent, a chain too long).
+  const [mounts, baseRead] = await Promise.allSettled([agent.mounts(), readSnapshot(d.store, d.kv, p.baseSnapshotId!)]);
+  const overlay = settled(mounts).mounts.find((m) => m.kind === "overlay" && m.path === p.path);
   if (!overlay?.upper) throw new SnapflowError("bad_request", `no overlay is mounted at ${p.path} in sandbox ${p.sandboxId}; restore the base snapshot there with overlay-restore first`, { field: "path" });
   // The API took the base's record as it was (a squashfs image, or an overlay delta: the parent the workspace was
   // woken from); a base deleted since cannot be built on, and its chain is checked again.
-  const base = await readSnapshot(d.store, d.kv, p.baseSnapshotId!);
+  const base = settled(baseRead);
   if (!base) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId} does not exist any more`);
-  await checkWokenFrom(d, p, overlay.source);
-  const chain = await chainOver(d, base, "baseSnapshotId");
   // The parent's totals are the whole tree's as it was woken (a delta's record keeps the tree's, not its layer's).
   const { files, dirs, symlinks, bytes } = base.manifest;
   const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
-  const layer = await agent.overlayLayer({ path: p.path, upper: overlay.upper, lower: overlay.source, base: base.id, baseTotals: { files, dirs, symlinks, bytes }, manifestOut });
+  const key = manifestKey(p.snapshotId);
+  const [woken, chained, taken, stored] = await Promise.allSettled([
+    checkWokenFrom(d, p, overlay.source),
+    chainOver(d, base, "baseSnapshotId"),
+    agent.overlayLayer({ path: p.path, upper: overlay.upper, lower: overlay.source, base: base.id, baseTotals: { files, dirs, symlinks, bytes }, manifestOut }),
+    // A retried step finds its own earlier upload (below).
+    d.store.head(key),
+  ]);
+  settled(woken);
+  const chain = settled(chained);
+  const layer = settled(taken);
 
   checkManifestBounds(d.config, p, { bytes: layer.manifest.bytes, entries: layer.manifest.entries });
   const storeStarted = performance.now();
@@ -39,9 +51,8 @@ export async function storeOverlayLayer(d: Deps, p: BackupParams, agent: AgentCl
   // and lives about as long as the upload needs: once the snapshot is recorded, nothing can rewrite its manifest
   // through it. A retried step finds its own earlier upload: kept when it is these bytes, else removed (nothing
   // refers to this snapshot's key before its record) and made again.
-  const key = manifestKey(p.snapshotId);
   // The store keeps the SHA-256 the upload was bound to (head's checksum): no need to read the object back.
-  const earlier = await d.store.head(key);
+  const earlier = settled(stored);
   if (earlier?.sha256 !== layer.manifest.sha256) {
     if (earlier) await d.store.delete(key);
     const url = await d.presigner.url(key, "PUT", { sha256: layer.manifest.sha256, createOnly: true, expiresSeconds: uploadExpirySeconds(layer.manifest.bytes) });

@@ -21,6 +21,7 @@ import { SnapflowError } from "../errors.ts";
 import { AgentCallError } from "../sandbox/agent-client.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
+import { settled } from "../phases/settled.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
 import { manifestKey, type SnapshotRecord } from "../snapshots/records.ts";
 import { isChainBase, readOverlayChain } from "../snapshots/overlay-chain.ts";
@@ -65,9 +66,13 @@ export const overlayPlan: RestorePlan = {
   // its tree is a merged view of the base image and the layers: walked (and hashed where content-check.ts asks)
   servesCheckedImage: () => false,
   async probe(c, snapshot) {
-    checkStrategyRuns(c.s, await c.agent.probe(), c.p.sandboxId);
-    await checkTarget(c);
-    const layers = await overlayLayers(c, snapshot);
+    // Three independent questions (the sandbox's tools, its target, the chain's records), asked at once: a wake waits
+    // for this step.
+    // Failures are answered in the order they were asked before: what the sandbox cannot run, then its target.
+    const [probed, target, chain] = await Promise.allSettled([c.agent.probe(), checkTarget(c), overlayLayers(c, snapshot)]);
+    checkStrategyRuns(c.s, settled(probed), c.p.sandboxId);
+    settled(target);
+    const layers = settled(chain);
     const { id, format, archive, manifest } = snapshot;
     return { snapshot: { id, format, archive, manifest }, layers };
   },
