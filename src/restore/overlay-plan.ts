@@ -15,8 +15,8 @@
 //
 // A file-level base (files-overlay-restore) is not an image: snapflow-lazy files-mount fetches its index (checked
 // against the record's SHA-256), and serves the index's tree at the image's place (beside the deltas' extraction);
-// the rest is as for a chunked base. A compaction's wake (p.compactor) fetches on demand only and waits for nothing: its backup
-// reads only the names the layers hold (filecas lower.go).
+// the rest is as for a chunked base. A compaction's wake (p.compactor) fetches on demand only and waits for nothing:
+// its backup reads only the names the layers hold (filecas lower.go).
 import { SnapflowError } from "../errors.ts";
 import { AgentCallError } from "../sandbox/agent-client.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
@@ -67,8 +67,7 @@ export const overlayPlan: RestorePlan = {
   servesCheckedImage: () => false,
   async probe(c, snapshot) {
     // Three independent questions (the sandbox's tools, its target, the chain's records), asked at once: a wake waits
-    // for this step.
-    // Failures are answered in the order they were asked before: what the sandbox cannot run, then its target.
+    // for this step. Failures are answered in the order they were asked before: what the sandbox cannot run first.
     const [probed, target, chain] = await Promise.allSettled([c.agent.probe(), checkTarget(c), overlayLayers(c, snapshot)]);
     checkStrategyRuns(c.s, settled(probed), c.p.sandboxId);
     settled(target);

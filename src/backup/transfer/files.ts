@@ -3,8 +3,9 @@
 // parent snapshot (size, ns mtime, ctime, inode, device) keeps its chunk list from the parent's index unread; a changed
 // one is read once, hashed, cut into FastCDC chunks, and the chunks no snapshot of its lineage had are compressed into
 // one pack, PUT in parts to presigned UploadPart URLs as it fills (the default backup's way: no byte through the
-// agent or the Worker). The snapshot's own object is the index (zstd MessagePack), PUT by the sandbox bound to its SHA-256;
-// the manifest likewise. Nothing of the parent is copied: a snapshot is its index, and names the packs it needs.
+// agent or the Worker). The snapshot's own object is the index (zstd MessagePack), PUT by the sandbox bound to its
+// SHA-256; the manifest likewise. Nothing of the parent is copied: a snapshot is its index, and names the packs it
+// needs.
 //
 //   parent     the snapshot named by baseSnapshotId, else this sandbox's latest file-level snapshot of the same path
 //              and tenant (restic's parent). Its index: the copy the sandbox kept, if its SHA-256 is the record's,
