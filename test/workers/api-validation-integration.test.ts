@@ -161,5 +161,25 @@ describe("GET /api/backups/:id?wait= holds the answer until something changes (a
       expect(r.status, bad).toBe(400);
       expect(r.json.error.field).toBe("wait");
     }
+    const badUntil = await api("GET", `/api/backups/${started.json.id}?wait=1&until=later`);
+    expect(badUntil.status).toBe(400);
+    expect(badUntil.json.error.field).toBe("until");
+  });
+
+  it("with until=end, answers only when the run has ended", async () => {
+    const sb = freshSandbox("wait-end");
+    await putFile(sb, "/workspace/app/a.txt", "waited for the end\n");
+    const started = await api("POST", "/api/backups", { sandboxId: sb, path: "/workspace/app" });
+    expect(started.status).toBe(202);
+    let answers = 0;
+    let last: any;
+    do {
+      last = (await api("GET", `/api/backups/${started.json.id}?wait=30&until=end`)).json;
+      answers++;
+    } while (last.status === "running" && answers < 10);
+    expect(last.status).toBe("complete");
+    // One held request saw the whole run (a second only if it outlasted 30 s), however many steps it took.
+    expect(answers).toBe(1);
+    expect(Object.keys(last.steps).length).toBeGreaterThanOrEqual(4);
   });
 });

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LazyStatus } from "../../../container/contract/protocol.ts";
-import type { apiClient, RunStatus } from "../../cli/api-client.ts";
+import { STATUS_WAIT_SECONDS, type apiClient, type RunStatus } from "../../cli/api-client.ts";
 import { sh } from "../peers/shell.ts";
 
 export interface FirstUse {
@@ -68,13 +68,14 @@ export async function measureFirstUse(api: ReturnType<typeof apiClient>, o: { sn
   const ran = await sh(o.command, { cwd: target });
   const firstUseDoneMs = Math.round(performance.now() - t0);
   const status = JSON.parse(readFileSync(join(o.sandboxDir, "snapflow", "lazy", id, "status.json"), "utf8")) as LazyStatus;
+  // Held until the run ends (until=end): polled every 100 ms, each answer cost the Worker a status of the Workflow's
+  // instance, CPU the completing restore shares.
   let final: RunStatus;
   for (;;) {
-    final = await api.restore(id);
+    final = await api.call<RunStatus>("GET", `/api/restores/${id}?wait=${STATUS_WAIT_SECONDS}&until=end`);
     if (final.status === "complete") break;
     if (final.status === "errored" || final.status === "terminated") throw new Error(`restore ${id} ${final.status}: ${final.error ?? ""}`);
     if (performance.now() > deadline) throw new Error(`restore ${id} still ${final.status}`);
-    await new Promise((r) => setTimeout(r, 100));
   }
   const verify = final.steps.verify as { completeMs?: number } | undefined;
   const materialize = final.steps.materialize as { usableMs?: number } | undefined;

@@ -1,7 +1,7 @@
 // snapflow end to end through its HTTP API, as a user meets it: POST a backup or restore, follow it until it ends.
 // Wall time runs from just before the POST to the status answer that says it is complete. Followed by `wait` (the
-// default: the forks and sleep-wake benches), each status request is held by the API until a step ends or the run
-// does (`?wait=`, looked at every 20 ms), so a figure is at most ~20 ms late; by `poll` (the peers race), a status
+// default: the forks and sleep-wake benches), each status request is held by the API until the run ends
+// (`?wait=&until=end`, looked at every 20 ms), so a figure is at most ~20 ms late; by `poll` (the peers race), a status
 // GET every POLL_MS, so up to that late — the race keeps polling because its CPU accounting takes the polls' cost
 // out of the Worker's figure by counting them (model.ts), and a held request's looking-again inside the Worker
 // would not be counted. Each run's per-step milliseconds come from the API as they are.
@@ -36,7 +36,9 @@ export interface SnapflowRun {
 
 type Api = ReturnType<typeof apiClient>;
 
-const status = (api: Api, kind: SnapflowRun["kind"], id: string, wait = 0) => api.call<RunStatus>("GET", `/api/${kind}s/${id}${wait ? `?wait=${wait}` : ""}`);
+// Held requests ask for the end only (until=end): an answer at each step would cost the Worker a status of the
+// Workflow's instance per step, CPU the run being timed shares.
+const status = (api: Api, kind: SnapflowRun["kind"], id: string, wait = 0) => api.call<RunStatus>("GET", `/api/${kind}s/${id}${wait ? `?wait=${wait}&until=end` : ""}`);
 
 export type Following = "wait" | "poll";
 
