@@ -34,7 +34,7 @@ func filesMountCmd(args []string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	fs := newFlags("files-mount")
-	indexPath := fs.String("index", "", "the file-level index (zstd-compressed JSON, internal/filecas)")
+	indexPath := fs.String("index", "", "the file-level index (zstd-compressed MessagePack, or version 1's JSON: internal/filecas)")
 	indexSha := fs.String("index-sha256", "", "the index file's SHA-256, checked as it is read (the record's): a different file is refused")
 	indexURLs := fs.String("index-url", "", `JSON file {"index":"<presigned GET url>"}: the index is fetched from the store (its SHA-256 checked: -index-sha256 is then required) and kept at -index`)
 	urls := fs.String("urls", "", `JSON file {"<pack name>":"<presigned GET url>"}, re-read after a 403`)

@@ -15,7 +15,7 @@
 // Version 1, still read (snapshots written before 2026-11-27), is the same index as zstd-compressed JSON objects
 // whose keys are the fields' JSON names. MessagePack was chosen for the wake's sake: a lazy mount decodes the whole
 // index before it answers; for the npm workspace's 31.7k entries, decompress + decode took 12 + 22 ms against 40 +
-// 57 ms for the JSON (goccy/go-json), and the index is written in about half the time.
+// 57 ms for the JSON (goccy/go-json).
 //
 // A chunk is the zstd frame at [offset, offset+stored) of pack P, which decompresses to `size` bytes whose SHA-256 is
 // `sha256`. A file's chunks, in order, are its content: its data regions concatenated (a sparse file lists its data
