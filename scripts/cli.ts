@@ -11,6 +11,7 @@ import { commandHelp, globalHelp } from "./cli/cli-commands.ts";
 import { didYouMean } from "./cli/did-you-mean.ts";
 import { findRunningStack, stackDir } from "./stack/stack.ts";
 import { reportFromFile, runBench, runReport } from "./bench/matrix-bench.ts";
+import type { SleepWakeSleep } from "./bench/sleep-wake/run-sleep-wake.ts";
 import { deleteCommand, gcCommand, labelsFromFlags, policyCommand, retentionCommand, snapshotsCommand } from "./cli/lifecycle-commands.ts";
 import { backupResultLine, failureLine, restoreResultLine, stepLine, type SnapshotFacts } from "./cli/run-lines.ts";
 
@@ -99,7 +100,7 @@ if (command === "bench" && values.preset === "sleep-wake") {
     files: whole(values.files, SLEEP_WAKE_DEFAULTS.files, "--files", 1),
     name: values.name ?? `sleep-wake-${dataset}${base === "files-cas" ? "-files" : ""}`, out: values.out ?? SLEEP_WAKE_DEFAULTS.out,
     compactAfter: whole(values["compact-after"], SLEEP_WAKE_DEFAULTS.compactAfter, "--compact-after", 1),
-    base: base as "squashfs-chunked" | "files-cas", sleep: sleep as (typeof SLEEPS)[number],
+    base: base as "squashfs-chunked" | "files-cas", sleep: sleep as SleepWakeSleep,
   }));
 }
 

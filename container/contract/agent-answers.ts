@@ -17,8 +17,9 @@ export const SHA256 = z.string().regex(/^[0-9a-f]{64}$/, "a SHA-256 in lowercase
 const sandboxPath = z.string().min(1).max(4096).refine((p) => p.startsWith("/") && !p.includes("\0"), "an absolute sandbox path");
 
 export const WrittenBytesAnswer = z.looseObject({ bytes: count, sha256: SHA256, ms }) satisfies z.ZodType<P.WrittenBytes>;
-/** A delta's download: its opaque directories marked, when its layer manifest came with it. */
-export const DeltaDownloadAnswer = WrittenBytesAnswer.extend({ opaque: count.optional() });
+/** A download: its bytes and SHA-256; a delta's also how many opaque directories were marked (its layer manifest came
+ * with it). */
+export const DownloadAnswer = WrittenBytesAnswer.extend({ opaque: count.optional() });
 
 const Difference = z.looseObject({
   path: z.string(),

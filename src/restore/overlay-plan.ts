@@ -128,7 +128,8 @@ export const overlayPlan: RestorePlan = {
       ...Array.from({ length: Math.min(EXTRACT_CONCURRENCY, deltas.length) }, () => extract().then((b) => ((deltasDoneMs = since(t)), b))),
     ]);
     const baseMount = mounted ? { baseMountMs: mounted.ms, baseReadyMs: mounted.readyMs } : {};
-    const timing = { baseInMs, baseDoneMs, ...(deltas.length ? { deltasDoneMs } : {}) };
+    // (files-mount fetches a file-level base's index itself: no separate moment it is in)
+    const timing = { ...(filesBase ? {} : { baseInMs }), baseDoneMs, ...(deltas.length ? { deltasDoneMs } : {}) };
     return { ms: since(t), bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}), ...baseMount, ...timing };
   },
 
@@ -217,8 +218,9 @@ function baseMountPoint(restoreId: string, layers: Layer[]): string {
 }
 
 /**
- * A file-level base's tree served at `at` from the index the transfer brought to where.image (hash-checked), each
- * chunk fetched by a Range GET of its pack on first read and checked against its SHA-256. A compaction's wake
+ * A file-level base's tree served at `at`: files-mount fetches the index (checked against the record's SHA-256, kept
+ * at where.image for a compaction's backup), each chunk fetched by a Range GET of its pack on first read and checked
+ * against its SHA-256. A compaction's wake
  * reads only the names its layers changed (filecas lower.go): no prefetch, and nothing to wait for.
  */
 async function startFilesMount(c: RestoreContext, base: Layer, at: string) {

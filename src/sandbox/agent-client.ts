@@ -247,7 +247,7 @@ export class AgentClient {
     return this.json(A.WrittenBytesAnswer, "presigned upload", "/v1/upload", body, "POST", { long: { bytes } });
   }
   downloadFromUrl(body: z.input<typeof P.DownloadBody>, bytes?: number) {
-    return this.json(A.DeltaDownloadAnswer, "presigned download", "/v1/download", body, "POST", { long: { bytes } });
+    return this.json(A.DownloadAnswer, "presigned download", "/v1/download", body, "POST", { long: { bytes } });
   }
   /** Parsed, not cast: its ETags and part hashes go into the completion the Worker sends the store. */
   /** How large a tar archive of the tree at `path` can be at most (a metadata pass: container/transfer/tree-size.ts). */

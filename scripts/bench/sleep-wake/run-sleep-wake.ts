@@ -148,7 +148,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const row = {
           cycle: k, usableSeenMs: woke.usableSeenMs, usableMs: woke.usableMs, firstUseMs: woke.commandMs, firstUseDoneMs: woke.firstUseDoneMs, completeMs: woke.completeMs, toUsable: woke.toUsable ?? {},
           differences: diff.count,
-          changedBytes: written, sleepMs: sleep.wallMs, sleepSteps: stepMs(sleep.raw), uploadedBytes: uploaded, manifestBytes, depth, resolvedDepth, rebase, storedBytes: await storeTotal(), changedTotal: changed,
+          changedBytes: written, sleepMs: sleep.wallMs, sleepSteps: sleep.steps, uploadedBytes: uploaded, manifestBytes, depth, resolvedDepth, rebase, storedBytes: await storeTotal(), changedTotal: changed,
           ...(startedCompaction ? { compactionStarted: startedCompaction.id } : {}),
           compactionsEnded: compactionsEnded.map((c) => ({ id: c.id, delta: c.delta, afterCycle: c.afterCycle, status: c.status, wallMs: c.wallMs, uploadedBytes: c.uploadedBytes })),
           atMs: Math.round(performance.now() - runStarted),
@@ -196,9 +196,4 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     await stack?.stop();
     await removePrivateStackData(stackDir, (l) => log(`sleep-wake: ${l}`));
   }
-}
-
-/** Each step's ms of a backup's record (where a sleep's time went). */
-function stepMs(raw: Record<string, { ms?: unknown } | undefined>): Record<string, number> {
-  return Object.fromEntries(Object.entries(raw).flatMap(([step, r]) => (typeof r?.ms === "number" ? [[step, r.ms]] : [])));
 }
