@@ -13,7 +13,8 @@
 import { spawn, execFile } from "node:child_process";
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import type { Server } from "node:net";
+import { ephemeralStart, freePort, holdPort } from "./ports.ts";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 
@@ -309,22 +310,22 @@ const sha256 = (data: string) => createHash("sha256").update(data).digest("hex")
 const hmac = (key: Buffer, data: string) => createHmac("sha256", key).update(data).digest();
 
 /**
- * Asks the OS for `n` free (http, grpc = http + 10000) port pairs on 127.0.0.1. All probe sockets stay
- * open until every port is picked, so no port is handed out twice; weed binds them right after.
+ * `n` free (http, grpc = http + 10000) port pairs on 127.0.0.1, both below the ephemeral range (ports.ts says why).
+ * Every probe socket stays open until all are picked, so no port is handed out twice; weed binds them right after.
  */
 type PortPair = { http: number; grpc: number };
 
-async function freePorts(n: number): Promise<{ http: number; grpc: number }[]> {
+async function freePorts(n: number): Promise<PortPair[]> {
   const held: Server[] = [];
-  const pairs: { http: number; grpc: number }[] = [];
+  const pairs: PortPair[] = [];
   try {
-    while (pairs.length < n) {
-      if (held.length > 200) throw new Error("could not find free port pairs on 127.0.0.1");
-      const a = await listen(0);
+    for (let tries = 0; pairs.length < n; tries++) {
+      if (tries > 200) throw new Error("could not find free port pairs on 127.0.0.1");
+      const http = await freePort(ephemeralStart() - GRPC_OFFSET);
+      const a = await holdPort(http).catch(() => undefined);
+      if (!a) continue;
       held.push(a);
-      const http = (a.address() as { port: number }).port;
-      if (http + GRPC_OFFSET > 65535) continue;
-      const b = await listen(http + GRPC_OFFSET).catch(() => undefined);
+      const b = await holdPort(http + GRPC_OFFSET).catch(() => undefined);
       if (!b) continue;
       held.push(b);
       pairs.push({ http, grpc: http + GRPC_OFFSET });
@@ -333,14 +334,6 @@ async function freePorts(n: number): Promise<{ http: number; grpc: number }[]> {
   } finally {
     await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
   }
-}
-
-function listen(port: number): Promise<Server> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(port, "127.0.0.1", () => res(srv));
-  });
 }
 
 function signalGroup(pid: number, signal: NodeJS.Signals): void {

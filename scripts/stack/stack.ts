@@ -12,7 +12,6 @@
 // started again alone (supervisor.ts); `kill()` SIGKILLs every part at once, for tests of exactly that.
 import { LIFECYCLE_CRON, STACK_START_TRIGGER } from "../../src/snapshots/lifecycle-schedule.ts";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { agentTokenFor } from "../../container/contract/agent-token.ts";
 import { agentCommand, type AgentRuntime } from "./agent-runtime.ts";
@@ -22,6 +21,9 @@ import { detachMountsBelow } from "./detach-mounts.ts";
 import { startManaged, waitReady, type Managed } from "./processes.ts";
 import { loadSecrets, saveSecrets } from "./stack-secrets.ts";
 import { supervise } from "./supervisor.ts";
+import { freePort, portIsFree } from "./ports.ts";
+
+export { freePort, portIsFree } from "./ports.ts";
 
 export const PROJECT = resolve(import.meta.dirname, "../..");
 export const STATE = join(PROJECT, ".snapflow");
@@ -214,27 +216,6 @@ async function fireStartupTriggers(apiUrl: string, upAt: number, log: (line: str
     if (r instanceof Error || !r.ok) log(`stack: the ${what} did not run (${r instanceof Error ? r.message : `HTTP ${r.status}`}); its cron trigger will`);
     else await r.body?.cancel();
   }
-}
-
-/** Whether nothing listens on 127.0.0.1:port. */
-export function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once("error", () => resolve(false));
-    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
-  });
-}
-
-/** A port the OS says is free now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 /** Keeps wrangler from writing outside the project or phoning home. */
