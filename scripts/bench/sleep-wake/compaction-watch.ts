@@ -10,7 +10,7 @@ interface CompactionStatus {
   id: string;
   status: "none" | "running" | "complete" | "errored" | "removed";
   error?: string;
-  steps?: Record<string, { startedAt?: number; endedAt?: number; ms?: number }>;
+  steps?: Record<string, { startedAt?: number; endedAt?: number; ms?: number; engineMs?: number; walkMs?: number; agentMs?: number }>;
   compaction?: { id: string; chunks?: { imageBytes: number; uploadedBytes: number }; archive?: { bytes: number }; files?: { pack?: { bytes: number }; read?: { files: number; bytes: number } } };
 }
 
@@ -31,6 +31,10 @@ export interface CompactionRun {
   readFiles?: number;
   /** each step's wall clock (ms), "restore transfer", "backup archive" …: where a compaction's time goes */
   steps?: Record<string, number>;
+  /** inside two steps: the engine's pass and its walk (backup transfer), the agent's comparison (compaction verify) */
+  engineMs?: number;
+  walkMs?: number;
+  checkAgentMs?: number;
 }
 
 const wallOf = (steps: CompactionStatus["steps"] = {}) => {
@@ -48,6 +52,9 @@ export function compactionWatch(api: Api) {
     if (s.status === "running" || s.status === "none") return false;
     const steps = Object.fromEntries(Object.entries(s.steps ?? {}).flatMap(([name, x]) => (x.ms === undefined ? [] : [[name, x.ms]])));
     Object.assign(r, { status: s.status, endedBy: cycle, wallMs: wallOf(s.steps), steps, ...(s.error ? { error: s.error } : {}) });
+    const transfer = s.steps?.["backup transfer"], check = s.steps?.["compaction verify"];
+    if (transfer?.engineMs !== undefined) Object.assign(r, { engineMs: transfer.engineMs, walkMs: transfer.walkMs });
+    if (check?.agentMs !== undefined) r.checkAgentMs = check.agentMs;
     if (s.compaction?.chunks) Object.assign(r, { imageBytes: s.compaction.chunks.imageBytes, uploadedBytes: s.compaction.chunks.uploadedBytes });
     // A file-level compaction uploads its pack (what the deltas changed) and its index; it has no image.
     else if (s.compaction?.files) Object.assign(r, { uploadedBytes: (s.compaction.files.pack?.bytes ?? 0) + (s.compaction.archive?.bytes ?? 0), readFiles: s.compaction.files.read?.files });

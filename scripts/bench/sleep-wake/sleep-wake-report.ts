@@ -116,6 +116,8 @@ export function sleepWakeMarkdown(r: SleepWakeResults): string {
       // Where a compaction's time goes: the median of each step over the complete ones.
       const names = [...new Set(done.flatMap((x) => Object.keys(x.steps ?? {})))];
       if (names.length) lines.push(`A compaction's steps (median s): ${names.map((n) => `${n} ${s(stats(done.flatMap((x) => x.steps?.[n] ?? [])).median)}`).join(", ")}.`, "");
+      const inside = (pick: (x: CompactionRun) => number | undefined) => s(stats(done.flatMap((x) => pick(x) ?? [])).median);
+      if (done.some((x) => x.engineMs !== undefined)) lines.push(`Inside them (median s): the engine's pass ${inside((x) => x.engineMs)} (its walk ${inside((x) => x.walkMs)}), the agent's comparison of the manifests ${inside((x) => x.checkAgentMs)}.`, "");
     }
     if (r.gc) {
       lines.push(

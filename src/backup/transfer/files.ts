@@ -109,7 +109,7 @@ export const filesTransfer: BackupTransfer = {
     };
     return {
       ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls, attempts, sizeBy: sized.by, tarMax: sized.tarMax,
-      parentMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
+      parentMs, engineMs: up.ms, walkMs: up.walkMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
       files, ...made,
     };
   },

@@ -7,12 +7,22 @@ package filecas
 // index itself: its content is the base's chunk list, and the file need not be read — though its inode, device and
 // ctime are the mount's, not the ones the index keeps, so restic's rule would read all of it. Such a file is taken
 // from the base when what lstat shows (type, mode, size, mtime, owners) agrees with the base's entry; every name a
-// layer touched is read as any changed file is. The layers are the caller's (a compactor's own extraction): a
-// layer list that leaves out a changed name makes at worst this snapshot wrong, which the compaction's check of the
-// tree against the delta's manifest then refuses.
+// layer touched is read as any changed file is.
+//
+// A directory no layer holds is not walked below at all: a layer holding any name beneath it would hold the
+// directory too (a layer is a directory tree on disk), so everything below it is the lowest layer's, which is the
+// base's index — its entries are taken as they are, stat keys included (grafted). That is what makes a compaction
+// cost what the chain changed: in the npm workspace a walk of the whole merged tree (31.7k lstats through overlayfs
+// and FUSE) took 1.52 s of the engine's 1.83 s.
+//
+// The layers are the caller's (a compactor's own extraction): a layer list that leaves out a changed name makes at
+// worst this snapshot wrong, which the compaction's check of the tree against the delta's manifest then refuses.
+// So does a hard link between a grafted name and a walked one (the walk cannot know the grafted name's inode): the
+// walked name is read as a file of its own, and the check finds its link missing.
 
 import (
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -84,4 +94,43 @@ func fromLower(layered map[string]struct{}, w *pack.Walked, old *Entry) bool {
 		return false
 	}
 	return pack.SameAsEntry(w, &old.Entry)
+}
+
+func touched(layered map[string]struct{}, path string) bool {
+	_, ok := layered[path]
+	return ok
+}
+
+// descendInto is the walk's rule over layers: below a directory only when a layer holds it (nil: no layers, walk all).
+func descendInto(layered map[string]struct{}) func(string) bool {
+	if layered == nil {
+		return nil
+	}
+	return func(rel string) bool { return touched(layered, rel) }
+}
+
+// graft emits the base's entries below dir, a directory no layer touched (the walk did not go below it): they follow
+// dir's own entry in the base, which is in walk order. old is the base's entry for dir.
+func (r *reader) graft(prior []Entry, at *int, old *Entry, dir string, emit *emitter) (Counts, error) {
+	var took Counts
+	if old == nil || old.Type != "dir" {
+		return took, unusable(fmt.Sprintf("%s is a directory no layer holds, so the base's, but the base has no directory there", dir))
+	}
+	prefix := dir + "/"
+	for ; *at < len(prior) && strings.HasPrefix(prior[*at].Path, prefix); *at++ {
+		o := &prior[*at]
+		e := Entry{Entry: o.Entry, Data: o.Data, Node: o.Node}
+		if len(o.Chunks) > 0 {
+			e.Chunks = make([]int, len(o.Chunks))
+			for k, c := range o.Chunks {
+				e.Chunks[k] = r.table.refBase(c)
+			}
+		}
+		if o.Type == "file" && o.Link == "" {
+			took.Files++
+			took.Bytes += o.Size
+		}
+		emit.add(e)
+	}
+	return took, nil
 }

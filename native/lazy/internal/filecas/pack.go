@@ -105,6 +105,14 @@ func Backup(opts Options, out Sink) (Result, error) {
 	if !packName.MatchString(opts.Name) {
 		return Result{}, &pack.Error{Code: "bad_request", Field: "name", Message: fmt.Sprintf("name: %q is not a snapshot id (letters, digits, '-', '_')", opts.Name)}
 	}
+	// Over layers (a compaction: lower.go), the walk leaves out what no layer touched: it needs their names first.
+	var layered map[string]struct{}
+	if opts.Base != nil && len(opts.Base.Layers) > 0 {
+		var err error
+		if layered, err = layerNames(opts.Base.Layers); err != nil {
+			return Result{}, err
+		}
+	}
 	// The base is read (and its chunks' table made) while the tree is walked.
 	based := make(chan baseRead, 1)
 	go func() {
@@ -123,14 +131,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 				return
 			}
 		}
-		var layered map[string]struct{}
-		if len(opts.Base.Layers) > 0 {
-			if layered, err = layerNames(opts.Base.Layers); err != nil {
-				based <- baseRead{err: err}
-				return
-			}
-		}
-		based <- baseRead{index: x, table: newChunkTable(x), layered: layered}
+		based <- baseRead{index: x, table: newChunkTable(x)}
 	}()
 	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)
 	if err != nil {
@@ -141,7 +142,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 		pass.Abandon()
 		return Result{}, err
 	}
-	walk, err := pass.Walk()
+	walk, err := pass.WalkPruned(descendInto(layered))
 	if err != nil {
 		<-based
 		return fail(err)
@@ -165,7 +166,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 	if err != nil {
 		return fail(err)
 	}
-	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1, layered: read.layered}
+	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1, layered: layered}
 	emit, err := newEmitter(pass)
 	if err != nil {
 		frames.close()
@@ -257,13 +258,23 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 				}
 			}
 		} else {
-			priorEntry(prior, &at, w.Path())
+			old := priorEntry(prior, &at, w.Path())
 			e.Entry = pack.EntryOf(w)
 			switch {
 			case e.Type == "other":
 				e.Node = nodeOf(st.Mode)
 			case e.Type == "file": // a later name of a file with several links
 				e.Link, e.Size = w.Link(), sizeOf[w.Link()]
+			case e.Type == "dir" && r.layered != nil && !touched(r.layered, w.Path()):
+				// Not walked below (lower.go): everything beneath is the base's, entry for entry.
+				emit.add(e)
+				took, err := r.graft(prior, &at, old, w.Path(), emit)
+				reused.Files += took.Files
+				reused.Bytes += took.Bytes
+				if err != nil {
+					return reused, err
+				}
+				continue
 			}
 		}
 		emit.add(e)

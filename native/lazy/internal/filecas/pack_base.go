@@ -34,10 +34,9 @@ type BaseSource struct {
 }
 
 type baseRead struct {
-	index   *Index
-	table   *chunkTable
-	layered map[string]struct{}
-	err     error
+	index *Index
+	table *chunkTable
+	err   error
 }
 
 func unusable(why string) error {

@@ -116,7 +116,7 @@ func (p *packer) walkTree(fd int, rel, host string, out *[]walked, firstName map
 			}
 		}
 		*out = append(*out, w)
-		if kind != unix.S_IFDIR {
+		if kind != unix.S_IFDIR || (p.descend != nil && !p.descend(entryRel)) {
 			continue
 		}
 		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

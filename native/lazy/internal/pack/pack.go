@@ -90,6 +90,8 @@ type packer struct {
 	buf  []byte
 	// firstName: the first name archived of each inode with more than one link (dev, ino), and its size.
 	firstName map[[2]uint64]linked
+	// descend: during Pass.WalkPruned, whether to walk below a directory (nil: always)
+	descend func(rel string) bool
 }
 
 type linked struct {

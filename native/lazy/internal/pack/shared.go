@@ -59,9 +59,16 @@ func NewPass(root, manifest string, selection *Selection) (*Pass, error) {
 func (s *Pass) Root() int { return s.root }
 
 // Walk lists the tree's entries as pack archives them, in its order.
-func (s *Pass) Walk() ([]Walked, error) {
+func (s *Pass) Walk() ([]Walked, error) { return s.WalkPruned(nil) }
+
+// WalkPruned is Walk that lists, of a directory for which descend says false, only the directory itself: nothing
+// below it is read (filecas lower.go: what no layer over a base touched is the base's, and taken from its index).
+// A nil descend walks everything.
+func (s *Pass) WalkPruned(descend func(rel string) bool) ([]Walked, error) {
 	var out []Walked
+	s.p.descend = descend
 	err := s.p.walkTree(s.root, "", s.host, &out, map[[2]uint64]string{})
+	s.p.descend = nil
 	return out, err
 }
 
