@@ -1,0 +1,44 @@
+// Where a file-level incremental's time goes (issue 24's "≤ 0.6 s after a 10 MB change"): the npm workspace backed up
+// as files-cas on a private stack of this checkout, then RUNS times 10 MB of new files written and files-cas again
+// (its parent the previous one), each run's steps and the transfer step's parts printed. Emulator figures.
+// Usage: node scripts/experiments/files-incremental.ts [RUNS]
+import { execSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ensureNpmWorkspace } from "../bench/peers/npm-workspace.ts";
+import { apiClient } from "../cli/api-client.ts";
+import { freePort, startStack } from "../stack/stack.ts";
+
+const runs = Number(process.argv[2] ?? 3);
+const log = (l: string) => console.error(l);
+const workspace = await ensureNpmWorkspace(log);
+const state = mkdtempSync(join(tmpdir(), "snapflow-files-incremental-"));
+const stack = await startStack({ port: await freePort(), privateDir: state, log, startupTriggers: false });
+try {
+  const api = apiClient(stack.apiUrl, stack.apiToken);
+  const ws = join(state, "sandboxes", "inc", "workspace");
+  mkdirSync(ws, { recursive: true });
+  execSync(`cp -a --reflink=never ${JSON.stringify(workspace + "/.")} ${JSON.stringify(ws + "/")}`);
+  const backup = async () => {
+    const b = await api.startBackup({ sandboxId: "inc", path: "/workspace", strategy: "files-cas" });
+    const s = await api.waitFor("backup", b.id, () => {});
+    if (s.status !== "complete") throw new Error(`backup ${b.id} ${s.status}: ${s.error}`);
+    return s;
+  };
+  await backup();
+  for (let run = 1; run <= runs; run++) {
+    const dir = join(ws, `change-${run}`);
+    mkdirSync(dir);
+    for (let i = 0; i < 8; i++) writeFileSync(join(dir, `f${i}.bin`), randomBytes(1_250_000));
+    execSync("sync");
+    const s = await backup();
+    const t = s.steps.transfer as Record<string, unknown>;
+    const pick = (o: unknown, keys: string[]) => Object.fromEntries(keys.filter((k) => (o as Record<string, unknown>)?.[k] !== undefined).map((k) => [k, (o as Record<string, unknown>)[k]]));
+    log(`run ${run}: total ${s.totalMs} ms; steps ${JSON.stringify(Object.fromEntries(Object.entries(s.steps).map(([k, v]) => [k, v.ms])))}`);
+    log(`  transfer: ${JSON.stringify({ ...pick(t, ["ms", "parentMs", "engineMs", "walkMs", "parts", "urls", "attempts", "sizeBy", "bytes"]), manifest: pick(t.manifest, ["ms", "storeMs", "manifestBytes"]), files: pick(t.files, ["newBytes", "read"]) })}`);
+  }
+} finally {
+  await stack.stop();
+}
