@@ -6,9 +6,10 @@
 //               files-overlay-restore: its chain laid under an empty upper; not walked here: the check below does it once)
 //   backup …    over a chunked image: that tree backed up whole as squashfs-chunked, recorded as compacting the
 //               delta: its chunks dedup against the store, so only what the image lacks uploads; its single pass
-//               hashes every file. Over a file-level snapshot: files-cas with that snapshot as its parent, reading only
-//               the names the chain's layer directories hold (filecas lower.go): the rest keeps the base's chunk lists
-//               unread, so a compaction costs what the chain changed, not the tree
+//               hashes every file. Over a file-level snapshot: files-cas with that snapshot as its parent, walking
+//               only the directories the chain's layer directories hold and reading only the names they hold
+//               (filecas lower.go): the rest is the base's index, taken as it is, so a compaction costs what the
+//               chain changed, not the tree
 //   compaction verify  the backup's manifest (its single pass's walk and hashes) compared with the delta's manifest
 //               (src/compaction/compaction-check.ts): the tree read once, by the backup, and not walked again
 //   point       its totals checked against the delta's, then compactions/<delta>.json names it: from here chains

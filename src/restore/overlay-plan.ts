@@ -99,6 +99,8 @@ export const overlayPlan: RestorePlan = {
     let mounted: Awaited<ReturnType<typeof startFilesMount>> | undefined;
     let next = 0;
     let opaque = 0;
+    // the longest extraction as the agent timed it (its tar, not the staging and merge around it)
+    let deltaExtractMs = 0;
     const extract = async () => {
       let bytes = 0;
       while (next < deltas.length) {
@@ -111,6 +113,7 @@ export const overlayPlan: RestorePlan = {
         const got = await agent.downloadFromUrl({ url: await url(l), extract: { path: dir, format: l.format as TarFormat, ...(layerManifest ? { opaque: layerManifest } : {}) } });
         bytes += check(l, got);
         opaque += got.opaque ?? 0;
+        deltaExtractMs = Math.max(deltaExtractMs, got.ms);
       }
       return bytes;
     };
@@ -129,7 +132,7 @@ export const overlayPlan: RestorePlan = {
     ]);
     const baseMount = mounted ? { baseMountMs: mounted.ms, baseReadyMs: mounted.readyMs } : {};
     // (files-mount fetches a file-level base's index itself: no separate moment it is in)
-    const timing = { ...(filesBase ? {} : { baseInMs }), baseDoneMs, ...(deltas.length ? { deltasDoneMs } : {}) };
+    const timing = { ...(filesBase ? {} : { baseInMs }), baseDoneMs, ...(deltas.length ? { deltasDoneMs, deltaExtractMs } : {}) };
     return { ms: since(t), bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}), ...baseMount, ...timing };
   },
 

@@ -43,3 +43,13 @@ it("a results file from before the CPU columns renders them as dashes and says w
   const md = peersMarkdown({ name: "t", date: "2026-11-25", machine: "m", runs: 1, change: { bytes: 0, seed: 1, description: "" }, datasets: [d] }, "t.svg");
   expect(md).toContain("| snapflow-backup | 1 | 5.00 | 5.00 | 5.00 | — | — | — | — | — | — | — | — |");
 });
+
+it("the file-level backup of a restored tree is judged on what it added to the store, against 11 MB", () => {
+  const stored = (mb: number): Sample => ({ ms: 900, detail: { storedBytes: mb * 1e6 } });
+  const d = dataset([row("snapflow-files-elsewhere", [stored(23.8), stored(10.5), stored(24.1)])]);
+  const r = ratios(d).find((x) => x.figure === "stored-mb")!;
+  expect(r.value).toBeCloseTo(23.8, 9);
+  expect(r.met).toBe(false);
+  const md = peersMarkdown({ name: "t", date: "2026-11-27", machine: "m", runs: 3, change: { bytes: 0, seed: 1, description: "" }, datasets: [d] }, "t.svg");
+  expect(md).toContain("MB stored (pack, index, manifest) (issue 24) | 23.80 MB | ≤ 11 MB | **missed** |");
+});

@@ -36,9 +36,10 @@ export function toUsable(steps: Record<string, unknown>): Record<string, number>
     const ms = (steps[step] as { ms?: number } | undefined)?.ms;
     if (typeof ms === "number") out[`${step}Ms`] = ms;
   }
-  // The transfer's parts (overlay-plan.ts): the base in, the base (or its files mount) ready, the deltas extracted.
+  // The transfer's parts (overlay-plan.ts): the base in, the base (or its files mount) ready — the helper's own
+  // moment, and the agent's call around it — the deltas extracted (and the agent's extraction alone).
   const tr = (steps.transfer ?? {}) as Record<string, unknown>;
-  for (const k of ["baseInMs", "baseDoneMs", "deltasDoneMs", "baseReadyMs"]) if (typeof tr[k] === "number") out[`transfer.${k}`] = tr[k] as number;
+  for (const k of ["baseInMs", "baseDoneMs", "deltasDoneMs", "deltaExtractMs", "baseReadyMs", "baseMountMs"]) if (typeof tr[k] === "number") out[`transfer.${k}`] = tr[k] as number;
   const m = (steps.materialize ?? {}) as Record<string, unknown>;
   // The lazy materializations' parts, and the overlay plan's (a fork: its base's lazy mount, then the overlay).
   for (const k of ["clearMs", "signedMs", "presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "servingAfterStepMs", "baseMountMs", "baseFuseMs", "baseImageMountMs", "stackMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;

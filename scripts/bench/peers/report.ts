@@ -60,7 +60,7 @@ export function peersMarkdown(r: PeersResults, svgName: string): string {
     out.push("", "The median run is the lower middle one when n is even; \"overhead\" is its wall time that no step accounts for " +
       "(the API, scheduling between steps, polling). Ratios of medians, against the issue's targets:", "", "| ratio | value | target | |", "| --- | --: | --: | --- |");
     for (const q of ratios(d)) {
-      const unit = q.over ? "×" : q.figure === "worker-cpu-per-gb" ? " CPU-s/GB" : q.figure === "cpu" ? " CPU-s" : " s";
+      const unit = q.over ? "×" : q.figure === "worker-cpu-per-gb" ? " CPU-s/GB" : q.figure === "cpu" ? " CPU-s" : q.figure === "stored-mb" ? " MB" : " s";
       const value = q.value === undefined ? `— (${q.missing})` : `${q.value.toFixed(2)}${unit}`;
       out.push(`| ${q.name} | ${value} | ${q.target === undefined ? "" : `≤ ${q.target}${unit}`} | ${q.met === undefined ? "" : q.met ? "met" : "**missed**"} |`);
     }

@@ -44,8 +44,9 @@ export function boundFrom(t: { files: number; dirs: number; symlinks: number; by
 
 /**
  * A compaction of a file-level chain (workflows/compact-workflow.ts): the tree is its wake's overlay, the parent's
- * index served by files-mount under each delta's layer directory and the (empty) upper. The engine reads only the
- * names those hold; the index is the one the wake brought (where.image), checked against the same SHA-256.
+ * index served by files-mount under each delta's layer directory and the (empty) upper. The engine walks only the
+ * directories those hold and reads only the names they hold (the rest is the base's index as it is: filecas
+ * lower.go); the index is the one the wake brought (where.image), checked against the same SHA-256.
  */
 function compactorBase(p: BackupParams): { file: string; layers: string[] } | undefined {
   if (!p.compacts || p.compactLayers === undefined) return undefined;
