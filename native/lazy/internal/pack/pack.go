@@ -162,7 +162,9 @@ func newArchiveOut(opts Options, out io.Writer) (*archiveOut, error) {
 	if level == 0 {
 		level = 3
 	}
-	zopts := []zstd.EOption{zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(threads)}
+	// No frame checksum (xxhash of the content): the archive's SHA-256 and each file's, checked as it is restored,
+	// already say whether a byte changed; the checksum was 3.3 % of the engine's CPU on the npm workspace (pprof).
+	zopts := []zstd.EOption{zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(threads), zstd.WithEncoderCRC(false)}
 	if opts.Long {
 		zopts = append(zopts, zstd.WithWindowSize(1<<27))
 	}

@@ -175,6 +175,21 @@ func TestPackArchiveAndManifestAgree(t *testing.T) {
 	}
 }
 
+// The archive's frames carry no content checksum: the archive's SHA-256 and each file's already cover it (pack.go).
+func TestPackFramesHaveNoChecksum(t *testing.T) {
+	p, err := packTree(t, tree(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h zstd.Header
+	if err := h.Decode(p.archive); err != nil {
+		t.Fatal(err)
+	}
+	if h.HasCheckSum {
+		t.Fatal("the first frame carries a content checksum")
+	}
+}
+
 // GNU tar, which restores extract, reads the archive into the same tree (holes as holes).
 func TestPackGNUTarExtracts(t *testing.T) {
 	if _, err := exec.LookPath("tar"); err != nil {
