@@ -11,8 +11,10 @@
 // SHA-256 per file) beside zstd -d and GNU tar -x, then sanitizes and walks the tree from Node: on the npm workspace
 // agent 4.4 + children 15.4 CPU-s against the floor's ~8.8 (results/peers-npm-workspace.md). It takes what the
 // engine does alike: tar with zstd, a whole manifest (a layer's version-2 manifest needs its base's applied), the
-// whole tree into an empty target (so the engine's walk of the staging tree is the walk of the result). Otherwise,
-// or without the binary (an image built without it, or one from before `unpack`), the agent's own restore runs.
+// whole tree into an empty target (so the engine's walk of the staging tree is the walk of the result). An overlay
+// delta's layer has no manifest of its own to check (its archive's SHA-256 is checked against its record): the engine
+// makes it `unchecked`, into an empty layer directory. Otherwise, or without the binary (an image built without it,
+// or one from before `unpack`), the agent's own restore runs.
 import { readdir } from "node:fs/promises";
 import { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
@@ -72,6 +74,13 @@ const UnpackResult = z.object({
   manifestMs: count,
   walked: Walked.optional(),
 });
+/** Whether the engine can make an unchecked layer (no manifest): zstd, into an empty target (or one not there yet). */
+export async function engineCanUnpackLayer(format: TarFormat, dir: string): Promise<boolean> {
+  if (format.compression !== "zstd") return false;
+  const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? [] : null));
+  return names !== null && names.length === 0;
+}
+
 const CODES = ["bad_request", "path_outside_root", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];
 const UnpackFailure = z.object({ error: z.object({ code: z.enum(CODES), message: z.string(), field: z.string().optional() }) });
 
@@ -89,7 +98,33 @@ export class EngineLacksUnpack extends Error {
  */
 export async function unpackWithEngine(bin: string, staging: string, request: UnpackRequest): Promise<VerifiedExtract & { attempts: number }> {
   const started = performance.now();
-  const line = { ...request, idleSeconds: Math.max(1, Math.round(storeIdleMs() / 1000)), retries: 4, maxManifestBytes: agentManifestByteLimit(), complete: true, walk: true };
+  const r = await runUnpack(bin, staging, { ...request, complete: true, walk: true });
+  if (!r.equal) throw verifyFailed("the archive's content", r);
+  if (!r.walked) throw new AgentError("tool_failed", "snapflow-lazy unpack did not walk the tree it made");
+  if (!r.walked.equal) throw verifyFailed("the restored tree", r.walked);
+  return {
+    bytes: r.bytes,
+    sha256: r.sha256,
+    ms: Math.round(performance.now() - started),
+    verified: { content: "in-stream", entries: r.entries, metadata: "walk", walked: r.walked.entries, walkMs: r.walked.ms, ...(r.walked.owners ? { owners: r.walked.owners } : {}), engine: "native" },
+    equal: true,
+    attempts: r.attempts,
+  };
+}
+
+/**
+ * An overlay delta's layer by the engine, without a manifest (`unchecked`): every entry made as the archive has it
+ * beneath `staging` (whiteouts kept, devices never made, set-id bits cleared unless owners are kept), as GNU tar and
+ * the sanitize pass made it, in one process. The caller checks the archive's SHA-256 against its record.
+ */
+export async function unpackLayerWithEngine(bin: string, staging: string, request: { url: string; keepOwners: boolean }) {
+  const started = performance.now();
+  const r = await runUnpack(bin, staging, { ...request, unchecked: true });
+  return { bytes: r.bytes, sha256: r.sha256, ms: Math.round(performance.now() - started), tarBytes: r.tarBytes, entries: r.entries, engine: "native" as const };
+}
+
+async function runUnpack(bin: string, staging: string, request: Record<string, unknown>) {
+  const line = { ...request, idleSeconds: Math.max(1, Math.round(storeIdleMs() / 1000)), retries: 4, maxManifestBytes: agentManifestByteLimit() };
   const tool = startTool([bin, "unpack", "--root", staging, "--result-fd", "3"], { stdin: "pipe", stdout: "ignore", fd3: "pipe" });
   tool.child.stdin!.on("error", () => {}); // it died early: its exit says why
   tool.child.stdin!.end(`${JSON.stringify(line)}\n`);
@@ -103,16 +138,5 @@ export async function unpackWithEngine(bin: string, staging: string, request: Un
   if (exited.status === "rejected") throw exited.reason;
   const parsed = UnpackResult.safeParse(safeJson(text));
   if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy unpack answered what is not a result: ${text.slice(0, 200)}`);
-  const r = parsed.data;
-  if (!r.equal) throw verifyFailed("the archive's content", r);
-  if (!r.walked) throw new AgentError("tool_failed", "snapflow-lazy unpack did not walk the tree it made");
-  if (!r.walked.equal) throw verifyFailed("the restored tree", r.walked);
-  return {
-    bytes: r.bytes,
-    sha256: r.sha256,
-    ms: Math.round(performance.now() - started),
-    verified: { content: "in-stream", entries: r.entries, metadata: "walk", walked: r.walked.entries, walkMs: r.walked.ms, ...(r.walked.owners ? { owners: r.walked.owners } : {}), engine: "native" },
-    equal: true,
-    attempts: r.attempts,
-  };
+  return parsed.data;
 }

@@ -89,6 +89,9 @@ func (e *extractor) entry(hdr *tar.Header, tr *tar.Reader) error {
 	case "other":
 		got.Size = hdr.Size
 	}
+	if e.o.Unchecked {
+		return e.make(name, kind, hdr, tr, got)
+	}
 	w := e.x.lookup(name)
 	if w == nil || w.seen {
 		e.diffs.Note(Difference{Path: name, Kind: "extra"})

@@ -52,6 +52,9 @@ type Options struct {
 	Complete bool
 	// Limit is how many differences are kept (all are counted); 20 when 0.
 	Limit int
+	// Unchecked: no manifest; every entry is made as the archive has it, beneath Root as always (an overlay
+	// delta's layer, whose archive's SHA-256 the caller checks against its record, as GNU tar's extraction was).
+	Unchecked bool
 }
 
 // Result is what an unpack did; Equal false with the differences when the archive is not its manifest's.

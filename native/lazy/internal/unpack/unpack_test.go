@@ -337,3 +337,40 @@ func contentOf(t *testing.T, path string) string {
 	out, _ := json.Marshal(m.Entries)
 	return string(out)
 }
+
+// An overlay delta's layer unpacked without a manifest: every entry made as the archive has it — a whiteout kept, a
+// device never made — and still nothing beneath a symlink or outside the root.
+func TestUncheckedMakesTheArchiveAsItIs(t *testing.T) {
+	w := newWorld(t)
+	dir := item{hdr: tar.Header{Name: "d/", Typeflag: tar.TypeDir, Mode: 0o750, ModTime: mtime}}
+	whiteout := item{hdr: tar.Header{Name: "d/gone", Typeflag: tar.TypeChar, Mode: 0o644, ModTime: mtime}}
+	device := item{hdr: tar.Header{Name: "null", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3, Mode: 0o666, ModTime: mtime}}
+	link := item{hdr: tar.Header{Name: "d/link", Typeflag: tar.TypeSymlink, Linkname: "../a.txt", Mode: 0o777, ModTime: mtime}}
+	archive, _ := craft(t, []item{file("a.txt", "new in the layer"), dir, whiteout, device, link})
+	r, err := Run(context.Background(), bytes.NewReader(archive), func() (*Expected, error) { return NewExpected(nil), nil }, Options{Root: w.root, Unchecked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Equal || r.Entries != 5 {
+		t.Fatalf("result %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.root, "a.txt")); string(b) != "new in the layer" {
+		t.Fatalf("a.txt reads %q", b)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(w.root, "d/gone"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != 0 {
+		t.Fatalf("the whiteout: %v, mode %o, rdev %d", err, st.Mode, st.Rdev)
+	}
+	if _, err := os.Lstat(filepath.Join(w.root, "null")); !os.IsNotExist(err) {
+		t.Fatalf("a device was made: %v", err)
+	}
+	if target, _ := os.Readlink(filepath.Join(w.root, "d/link")); target != "../a.txt" {
+		t.Fatalf("the symlink points at %q", target)
+	}
+
+	w = newWorld(t)
+	archive, _ = craft(t, []item{{hdr: tar.Header{Name: "s", Typeflag: tar.TypeSymlink, Linkname: "../outside", Mode: 0o777, ModTime: mtime}}, file("s/evil", "through the link")})
+	_, err = Run(context.Background(), bytes.NewReader(archive), func() (*Expected, error) { return NewExpected(nil), nil }, Options{Root: w.root, Unchecked: true})
+	refused(t, err, "path_outside_root")
+	w.untouched(t)
+}
