@@ -15,7 +15,17 @@ export async function filesSnapshot(c: RestoreContext, id: string): Promise<Snap
 }
 
 export function packUrls(c: RestoreContext, record: SnapshotRecord & { files: NonNullable<SnapshotRecord["files"]> }): Record<string, string> {
-  const names = record.files.packs.map((x) => x.name);
-  const urls = c.d.presigner.gets(names.map((name) => packKey(tenantOf(record), name)));
+  return signedPacks(c, packKeysOf(record));
+}
+
+/** Each pack a file-level record names, and its store key under the record's tenant. */
+export function packKeysOf(record: SnapshotRecord & { files: NonNullable<SnapshotRecord["files"]> }): Record<string, string> {
+  return Object.fromEntries(record.files.packs.map((x) => [x.name, packKey(tenantOf(record), x.name)]));
+}
+
+/** GET URLs for packs whose keys are known (packKeysOf, kept from a probe). */
+export function signedPacks(c: RestoreContext, keys: Record<string, string>): Record<string, string> {
+  const names = Object.keys(keys);
+  const urls = c.d.presigner.gets(names.map((name) => keys[name]!));
   return Object.fromEntries(names.map((name, i) => [name, urls[i]!]));
 }

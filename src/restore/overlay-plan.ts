@@ -33,9 +33,13 @@ import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
 import { afterLazySwap, PREFETCH, startLazyMount, usableNow } from "./materialize/lazy.ts";
 import { walkThenComplete } from "./materialize/lazy-completion.ts";
-import { filesSnapshot, packUrls } from "./files-packs.ts";
+import { filesSnapshot, packKeysOf, signedPacks } from "./files-packs.ts";
 
-const layer = (r: SnapshotRecord): Layer => ({ id: r.id, format: r.format, archive: r.archive, manifest: { key: r.manifest.key, ...(r.manifest.sha256 ? { sha256: r.manifest.sha256 } : {}), ...(r.manifest.layerOf ? { layerOf: r.manifest.layerOf } : {}) } });
+const layer = (r: SnapshotRecord): Layer => ({
+  id: r.id, format: r.format, archive: r.archive, manifest: { key: r.manifest.key, ...(r.manifest.sha256 ? { sha256: r.manifest.sha256 } : {}), ...(r.manifest.layerOf ? { layerOf: r.manifest.layerOf } : {}) },
+  // A file-level base's packs, named by the record the probe read: the transfer signs them without reading it again.
+  ...(r.format.kind === "files" && r.files ? { packKeys: packKeysOf(r as SnapshotRecord & { files: NonNullable<SnapshotRecord["files"]> }) } : {}),
+});
 
 /** The base image first, then each overlay delta of the snapshot's chain, the snapshot last (an image: itself alone). */
 async function overlayLayers({ d, s }: RestoreContext, snapshot: SnapshotRecord): Promise<Layer[]> {
@@ -227,10 +231,11 @@ function baseMountPoint(restoreId: string, layers: Layer[]): string {
  * reads only the names its layers changed (filecas lower.go): no prefetch, and nothing to wait for.
  */
 async function startFilesMount(c: RestoreContext, base: Layer, at: string) {
-  const [record, indexUrl] = await Promise.all([filesSnapshot(c, base.id), c.d.presigner.url(base.archive.key, "GET")]);
+  // (A probe from before packKeys: the record read again.)
+  const [keys, indexUrl] = await Promise.all([base.packKeys ?? filesSnapshot(c, base.id).then(packKeysOf), c.d.presigner.url(base.archive.key, "GET")]);
   const index = { file: sandboxPaths.overlay(c.p.restoreId).image, sha256: base.archive.sha256, url: indexUrl };
   try {
-    return await c.agent.filesMount({ index, urls: packUrls(c, record), mountpoint: at, work: sandboxPaths.lazy(c.p.restoreId).work, prefetch: c.p.compactor ? 0 : PREFETCH });
+    return await c.agent.filesMount({ index, urls: signedPacks(c, keys), mountpoint: at, work: sandboxPaths.lazy(c.p.restoreId).work, prefetch: c.p.compactor ? 0 : PREFETCH });
   } catch (e) {
     // The index the store gave is not the one the record vouches for: fetch again (a retry), as for any archive.
     if (e instanceof AgentCallError && e.code === "verify_failed" && e.field === "index") throw new SnapflowError("transfer_damaged", `the index of ${base.id} arrived damaged: ${e.message}`);

@@ -41,7 +41,12 @@ export interface RestoreParams {
 
 /** One archive to bring: a full snapshot's, or one layer of a delta chain (its deletions beside it). */
 /** `manifest`: an overlay chain's layers carry theirs, which verify applies in turn (manifest-source.ts). */
-export type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & { deletedKey?: string; manifest?: Pick<SnapshotRecord["manifest"], "key" | "sha256" | "layerOf"> };
+export type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & {
+  deletedKey?: string;
+  manifest?: Pick<SnapshotRecord["manifest"], "key" | "sha256" | "layerOf">;
+  /** a file-level base: the store keys of the packs its record names (its tenant's), read at probe */
+  packKeys?: Record<string, string>;
+};
 
 export interface RestoreProbeResult extends StepResult {
   snapshot: Pick<SnapshotRecord, "id" | "format" | "archive" | "manifest">;
