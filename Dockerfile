@@ -12,6 +12,7 @@ COPY package.json package-lock.json ./
 RUN bun install --production --ignore-scripts
 COPY container/ container/
 RUN bun build container/agent.ts --target=bun --outfile=/build/agent.js
+RUN bun build container/tool-versions.ts --target=bun --outfile=/build/tool-versions.js
 
 # Stage 2: snapflow-lazy (native/lazy): the FUSE helper for lazy restores and the backup engine (`pack`, the default
 # backup's single pass); a static Go binary (CGO off). Its modules (go-fuse, fastcdc, klauspost/compress) come from go.sum.
@@ -27,8 +28,13 @@ RUN apt-get update \
       tar gzip zstd lz4 pigz squashfs-tools squashfs-tools-ng squashfuse fuse3 fuse-overlayfs erofs-utils curl aria2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=agent-build /build/agent.js /opt/snapflow/agent.js
+COPY --from=agent-build /build/tool-versions.js /opt/snapflow/tool-versions.js
 COPY --from=lazy-build /build/snapflow-lazy /usr/local/bin/snapflow-lazy
 RUN mkdir -p /workspace /snapflow/staging /snapflow/mnt
+# Every tool (all installed above) asked its version once, here: a sandbox's agent starts with the answers
+# (container/system/probe.ts), so a wake's first probe spawns none of them (86-125 ms otherwise, in every fresh
+# sandbox; scripts/experiments/first-probe.ts).
+RUN bun /opt/snapflow/tool-versions.js /opt/snapflow/tool-versions.json
 # The agent's port. The Worker starts the agent with sandbox.startProcess, handing it this sandbox's own token
 # (HMAC of the Worker's AGENT_SECRET and the sandbox id; the secret never enters a sandbox), and reaches it with
 # containerFetch(request, 8080). EXPOSE also serves local Docker dev.

@@ -13,12 +13,15 @@
 //                                stall-deadline.ts
 //   SNAPFLOW_AGENT_SWEEP_HOURS   sweep what dead runs left that is older than this, at start and hourly (default
 //                                12, longer than any run; 0 turns the sweeper off): sweep.ts
+//   SNAPFLOW_TOOL_VERSIONS       the tools' versions asked at the image's build (default /opt/snapflow/tool-versions.json;
+//                                absent on a host: the first probe asks them): system/probe.ts
 import { createAgentServer } from "./http/server.ts";
 import { parseRoots, useSandboxRoots } from "./contract/sandbox-roots.ts";
 import { weakSecretReason } from "./contract/secret-strength.ts";
 import { storeOriginOf } from "./http/store-origin.ts";
 import { sweepDeadMounts } from "./mounts/dead-mounts.ts";
 import { SWEEP_EVERY_MS, SWEEP_OLDER_THAN_MS } from "./system/sweep.ts";
+import { seedToolVersions, TOOL_VERSIONS_FILE } from "./system/probe.ts";
 
 const token = process.env.SNAPFLOW_AGENT_TOKEN;
 const secret = process.env.SNAPFLOW_AGENT_SECRET;
@@ -60,6 +63,8 @@ const server = createAgentServer({
   faults: process.env.SNAPFLOW_AGENT_FAULTS === "1",
   ...(sweepHours > 0 ? { sweep: { olderThanMs: sweepHours * 3600_000, everyMs: SWEEP_EVERY_MS } } : {}),
 });
+// The image's tools were asked their versions at build: the first probe (a wake's first step) spawns none of them.
+await seedToolVersions(process.env.SNAPFLOW_TOOL_VERSIONS || TOOL_VERSIONS_FILE);
 // Before the first request: mounts a killed predecessor left dead (its lazy helpers died with it) would block a
 // retried restore from mounting at their mount points (dead-mounts.ts).
 const detached = await sweepDeadMounts([process.env.SNAPFLOW_AGENT_SANDBOXES_DIR || "/"]).catch((e: Error) => [`failed: ${e.message}`]);

@@ -5,26 +5,69 @@ import { execFile } from "node:child_process";
 import { access, readFile, stat, statfs } from "node:fs/promises";
 import { constants } from "node:fs";
 import { availableParallelism, freemem, release, totalmem } from "node:os";
+import { z } from "zod";
 import { findOnPath } from "./find-on-path.ts";
 import { SNAPFLOW_RELEASE, TOOLS, type ProbeResult, type ToolName } from "../contract/protocol.ts";
 
 type ToolInfo = { path: string; version: string };
 
-// Asking each tool its version spawns ~15 processes (100–180 ms a probe, every run). A tool's version changes only
-// with its binary, so it is remembered by path, size and mtime: a tool installed or upgraded later is asked again.
+// Asking each tool its version spawns ~15 processes (100–180 ms a probe). A tool's version changes only with its
+// binary, so it is remembered by path, size and mtime: a tool installed or upgraded later is asked again. In the
+// image every sandbox's agent is a fresh process, so its first probe (a wake's first step) would pay that each time:
+// the image asks once, at build, and the agent starts with the answers (TOOL_VERSIONS_FILE).
 const versions = new Map<string, Promise<string>>();
+
+const keyOf = (path: string, size: number | undefined, mtimeMs: number | undefined) => `${path}\0${size}\0${mtimeMs}`;
 
 async function toolInfo(name: ToolName): Promise<ToolInfo | null> {
   const path = await findOnPath(name);
   if (!path) return null;
   const st = await stat(path).catch(() => null);
-  const key = `${path}\0${st?.size}\0${st?.mtimeMs}`;
+  const key = keyOf(path, st?.size, st?.mtimeMs);
   let version = versions.get(key);
   if (!version) {
     version = printed([path, ...TOOLS[name].version]).then((out) => versionIn(name, out.stdout, out.stderr));
     versions.set(key, version);
   }
   return { path, version: await version };
+}
+
+/** Where the image keeps its tools' versions, asked at build (Dockerfile); the agent reads it when it starts. */
+export const TOOL_VERSIONS_FILE = "/opt/snapflow/tool-versions.json";
+
+const ToolVersions = z.object({
+  version: z.literal(1),
+  tools: z.array(z.object({ path: z.string(), size: z.number(), mtimeMs: z.number(), version: z.string().max(64) }).strict()).max(100),
+}).strict();
+
+/** This machine's tools' versions, each with the binary it was asked of (written into the image at build). */
+export async function toolVersionsNow(): Promise<z.infer<typeof ToolVersions>> {
+  const names = Object.keys(TOOLS) as ToolName[];
+  const infos = (await Promise.all(names.map(toolInfo))).filter((i): i is ToolInfo => i !== null);
+  const tools = await Promise.all(infos.map(async (i) => {
+    const st = await stat(i.path);
+    return { path: i.path, size: st.size, mtimeMs: st.mtimeMs, version: i.version };
+  }));
+  return { version: 1, tools };
+}
+
+/**
+ * Starts the probe with versions asked before (the image's file): each is used only while its binary has the same
+ * path, size and mtime, so a tool changed since is asked again. Answers how many were taken; a file that is not
+ * one (absent, or not this shape) is none.
+ */
+export async function seedToolVersions(file = TOOL_VERSIONS_FILE): Promise<number> {
+  const text = await readFile(file, "utf8").catch(() => null);
+  if (text === null) return 0;
+  let parsed: ReturnType<typeof ToolVersions.safeParse>;
+  try {
+    parsed = ToolVersions.safeParse(JSON.parse(text));
+  } catch {
+    return 0;
+  }
+  if (!parsed.success) return 0;
+  for (const t of parsed.data.tools) versions.set(keyOf(t.path, t.size, t.mtimeMs), Promise.resolve(t.version));
+  return parsed.data.tools.length;
 }
 
 /**

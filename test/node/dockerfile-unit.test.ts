@@ -1,11 +1,13 @@
 // The production image (Dockerfile) agrees with the code around it: the base image tag is the installed
 // @cloudflare/sandbox version, every tool the agent's probe knows (TOOLS in container/contract/protocol.ts) is installed,
-// the agent lands where src/sandbox/sdk-transport.ts starts it, it is bundled as the tests' Bun run bundles it, and
-// the agent's port from wrangler.jsonc is exposed.
+// the agent lands where src/sandbox/sdk-transport.ts starts it, it is bundled as the tests' Bun run bundles it, the
+// tools' versions are asked once at build into the file the agent starts with, and the agent's port from
+// wrangler.jsonc is exposed.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { TOOLS } from "../../container/contract/protocol.ts";
+import { TOOL_VERSIONS_FILE } from "../../container/system/probe.ts";
 import { BUN_BUILD_FLAGS } from "../../scripts/stack/agent-runtime.ts";
 
 const repo = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
@@ -92,6 +94,17 @@ describe("Dockerfile", () => {
     expect(build?.args).toContain("container/agent.ts");
     expect(build?.args).toContain(`--outfile=${source}`);
     expect(copy!.args).toMatch(/--from=agent-build\b/);
+  });
+
+  it("asks every tool its version once, after installing them, into the file the agent reads when it starts", () => {
+    // After every tool is there: the Debian ones and the ones built here.
+    const install = Math.max(dockerfile.findIndex((i) => i.op === "RUN" && i.args.includes("apt-get install")), dockerfile.findIndex((i) => i.op === "COPY" && i.args.endsWith("/usr/local/bin/snapflow-lazy")));
+    const asked = dockerfile.findIndex((i) => i.op === "RUN" && /\bbun \/opt\/snapflow\/tool-versions\.js\b/.test(i.args));
+    expect(asked, "a RUN of tool-versions.js").toBeGreaterThan(install);
+    expect(dockerfile[asked]!.args.split(/\s+/).at(-1)).toBe(TOOL_VERSIONS_FILE);
+    const copy = dockerfile.find((i) => i.op === "COPY" && i.args.split(/\s+/).at(-1) === "/opt/snapflow/tool-versions.js");
+    expect(copy?.args).toMatch(/--from=agent-build \/build\/tool-versions\.js\b/);
+    expect(dockerfile.some((i) => i.op === "RUN" && i.args.includes("bun build container/tool-versions.ts") && i.args.includes("--outfile=/build/tool-versions.js"))).toBe(true);
   });
 
   it("builds the agent exactly as npm run test:bun does (scripts/stack/agent-runtime.ts BUN_BUILD_FLAGS)", () => {
