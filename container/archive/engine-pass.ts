@@ -122,15 +122,18 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
   }
 }
 
-/** The pass's outcome from the engine's exit, the relay and the engine's answer on fd 3. */
-function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult<void>, said: PromiseSettledResult<string>, relayed: number, exitCode: number | null, started: number, delta: boolean, baseFrom?: "kept" | "store"): SinglePassResult {
+/**
+ * The pass's outcome from the engine's exit, the relay and the engine's answer on fd 3. When the relay failed (the
+ * disk the archive goes to filled: ENOSPC), the engine's own "broken pipe" is only its consequence — which of the
+ * two is seen first is a race — so the relay's error is the answer (toolAndFlow's rule for tools killed by SIGPIPE).
+ */
+export function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettledResult<void>, said: PromiseSettledResult<string>, relayed: number, exitCode: number | null, started: number, delta: boolean, baseFrom?: "kept" | "store"): SinglePassResult {
   const text = said.status === "fulfilled" ? said.value.trim() : "";
   const failure = text ? EngineFailure.safeParse(safeJson(text)) : undefined;
   if (failure?.success && failure.data.error.code === "base_unusable" && relayed === 0) throw new EngineBaseUnusable(failure.data.error.message);
+  const relayFailed = flowed.status === "rejected" ? new AgentError("tool_failed", `the stream from snapflow-lazy pack: ${(flowed.reason as Error).message}`) : undefined;
+  if (relayFailed && (!failure?.success || /broken pipe|EPIPE/i.test(failure.data.error.message))) throw relayFailed;
   if (failure?.success) throw new AgentError(failure.data.error.code === "base_unusable" ? "tool_failed" : failure.data.error.code, failure.data.error.message, failure.data.error.field);
-  if (flowed.status === "rejected") {
-    throw new AgentError("tool_failed", `the stream from snapflow-lazy pack: ${(flowed.reason as Error).message}`);
-  }
   // A binary from before `pack` (a sandbox image older than the agent) answers its usage and exit 2 before a byte.
   if (exited.status === "rejected" && exitCode === 2 && relayed === 0 && !text) throw new EngineLacksPack();
   if (exited.status === "rejected") throw exited.reason;
