@@ -38,28 +38,23 @@ async function engineDownload(c: Ctx, url: string, e: Extract<z.infer<typeof P.D
   const dir = await c.path(e.path, "extract.path");
   const bin = preferredUnpack() === "native" ? await engineBinary() : null;
   if (!bin) return undefined;
+  // Into a staging directory as every extraction; a binary without `unpack` leaves it to the agent's own restore.
+  const byEngine = <T extends object>(run: (into: string) => Promise<T>) =>
+    extractSafely(dir, undefined, run, { keepOwnership: e.keepOwnership, madeClean: true }).catch((err) => {
+      if (err instanceof EngineLacksUnpack) return undefined;
+      throw err;
+    });
+  const keepOwners = e.keepOwnership ?? false;
   // No manifest (an overlay delta's layer: the caller checks the archive's SHA-256 against its record): made as the
   // archive has it, in one native process, where GNU tar, zstd, Node's hashing and the sanitize pass each took a turn
   // (a wake's 10 MB delta: 0.10-0.15 s in the agent's tar alone, 0.05-0.08 s by the engine; sleep-wake probes).
-  if (!e.expected) {
-    if (!(await engineCanUnpackLayer(e.format, dir))) return undefined;
-    return await extractSafely(dir, undefined, (into) => unpackLayerWithEngine(bin, into, { url, keepOwners: e.keepOwnership ?? false }), { keepOwnership: e.keepOwnership, madeClean: true })
-      .catch((err) => {
-        if (err instanceof EngineLacksUnpack) return undefined;
-        throw err;
-      });
-  }
+  if (!e.expected) return (await engineCanUnpackLayer(e.format, dir)) ? byEngine((into) => unpackLayerWithEngine(bin, into, { url, keepOwners })) : undefined;
   if (!(await engineCanUnpack(e.format, e, dir))) return undefined;
-  const source = e.expected!;
+  const source = e.expected;
   const manifest: EngineManifest = "file" in source
     ? { file: await c.path(source.file, "extract.expected.file") }
     : { url: c.storeUrl(source.url, "extract.expected.url"), ...(source.sha256 ? { sha256: source.sha256 } : {}) };
-  try {
-    return await extractSafely(dir, undefined, (into) => unpackWithEngine(bin, into, { url, manifest, field: "extract.expected", keepOwners: e.keepOwnership ?? false }), { keepOwnership: e.keepOwnership, madeClean: true });
-  } catch (err) {
-    if (err instanceof EngineLacksUnpack) return undefined;
-    throw err;
-  }
+  return byEngine((into) => unpackWithEngine(bin, into, { url, manifest, field: "extract.expected", keepOwners }));
 }
 
 export const transferRoutes: Routes = {
