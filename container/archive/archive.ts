@@ -112,7 +112,7 @@ export async function archiveWithManifest(dir: string, format: TarFormat, out: W
   try {
     return await singlePass(dir, format, out, options);
   } catch (e) {
-    await recordFailure(options, e);
+    await recordFailure(options, e, readerLeft(out));
     out.destroy();
     throw e;
   }
@@ -121,16 +121,20 @@ export async function archiveWithManifest(dir: string, format: TarFormat, out: W
 /**
  * A streamed response that already began cannot carry an error: the reader sees a cut connection. The result file
  * can, so it is written before anything cuts the stream, and the Worker reads why (a refused name, a file changed
- * under tar). An error is recorded once, where it is first caught.
+ * under tar). An error is recorded once, where it is first caught. Not when the reader hung up: nobody reads it then,
+ * and a run whose Workflow was terminated has had its staging removed already (a record written after that is left).
  */
 const recorded = new WeakSet<object>();
-async function recordFailure(options: SinglePassOptions, e: unknown): Promise<void> {
-  if (!options.resultOut || (typeof e === "object" && e !== null && recorded.has(e))) return;
+async function recordFailure(options: SinglePassOptions, e: unknown, readerGone: boolean): Promise<void> {
+  if (!options.resultOut || readerGone || (typeof e === "object" && e !== null && recorded.has(e))) return;
   if (typeof e === "object" && e !== null) recorded.add(e);
   const failed = e instanceof AgentError ? e : new AgentError("tool_failed", e instanceof Error ? e.message : String(e));
   await mkdir(dirname(options.resultOut), { recursive: true }).catch(() => {});
   await writeFile(options.resultOut, JSON.stringify({ ...failed.toJSON(), status: failed.status })).catch(() => {});
 }
+
+/** A reader that hung up leaves the stream destroyed without an error; our own destroy comes after the record, or carries one. */
+const readerLeft = (out: Writable) => out.destroyed && !out.errored;
 
 /**
  * Where the parsed tar stream goes: a compressor and the caller's writable (an archive), or an image builder
@@ -142,6 +146,8 @@ export interface TarSink {
   abort(): void;
   written(): Promise<{ bytes: number; sha256: string }>;
   finish(): Promise<void>;
+  /** Whoever reads what the sink makes has hung up (a file written here has no such reader). */
+  readerLeft?(): boolean;
 }
 
 function archiveSink(format: TarFormat, out: Writable): TarSink {
@@ -162,6 +168,7 @@ function archiveSink(format: TarFormat, out: Writable): TarSink {
       out.end();
       await finished(out);
     },
+    readerLeft: () => readerLeft(out),
   };
 }
 
@@ -229,7 +236,7 @@ export async function singlePassInto(dir: string, sink: TarSink, options: Single
     await toolAndFlow(tar, Promise.all(flows));
   } catch (e) {
     const why = sourceChanged(e);
-    await recordFailure(options, why);
+    await recordFailure(options, why, sink.readerLeft?.() ?? false);
     sink.abort();
     throw why;
   }

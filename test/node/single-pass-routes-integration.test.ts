@@ -105,4 +105,18 @@ describe("single-pass routes", () => {
     const b = await call("POST", "/v1/archive", { path: "/workspace/src", output: "/snapflow/staging/x.tar.zst", format, base: { file: "/snapflow/staging/a.manifest.json" } });
     expect((await b.json()).error).toMatchObject({ code: "bad_request", field: "manifestOut" });
   });
+
+  it("a streamed archive whose reader hung up records nothing: the run that left has removed its staging already", async () => {
+    await ok(call("POST", "/v1/datasets", { path: "/workspace/big", kind: "node-modules", seed: 7, files: 600, bytes: 40_000_000, replace: true }));
+    const resultOut = "/snapflow/staging/gone.result.json";
+    const q = new URLSearchParams({ path: "/workspace/big", kind: "tar", compression: "zstd", manifestOut: "/snapflow/staging/gone.manifest.json", resultOut });
+    const hangUp = new AbortController();
+    const r = await fetch(`${url}/v1/archive?${q}`, { headers: { authorization: `Bearer ${await agentTokenFor(SECRET, SANDBOX)}`, "x-snapflow-sandbox": SANDBOX }, signal: hangUp.signal });
+    expect(r.status).toBe(200);
+    await r.body!.getReader().read();
+    hangUp.abort();
+    // The pass notices at its next write; before this change it wrote its failure (a premature close) within milliseconds.
+    const file = () => call("GET", `/v1/files?path=${encodeURIComponent(resultOut)}`);
+    for (const until = Date.now() + 3000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) expect((await file()).status).toBe(404);
+  });
 });
