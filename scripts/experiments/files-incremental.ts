@@ -21,7 +21,9 @@ try {
   const ws = join(state, "sandboxes", "inc", "workspace");
   mkdirSync(ws, { recursive: true });
   execSync(`cp -a --reflink=never ${JSON.stringify(workspace + "/.")} ${JSON.stringify(ws + "/")}`);
+  let started = 0;
   const backup = async () => {
+    started = Date.now();
     const b = await api.startBackup({ sandboxId: "inc", path: "/workspace", strategy: "files-cas" });
     const s = await api.waitFor("backup", b.id, () => {});
     if (s.status !== "complete") throw new Error(`backup ${b.id} ${s.status}: ${s.error}`);
@@ -37,6 +39,9 @@ try {
     const t = s.steps.transfer as Record<string, unknown>;
     const pick = (o: unknown, keys: string[]) => Object.fromEntries(keys.filter((k) => (o as Record<string, unknown>)?.[k] !== undefined).map((k) => [k, (o as Record<string, unknown>)[k]]));
     log(`run ${run}: total ${s.totalMs} ms; steps ${JSON.stringify(Object.fromEntries(Object.entries(s.steps).map(([k, v]) => [k, v.ms])))}`);
+    // The Workflow's time between steps: each step's start after the one before ended (the stack's clock).
+    const timed = Object.entries(s.steps).map(([k, v]) => [k, v as { startedAt?: number; endedAt?: number }] as const).filter(([, v]) => v.startedAt && v.endedAt).sort((a, b) => a[1].startedAt! - b[1].startedAt!);
+    log(`  between steps: ${timed.slice(1).map(([k, v], i) => `${k} +${v.startedAt! - timed[i]![1].endedAt!} ms`).join(", ")}; request → first step ${timed[0] ? timed[0][1].startedAt! - started : "?"} ms, last step → seen ${timed.length ? Date.now() - timed[timed.length - 1]![1].endedAt! : "?"} ms`);
     log(`  transfer: ${JSON.stringify({ ...pick(t, ["ms", "parentMs", "engineMs", "walkMs", "parts", "urls", "attempts", "sizeBy", "bytes"]), manifest: pick(t.manifest, ["ms", "storeMs", "manifestBytes"]), files: pick(t.files, ["newBytes", "read"]) })}`);
   }
 } finally {

@@ -25,6 +25,7 @@ func sample() *Index {
 			{Entry: pack.Entry{Path: "s", Type: "file", Mode: 0o600, Size: 5000, Holes: 4400, Sha256: h('e'), Stat: st}, Chunks: []int{0}, Data: [][2]int64{{4096, 600}}},
 			{Entry: pack.Entry{Path: "l", Type: "file", Mode: 0o644, Size: 1000, Link: "a", Stat: st}},
 			{Entry: pack.Entry{Path: "p", Type: "other", Mode: 0o644, Stat: st}, Node: "fifo"},
+			{Entry: pack.Entry{Path: "q", Type: "file", Mode: 0o644, Size: 400, Sha256: h('c'), Stat: st}, Chunks: []int{1}},
 		}}
 }
 
@@ -44,6 +45,37 @@ func TestAnIndexDecodesToWhatWasEncoded(t *testing.T) {
 	x, err := Decode(&b, DefaultLimits)
 	must(t, err)
 	if got, want := mustJSON(t, x), mustJSON(t, sample()); got != want {
+		t.Fatalf("decoded %s\nwant    %s", got, want)
+	}
+}
+
+// Version 3 leaves a one-chunk file's hash out ("q": its chunk's, written once, in the chunk table) and the decoder puts
+// it back; "s", one chunk with holes, keeps its own. Version 2, every hash written, still decodes to the same.
+func TestAOneChunkFilesHashIsItsChunksWrittenOnce(t *testing.T) {
+	h := strings.Repeat("c", 64)
+	var b bytes.Buffer
+	must(t, Encode(&b, sample()))
+	if n := bytes.Count(unzstd(t, b.Bytes()), []byte(h)); n != 1 {
+		t.Fatalf("the hash of q's only chunk is written %d times, not once", n)
+	}
+	if e := entry(sample(), "q"); e.Sha256 != h {
+		t.Fatal("Encode changed the index it was given")
+	}
+	x, err := Decode(&b, DefaultLimits)
+	must(t, err)
+	if got, want := mustJSON(t, x), mustJSON(t, sample()); got != want {
+		t.Fatalf("decoded %s\nwant    %s", got, want)
+	}
+	v2 := sample()
+	v2.Version = 2
+	raw, err := v2.MarshalMsg(nil)
+	must(t, err)
+	if n := bytes.Count(raw, []byte(h)); n != 2 {
+		t.Fatalf("version 2 writes q's hash %d times", n)
+	}
+	x, err = Decode(bytes.NewReader(zst(t, raw)), DefaultLimits)
+	must(t, err)
+	if got, want := mustJSON(t, x), mustJSON(t, v2); got != want {
 		t.Fatalf("decoded %s\nwant    %s", got, want)
 	}
 }

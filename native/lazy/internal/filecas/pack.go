@@ -167,7 +167,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 		return fail(err)
 	}
 	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1, layered: layered}
-	emit, err := newEmitter(pass)
+	emit, err := newEmitter(pass, func(i int) string { return r.table.refs[i].Sha256 })
 	if err != nil {
 		frames.close()
 		return fail(err)

@@ -13,9 +13,11 @@ import (
 // it); the list is compressed as it grows, into a zstd frame of its own that ends the index (indexFile.write puts
 // the rest, and the list's length, before it), so the pass's end compresses only the head (packs and chunk table).
 type emitter struct {
-	pass    *pack.Pass
-	in      chan []Entry
-	batch   []Entry
+	pass *pack.Pass
+	// chunkSha: the SHA-256 of the new index's chunk i (asked on the reader's goroutine, as add is)
+	chunkSha func(i int) string
+	in       chan []emitted
+	batch    []emitted
 	entries bytes.Buffer // the compressed list
 	z       *zstd.Encoder
 	n       int
@@ -23,10 +25,16 @@ type emitter struct {
 	done    chan struct{}
 }
 
+// emitted is an entry and whether its index tuple leaves its SHA-256 out (format.go, version 3): the manifest has it.
+type emitted struct {
+	Entry
+	elide bool
+}
+
 const emitBatch = 256
 
-func newEmitter(pass *pack.Pass) (*emitter, error) {
-	m := &emitter{pass: pass, in: make(chan []Entry, 16), done: make(chan struct{})}
+func newEmitter(pass *pack.Pass, chunkSha func(i int) string) (*emitter, error) {
+	m := &emitter{pass: pass, chunkSha: chunkSha, in: make(chan []emitted, 16), done: make(chan struct{})}
 	z, err := zstd.NewWriter(&m.entries, zstd.WithEncoderLevel(indexLevel), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return nil, err
@@ -45,10 +53,13 @@ func (m *emitter) run() {
 				break
 			}
 			e := &batch[i]
-			if m.err = m.pass.Add(&e.Entry); m.err != nil {
+			if m.err = m.pass.Add(&e.Entry.Entry); m.err != nil {
 				break
 			}
-			if one, m.err = e.MarshalMsg(one[:0]); m.err != nil {
+			if e.elide {
+				e.Sha256 = ""
+			}
+			if one, m.err = e.Entry.MarshalMsg(one[:0]); m.err != nil {
 				break
 			}
 			_, m.err = m.z.Write(one)
@@ -62,10 +73,11 @@ func (m *emitter) run() {
 
 // add queues e (its chunk indexes final).
 func (m *emitter) add(e Entry) {
-	m.batch = append(m.batch, e)
+	elide := e.Type == "file" && e.Link == "" && len(e.Chunks) == 1 && len(e.Data) == 0 && e.Holes == 0 && e.Sha256 == m.chunkSha(e.Chunks[0])
+	m.batch = append(m.batch, emitted{Entry: e, elide: elide})
 	if len(m.batch) == emitBatch {
 		m.in <- m.batch
-		m.batch = make([]Entry, 0, emitBatch)
+		m.batch = make([]emitted, 0, emitBatch)
 	}
 }
 

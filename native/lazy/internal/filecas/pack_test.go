@@ -241,6 +241,11 @@ func TestAFullBackupWritesPacksManifestAndADecodableIndex(t *testing.T) {
 	if a, c := entry(m.index, "a.txt"), entry(m.index, "d/sub/copy.txt"); !slices.Equal(a.Chunks, c.Chunks) {
 		t.Fatalf("the same content, two chunk lists: %v %v", a.Chunks, c.Chunks)
 	}
+	// a.txt is one chunk: the index writes its hash once, in the chunk table (format.go, version 3); decoded, the
+	// entry has it, as the manifest does.
+	if a := entry(m.index, "a.txt"); len(a.Chunks) != 1 || a.Sha256 == "" || bytes.Count(unzstd(t, m.indexRaw), []byte(a.Sha256)) != 1 || !bytes.Contains(m.manifest, []byte(a.Sha256)) {
+		t.Fatalf("a.txt: %d chunks, hash %q written %d times in the index", len(a.Chunks), a.Sha256, bytes.Count(unzstd(t, m.indexRaw), []byte(a.Sha256)))
+	}
 	// Each dense file is cut where FastCDC cuts its content, small ones included (the same content, the same chunks,
 	// whichever way a pass read it).
 	for path, content := range files {
