@@ -46,10 +46,10 @@ export interface UnpackRequest {
 
 /**
  * Whether the engine can make this restore: zstd, a whole tree checked and walked, a manifest that is not a layer
- * (no base or chain beside it), into a target that is empty (or not there yet).
+ * (no base or chain beside it) nor made from an index, into a target that is empty (or not there yet).
  */
 export async function engineCanUnpack(format: TarFormat, e: { expected?: ManifestSource; complete?: boolean; walk?: boolean }, dir: string): Promise<boolean> {
-  if (format.compression !== "zstd" || !e.expected || ("url" in e.expected && (e.expected.base || e.expected.under?.length))) return false;
+  if (format.compression !== "zstd" || !e.expected || "index" in e.expected || ("url" in e.expected && (e.expected.base || e.expected.under?.length))) return false;
   if (e.complete === false || e.walk === false) return false;
   const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? [] : null));
   return names !== null && names.length === 0;

@@ -22,13 +22,15 @@ import { DEFAULT_MAX_MANIFEST_BYTES } from "../contract/manifest-limits.ts";
 import { checkUrl } from "../transfer/check-url.ts";
 import { LayerManifestSchema, ManifestSchema, type LayerManifest, type Manifest, type ManifestEntry } from "../contract/protocol.ts";
 import { manifestBatches, type ManifestHead } from "./manifest-stream.ts";
+import { manifestFromIndex, type FromIndex } from "./manifest-from-index.ts";
 
 type Stored = { url: string; sha256?: string };
 /**
  * A layer (version 2) names its base's manifest beside it: the tree's manifest is the base with the layer applied;
- * in a chain of overlay deltas, the layers between (`under`, oldest first) are applied to the base before it.
+ * in a chain of overlay deltas, the layers between (`under`, oldest first) are applied to the base before it. A
+ * file-level snapshot's is made from its index (manifest-from-index.ts), as a base too (an overlay delta over one).
  */
-export type ManifestSource = { file: string } | (Stored & { base?: Stored; under?: Stored[] });
+export type ManifestSource = { file: string } | FromIndex | (Stored & { base?: Stored | FromIndex; under?: Stored[] });
 
 /** Writes the manifest as JSON; answers its size in bytes. */
 export async function writeManifest(file: string, manifest: Manifest): Promise<number> {
@@ -181,6 +183,7 @@ export async function openManifest(source: ManifestSource, field: string, spool?
     const file = await checkedFile(source.file, field);
     return { batches: () => manifestBatches(fileBytes(file, field), field) };
   }
+  if ("index" in source) return heldOnce(source.out, () => manifestFromIndex(source, field), field);
   if (source.base) {
     // A layer (and the layers below it) is held; the base streams through them (manifest-layer.ts applyLayerStream).
     const top = await loadLayerManifest(source, field);
@@ -201,15 +204,22 @@ export async function openManifest(source: ManifestSource, field: string, spool?
     };
   }
   if (!spool) return { batches: () => manifestBatches(storedBytes(source, field), field) };
-  await mkdir(dirname(spool), { recursive: true });
+  return heldOnce(spool, () => pipeline(storedBytes(source, field), createWriteStream(spool)), field);
+}
+
+/**
+ * A manifest written to `file` once (spooled from the store, or made from an index), then read through a descriptor:
+ * the name goes at once, so nothing is left in staging however long the request lives (a restore step abandoned by
+ * the Worker can outlive its retry) or if the agent dies.
+ */
+async function heldOnce(file: string, write: () => Promise<unknown>, field: string): Promise<ManifestReader> {
+  await mkdir(dirname(file), { recursive: true });
   let held: FileHandle;
   try {
-    await pipeline(storedBytes(source, field), createWriteStream(spool));
-    held = await open(spool, "r");
+    await write();
+    held = await open(file, "r");
   } finally {
-    // Read through the descriptor from here: the name goes at once, so nothing is left in staging however long the
-    // request lives (a restore step abandoned by the Worker can outlive its retry) or if the agent dies.
-    await rm(spool, { force: true });
+    await rm(file, { force: true });
   }
   return { batches: () => manifestBatches(handleBytes(held, field), field), close: () => held.close().catch(() => {}) };
 }
@@ -238,6 +248,15 @@ async function collected(bytes: AsyncIterable<Uint8Array>, field: string): Promi
 /** Reads and validates a manifest, applying a layer to its base; `field` names the request field in errors. */
 export async function loadManifest(source: ManifestSource, field: string): Promise<Manifest> {
   if ("file" in source) return collected(fileBytes(await checkedFile(source.file, field), field), field);
+  if ("index" in source) {
+    try {
+      await mkdir(dirname(source.out), { recursive: true });
+      await manifestFromIndex(source, field);
+      return await collected(fileBytes(source.out, field), field);
+    } finally {
+      await rm(source.out, { force: true });
+    }
+  }
   if (!source.base) return collected(storedBytes(source, field), field);
   const text = await readText(source, field);
   let json: unknown;

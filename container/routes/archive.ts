@@ -6,7 +6,8 @@ import { rm, stat } from "node:fs/promises";
 import { AgentError } from "../http/agent-error.ts";
 import { archiveToFile, archiveToStream, archiveWithManifest, archiveWithManifestToFile } from "../archive/archive.ts";
 import { extractFromFile, extractFromStream, type ExtractVerification } from "../extract/extract.ts";
-import { agentManifestByteLimit, loadManifest, openManifest, type ManifestReader } from "../manifest/manifest-file.ts";
+import { agentManifestByteLimit, loadManifest, openManifest, type ManifestReader, type ManifestSource } from "../manifest/manifest-file.ts";
+import { manifestFromIndex, type FromIndex } from "../manifest/manifest-from-index.ts";
 import { fetchKept } from "../manifest/manifest-kept-fetch.ts";
 import { engineBinary, preferredEngine } from "../archive/engine-pass.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
@@ -20,11 +21,23 @@ import { requestedSelection } from "./selection-request.ts";
 /** A manifest named in a request (sandbox file or presigned URL), read and validated; undefined when not named. */
 export async function requestedManifest(c: Ctx, source: P.ManifestSource | undefined, field: string): Promise<P.Manifest | undefined> {
   if (!source) return undefined;
-  // A manifest URL is fetched like any other: only from the store's origin.
-  if ("file" in source) return loadManifest({ file: await c.path(source.file, `${field}.file`) }, field);
+  // A manifest made from an index is written here first (loadManifest removes it).
+  return loadManifest(await agentSource(c, source, field, await c.path(stagingPath(`manifest-${randomUUID()}`, "json"), field)), field);
+}
+
+/**
+ * A request's manifest source as the agent reads it: a sandbox file resolved in the sandbox, a URL only on the
+ * store's origin; a manifest made from a file-level index is written at `spool` (a staging file of the request's),
+ * a base made so beside it.
+ */
+async function agentSource(c: Ctx, source: P.ManifestSource, field: string, spool: string): Promise<ManifestSource> {
+  if ("file" in source) return { file: await c.path(source.file, `${field}.file`) };
   const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
+  const fromIndex = (s: P.IndexManifest, at: string, out: string): FromIndex => ({ index: { url: c.storeUrl(s.index.url, `${at}.index.url`), sha256: s.index.sha256 }, sha256: s.sha256, ...(s.selection ? { selection: s.selection } : {}), out });
+  if ("index" in source) return fromIndex(source, field, spool);
   const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
-  return loadManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field);
+  const base = source.base && ("index" in source.base ? fromIndex(source.base, `${field}.base`, `${spool}.base`) : stored(source.base, `${field}.base`));
+  return { ...stored(source, field), ...(base ? { base } : {}), ...(under?.length ? { under } : {}) };
 }
 
 /**
@@ -52,6 +65,15 @@ async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: st
       from = "store";
     }
   }
+  // A file-level base has no stored manifest: the engine makes it from the base's index into the kept place, checked
+  // against the same SHA-256 (manifest-from-index.ts); a failure leaves the agent's pass to read it as the source says.
+  if (!baseKept && keptCopy && source && "index" in source && source.sha256 === q.baseKept!.sha256 && preferredEngine() === "native" && (await engineBinary())) {
+    const made = await manifestFromIndex((await agentSource(c, source, field, keptCopy)) as FromIndex, field).then(() => true, () => false);
+    if (made) {
+      baseKept = { file: keptCopy, sha256: q.baseKept!.sha256 };
+      from = "store";
+    }
+  }
   return { base: source ? read : undefined, baseKept, baseFrom: () => from, keep: dir && q.keepAs ? { dir, id: q.keepAs } : undefined };
 }
 
@@ -62,14 +84,12 @@ async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: st
 export async function requestedManifestReader(c: Ctx, source: P.ManifestSource | undefined, field: string): Promise<ManifestReader | undefined> {
   if (!source) return undefined;
   if ("file" in source) return openManifest({ file: await c.path(source.file, `${field}.file`) }, field);
-  const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
-  const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
   const spool = await c.path(stagingPath(`manifest-${randomUUID()}`, "json"), field);
   // The base of a layer is spooled beside it (manifest-file.ts openManifest); each spool's name goes once it is
   // written (read by descriptor), or here if the request ends while it is being written.
   let reader: ManifestReader | undefined;
   c.res.once("close", () => void Promise.all([rm(spool, { force: true }), rm(`${spool}.base`, { force: true }), reader?.close?.()]).catch(() => {}));
-  reader = await openManifest({ ...stored(source, field), ...(source.base ? { base: stored(source.base, `${field}.base`) } : {}), ...(under?.length ? { under } : {}) }, field, spool);
+  reader = await openManifest(await agentSource(c, source, field, spool), field, spool);
   // Ended while it was opening: close now (the close listener saw no reader yet).
   if (c.res.closed) await reader.close?.();
   return reader;

@@ -49,8 +49,8 @@ async function engineDownload(c: Ctx, url: string, e: Extract<z.infer<typeof P.D
   // archive has it, in one native process, where GNU tar, zstd, Node's hashing and the sanitize pass each took a turn
   // (a wake's 10 MB delta: 0.10-0.15 s in the agent's tar alone, 0.05-0.08 s by the engine; sleep-wake probes).
   if (!e.expected) return (await engineCanUnpackLayer(e.format, dir)) ? byEngine((into) => unpackLayerWithEngine(bin, into, { url, keepOwners })) : undefined;
-  if (!(await engineCanUnpack(e.format, e, dir))) return undefined;
   const source = e.expected;
+  if ("index" in source || !(await engineCanUnpack(e.format, e, dir))) return undefined;
   const manifest: EngineManifest = "file" in source
     ? { file: await c.path(source.file, "extract.expected.file") }
     : { url: c.storeUrl(source.url, "extract.expected.url"), ...(source.sha256 ? { sha256: source.sha256 } : {}) };

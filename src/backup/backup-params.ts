@@ -1,5 +1,5 @@
 // What a backup is asked to do (the BackupWorkflow's params) and what its phases hand each other.
-import type { ChunkRecord, FilesRecord, StepResult } from "../snapshots/records.ts";
+import type { ChunkRecord, FilesRecord, ManifestFromIndex, StepResult } from "../snapshots/records.ts";
 import type { Labels } from "../snapshots/snapshot-meta.ts";
 
 export interface BackupParams {
@@ -64,6 +64,8 @@ export interface ManifestTotals {
   /** the record keeps these: the stored manifest's SHA-256 (the store checked it), and the snapshot it is a layer over */
   sha256?: string;
   layerOf?: string;
+  /** a file-level snapshot's: made from its index, not stored (records.ts) */
+  fromIndex?: ManifestFromIndex;
   /** beside a layer: the SHA-256 of the whole tree's manifest the sandbox keeps (the next delta's base, manifest-kept.ts) */
   treeSha256?: string;
 }

@@ -25,7 +25,7 @@ export async function baseManifestSource(d: Deps, p: BackupParams): Promise<{ so
   if (!p.baseSnapshotId) return undefined;
   const base = await readSnapshot(d.store, d.kv, p.baseSnapshotId);
   if (!base) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId} does not exist any more`);
-  if (!(await d.store.head(base.manifest.key))) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId}'s manifest is missing from the store`);
+  if (!base.manifest.fromIndex && !(await d.store.head(base.manifest.key))) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId}'s manifest is missing from the store`);
   const { source, depth } = await treeManifestSource(d, base);
   // The sandbox may keep the base's whole-tree manifest (container/manifest/manifest-kept.ts): it is used when its
   // SHA-256 is the one the base's record keeps for it (a layer's record keeps the tree's beside its own).

@@ -12,6 +12,7 @@ import { since } from "../phases/phase-runner.ts";
 import { recordContentChecked } from "../restore/content-check.ts";
 import type { RestoreParams, RestoreProbeResult } from "../restore/restore-params.ts";
 import { verifyTreeAgainst } from "../restore/restore-phases.ts";
+import { manifestSource } from "../snapshots/manifest-source.ts";
 import { readSnapshot } from "../snapshots/records.ts";
 
 export async function checkCompactedTree(d: Deps, wake: RestoreParams, probed: RestoreProbeResult, compactionId: string) {
@@ -19,7 +20,8 @@ export async function checkCompactedTree(d: Deps, wake: RestoreParams, probed: R
   const compaction = await readSnapshot(d.store, d.kv, compactionId);
   if (!compaction) throw new SnapflowError("snapshot_unusable", `compaction ${compactionId} has no record to check its tree against`);
   const m = compaction.manifest;
-  const hashes = { url: await d.presigner.url(m.key, "GET"), ...(m.sha256 ? { sha256: m.sha256 } : {}) };
+  // A file-level compaction's manifest is made from its index (manifest-source.ts).
+  const hashes = await manifestSource(d.presigner, m);
   const v = await verifyTreeAgainst(d, wake, probed, wake.path, { deep: true, hashes, walk: false });
   // The delta's content, checked against its manifest outside the sandbox that made it (content-check.ts).
   await recordContentChecked(d, wake);

@@ -33,7 +33,7 @@ function materializationFor(s: RestoreStrategy) {
 const materializationOf = (c: RestoreContext) => materializationFor(c.s);
 
 const manifestUrl = (c: RestoreContext, snapshotId: string) => c.d.presigner.url(manifestKey(snapshotId), "GET");
-const storedManifest = (m: SnapshotRecord["manifest"]) => ({ key: m.key, ...(m.sha256 ? { sha256: m.sha256 } : {}), ...(m.layerOf ? { layerOf: m.layerOf } : {}) });
+const storedManifest = (m: SnapshotRecord["manifest"]) => ({ key: m.key, ...(m.sha256 ? { sha256: m.sha256 } : {}), ...(m.layerOf ? { layerOf: m.layerOf } : {}), ...(m.fromIndex ? { fromIndex: m.fromIndex } : {}) });
 
 /** Layer i's tree manifest: its own, and for a tar delta's layer manifest, the manifests of the layers below it. */
 const layerManifest = (c: RestoreContext, layers: Layer[], i: number) =>

@@ -36,7 +36,7 @@ import { walkThenComplete } from "./materialize/lazy-completion.ts";
 import { filesSnapshot, packKeysOf, signedPacks } from "./files-packs.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({
-  id: r.id, format: r.format, archive: r.archive, manifest: { key: r.manifest.key, ...(r.manifest.sha256 ? { sha256: r.manifest.sha256 } : {}), ...(r.manifest.layerOf ? { layerOf: r.manifest.layerOf } : {}) },
+  id: r.id, format: r.format, archive: r.archive, manifest: { key: r.manifest.key, ...(r.manifest.sha256 ? { sha256: r.manifest.sha256 } : {}), ...(r.manifest.layerOf ? { layerOf: r.manifest.layerOf } : {}), ...(r.manifest.fromIndex ? { fromIndex: r.manifest.fromIndex } : {}) },
   // A file-level base's packs, named by the record the probe read: the transfer signs them without reading it again.
   ...(r.format.kind === "files" && r.files ? { packKeys: packKeysOf(r as SnapshotRecord & { files: NonNullable<SnapshotRecord["files"]> }) } : {}),
 });

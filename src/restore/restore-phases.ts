@@ -16,6 +16,7 @@
 //
 // Until the swap, the target is untouched; until record, the old tree can be put back. A failure runs
 // cleanupRestore, which puts the target back exactly as it was (container/extract/tree-swap.ts).
+import type { ManifestSource } from "../../container/contract/protocol.ts";
 import { setFilesLineage } from "../snapshots/files-lineage.ts";
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
@@ -141,8 +142,8 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
  * agent: metadata, and with `deep` every file's SHA-256 — hashed again, or taken from `hashes`, a manifest of this
  * tree made by one read of it. A difference fails, naming the first few.
  */
-export async function verifyTreeAgainst(d: Deps, p: RestoreParams, probed: RestoreProbeResult, path: string, o: { deep: boolean; hashes?: { url: string; sha256?: string }; walk?: false }) {
-  if (!(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
+export async function verifyTreeAgainst(d: Deps, p: RestoreParams, probed: RestoreProbeResult, path: string, o: { deep: boolean; hashes?: ManifestSource; walk?: false }) {
+  if (!probed.snapshot.manifest.fromIndex && !(await d.store.head(probed.snapshot.manifest.key))) throw new SnapflowError("snapshot_unusable", `manifest ${probed.snapshot.manifest.key} of snapshot ${p.snapshotId} is missing`);
   // An overlay chain's layers (the image, each delta, this one last) carry their manifests: all but this one lie under it.
   const chain = probed.layers.length > 1 && probed.layers.every((l) => l.manifest) ? probed.layers.slice(0, -1).map((l) => l.manifest!) : undefined;
   const expected = await manifestSource(d.presigner, probed.snapshot.manifest, chain);

@@ -7,15 +7,14 @@ import { MAX_OVERLAY_CHAIN } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import type { ObjectStore } from "../store/object-store.ts";
 import type { Presigner } from "../store/presigner.ts";
-import { manifestSource } from "./manifest-source.ts";
+import { manifestSource, type StoredManifest } from "./manifest-source.ts";
 import { readSnapshot, type SnapshotRecord } from "./records.ts";
 import { tenantOf } from "./tenant.ts";
 
 /** The agent applies at most this many layers over a whole manifest (ManifestSource's `under`, and the top one). */
 export const MAX_LAYER_CHAIN = MAX_OVERLAY_CHAIN;
 
-type StoredManifest = Pick<SnapshotRecord["manifest"], "key" | "sha256" | "layerOf">;
-const stored = (m: SnapshotRecord["manifest"]): StoredManifest => ({ key: m.key, ...(m.sha256 ? { sha256: m.sha256 } : {}), ...(m.layerOf ? { layerOf: m.layerOf } : {}) });
+const stored = (m: SnapshotRecord["manifest"]): StoredManifest => ({ key: m.key, ...(m.sha256 ? { sha256: m.sha256 } : {}), ...(m.layerOf ? { layerOf: m.layerOf } : {}), ...(m.fromIndex ? { fromIndex: m.fromIndex } : {}) });
 
 /**
  * The manifests a tar delta's layer lies over, the whole one first, ending with its base's: empty for a whole

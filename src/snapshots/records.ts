@@ -11,7 +11,7 @@
 // record is written by the record step after verify passed; a failed run deletes what it wrote, so nothing
 // half-made is ever listed. KV's entry is a cache for listing (its metadata carries the summary that filters
 // read); delete-snapshot.ts and retention keep the two in agreement.
-import type { ArchiveFormat, SelectionSpec } from "../../container/contract/protocol.ts";
+import type { ArchiveFormat, SelectionRecord, SelectionSpec } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import { KV_KEYS } from "../kv-keys.ts";
 import { writeAfterKvWindow } from "../kv-write-retry.ts";
@@ -44,9 +44,12 @@ export interface SnapshotRecord {
    * `layerOf`: the manifest is a layer (version 2) over that snapshot's manifest, which a reader applies it to
    * (an overlay delta's, or a changed-files delta's: layer-chain.ts follows a chain of those; snapshots from before
    * layers hold the whole tree's manifest); `treeSha256`: beside a layer, the SHA-256 of the whole tree's manifest
-   * the source sandbox keeps as the next delta's base (container/manifest/manifest-kept.ts)
+   * the source sandbox keeps as the next delta's base (container/manifest/manifest-kept.ts); `fromIndex`: a file-level
+   * snapshot's manifest is not stored (`key` names no object): the native engine makes it from the index at `key`
+   * (checked against `sha256` there) and the selection record the backup's manifest held, byte for byte, so the
+   * manifest's own `sha256` checks what it made (container/manifest/manifest-from-index.ts)
    */
-  manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number; sha256?: string; layerOf?: string; treeSha256?: string };
+  manifest: { key: string; files: number; dirs: number; symlinks: number; bytes: number; sha256?: string; layerOf?: string; treeSha256?: string; fromIndex?: ManifestFromIndex };
   /**
    * a chunked snapshot: `archive` is its index (snapshots/<id>/archive.sqsh.index.json, its SHA-256 kept above), the
    * chunks are shared by the tenant's snapshots under its prefix (chunks/chunk-keys.ts); the image they make up, and what this backup uploaded of them
@@ -76,6 +79,13 @@ export interface SnapshotRecord {
    */
   contentChecked?: { sandboxId: string; restoreId: string; at: string };
   steps: Record<string, StepResult>;
+}
+
+/** Where a file-level snapshot's manifest is made from: its index (key and SHA-256), and its selection record. */
+export interface ManifestFromIndex {
+  key: string;
+  sha256: string;
+  selection?: SelectionRecord;
 }
 
 export interface ChunkRecord {

@@ -52,8 +52,9 @@ describe("the file-level format (files-cas)", () => {
 
     for (const [snap, expected] of [[second.snapshotId, atSecond], [first.snapshotId, atFirst]] as const) {
       const dst = freshSandbox("dst");
-      // The first without deepVerify: its content is checked as it is made (the index against the manifest, each
-      // chunk and file against the index), so verify neither walks nor hashes it again; the second hashes everything.
+      // The first without deepVerify: its content is checked as it is made (each chunk and file against the index, which
+      // the manifest is made from), so verify neither walks nor hashes it again; the second hashes everything against
+      // the manifest the engine makes from the index.
       const deepVerify = snap !== second.snapshotId;
       const r = await run("restore", { snapshotId: snap, sandboxId: dst, path: "/workspace/app", strategy: "files-extract", deepVerify });
       expect(r.status, r.error).toBe("complete");
@@ -74,22 +75,18 @@ describe("the file-level format (files-cas)", () => {
 
     // The collector: both packs are named by a record; deleting the first snapshot keeps its pack (the second's
     // record still names it), and the second restores alone.
-    // A source that lies: a manifest that does not say what its index does (here: another hash for one file, the
-    // record's SHA-256 made to match). A restore elsewhere refuses it before making anything.
+    // No manifest is stored: the index holds it, and a reader has the engine make it again, checked against the
+    // SHA-256 the record keeps. A record whose manifest SHA-256 is not what the index makes (a damaged record, or an
+    // index that is another tree's) is refused by a restore that reads the manifest, naming both.
     const store = await testStore();
-    const manifestKey = r2.manifest.key;
-    const text = await new Response((await store.get(manifestKey))!.body).text();
-    const entry = atSecond.entries.find((e: any) => e.type === "file" && e.sha256 && e.path !== "src/added/new.ts");
-    const lying = text.replace(entry.sha256, "0".repeat(64));
-    const lyingSha = [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(lying)))].map((b) => b.toString(16).padStart(2, "0")).join("");
-    await store.put(manifestKey, lying);
+    expect(await store.get(r2.manifest.key)).toBeNull();
+    expect(r2.manifest.fromIndex).toMatchObject({ key: r2.archive.key, sha256: r2.archive.sha256 });
     const recordKey = `snapshots/${second.snapshotId}/snapshot.json`;
     const record = JSON.parse(await new Response((await store.get(recordKey))!.body).text());
-    await store.put(recordKey, JSON.stringify({ ...record, manifest: { ...record.manifest, sha256: lyingSha } }));
+    await store.put(recordKey, JSON.stringify({ ...record, manifest: { ...record.manifest, sha256: "0".repeat(64) } }));
     const victim = freshSandbox("dst");
-    const refused = await run("restore", { snapshotId: second.snapshotId, sandboxId: victim, path: "/workspace/app", strategy: "files-extract" }, "errored");
-    expect(refused.error).toMatch(new RegExp(`the index does not agree with the snapshot's manifest: "${entry.path}" differs in sha256`));
-    await store.put(manifestKey, text);
+    const refused = await run("restore", { snapshotId: second.snapshotId, sandboxId: victim, path: "/workspace/app", strategy: "files-extract", deepVerify: true }, "errored");
+    expect(refused.error).toMatch(new RegExp(`the manifest made from the index has sha256 ${record.manifest.sha256}, its snapshot's record says ${"0".repeat(64)}`));
     await store.put(recordKey, JSON.stringify(record));
 
     // A pack no record names (what a backup that died before its record leaves) goes.
@@ -132,7 +129,7 @@ describe("the file-level format (files-cas)", () => {
   it("a file-level backup that fails after its pack was stored leaves neither the pack nor a snapshot behind", async () => {
     const src = freshSandbox("fails");
     await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 14, files: 40, bytes: 300_000 });
-    // The pack is completed; then every PUT of the index or manifest by the sandbox fails, until the run gives up.
+    // The pack is completed; then every PUT of the index by the sandbox fails, until the run gives up.
     await armAgentFault(src, { match: "/v1/upload", method: "POST", action: "status", status: 500, times: 20 });
     const failed = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "files-cas" }, "errored");
     expect((await api("GET", `/api/snapshots/${failed.snapshotId}`)).status).toBe(404);

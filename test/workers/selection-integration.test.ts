@@ -63,6 +63,24 @@ describe("the same selection for every format", () => {
     expect(await paths(dst, ROOT)).toEqual(expected);
   });
 
+  it("files-cas → files-extract: no manifest is stored; the one made from the index holds the selection record, byte for byte", async () => {
+    const b = await runWorkflow("backup", { sandboxId: src, path: ROOT, strategy: "files-cas", ...SELECTION });
+    expect(b.status).toBe("complete");
+    expect(await store.get(`snapshots/${b.snapshotId}/manifest.json`)).toBeNull();
+    const record = (await api("GET", `/api/snapshots/${b.snapshotId}`)).json;
+    expect(record.manifest.fromIndex.selection).toEqual({
+      ...SELECTION,
+      excluded: { "exclude *.bin": 1, "exclude secret/": 1, "exclude deep/d/d": 1, "exclude names/with space*": 1, gitignore: 2, "CACHEDIR.TAG": 1 },
+      warnings: [],
+    });
+    // deepVerify reads the manifest: the engine makes it from the index and this record, and it must hash to the
+    // SHA-256 the backup's own pass wrote (a selection record that came back other than it went would not).
+    const dst = freshSandbox("sel-files");
+    const r = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: ROOT, strategy: "files-extract", deepVerify: true });
+    expect(r.status, r.error).toBe("complete");
+    expect(await paths(dst, ROOT)).toEqual(expected);
+  });
+
   it("a changed-files delta with the selection, on a base without it: excluded paths go, as deletions", async () => {
     const base = await runWorkflow("backup", { sandboxId: src, path: ROOT, strategy: "tar-zst-pipe" });
     await putFile(src, `${ROOT}/new.txt`, "new");

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { MAX_OVERLAY_CHAIN, Sha256Hex } from "./trees.ts";
 import { R2_MULTIPART } from "../r2-limits.ts";
-import { ManifestTotals, SelectionSpec } from "./manifest.ts";
+import { ManifestTotals, SelectionRecord, SelectionSpec } from "./manifest.ts";
 import { MULTIPART_MAX_BUFFER_BYTES } from "./transfer.ts";
 
 // ---- File-level backup (filecas-pack.ts; the engine is `snapflow-lazy files-pack`) ----
@@ -99,6 +99,8 @@ export const FilesPackResult = z
     /** chunks the pack holds, and their bytes before compression */
     newChunks: count,
     newBytes: count,
+    /** the selection record the manifest holds (absent: no selection); the index does not, and the record keeps it */
+    selection: SelectionRecord.optional(),
   })
   .strict()
   .superRefine((r, ctx) => {

@@ -62,7 +62,7 @@ export type SelectionSpec = z.infer<typeof SelectionSpec>;
 export const SelectionRecord = SelectionSpec.extend({
   /** by rule ("exclude <pattern>", "gitignore", "CACHEDIR.TAG"): the paths it excluded (a directory with all below it counts once) */
   excluded: z.record(z.string(), z.number()),
-  warnings: z.array(z.string()),
+  warnings: z.array(z.string().max(1000)).max(100),
 });
 export type SelectionRecord = z.infer<typeof SelectionRecord>;
 

@@ -1,7 +1,7 @@
 // Comparing a tree with a manifest (POST /v1/verify, /v1/verify-tree) and where an expected manifest comes from.
 // Part of the agent's protocol (../protocol.ts re-exports every part): both sides import it.
 import { z } from "zod";
-import { ManifestSchema } from "./manifest.ts";
+import { ManifestSchema, SelectionRecord } from "./manifest.ts";
 
 export const VerifyBody = z.object({ path: z.string(), expected: ManifestSchema, limit: z.number().int().positive().max(1000).default(20) });
 
@@ -31,9 +31,23 @@ export const MAX_OVERLAY_CHAIN = 32;
  * of the byte path). A layer (version 2) comes with its base's manifest, which the agent applies it to, and, in a
  * chain of overlay deltas, with the layers between (`under`, oldest first), applied to the base before it.
  */
+/**
+ * A file-level snapshot's manifest, which is not stored: its index holds every entry, and the native engine makes the
+ * manifest from it (`snapflow-lazy files-manifest`), byte for byte what the backup made, so it is checked against the
+ * SHA-256 the record keeps (`sha256`). `index`: the index's presigned GET and its record's SHA-256; `selection`: the
+ * selection record the backup's manifest held (the index does not).
+ */
+export const IndexManifest = z.object({
+  index: z.object({ url: z.string(), sha256: Sha256Hex }).strict(),
+  sha256: Sha256Hex,
+  selection: SelectionRecord.optional(),
+}).strict();
+export type IndexManifest = z.infer<typeof IndexManifest>;
+
 export const ManifestSource = z.union([
   z.object({ file: z.string() }).strict(),
-  StoredManifest.extend({ base: StoredManifest.optional(), under: z.array(StoredManifest).max(MAX_OVERLAY_CHAIN - 1).optional() }).strict(),
+  IndexManifest,
+  StoredManifest.extend({ base: z.union([StoredManifest, IndexManifest]).optional(), under: z.array(StoredManifest).max(MAX_OVERLAY_CHAIN - 1).optional() }).strict(),
 ]);
 export type ManifestSource = z.infer<typeof ManifestSource>;
 

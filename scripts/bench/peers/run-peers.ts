@@ -77,10 +77,12 @@ const ROWS: Omit<PeerRow, "samples">[] = [
 /** What a file-level backup read and stored (the figures issue 24 judges: bytes stored against the change). */
 const filesFigures = (r: SnapflowRun) => {
   const f = r.raw.transfer?.files as { newBytes?: number; pack?: { bytes?: number }; read?: { files?: number; bytes?: number }; reused?: { files?: number } } | undefined;
-  const t = r.raw.transfer as { bytes?: number; manifest?: { manifestBytes?: number } } | undefined;
-  // stored: what this backup added to the store (its pack, its index, its manifest)
-  const stored = (f?.pack?.bytes ?? 0) + (t?.bytes ?? 0) + (t?.manifest?.manifestBytes ?? 0);
-  return f ? { packBytes: f.pack?.bytes ?? 0, indexBytes: t?.bytes, manifestBytes: t?.manifest?.manifestBytes, storedBytes: stored, newBytes: f.newBytes, readFiles: f.read?.files, readBytes: f.read?.bytes, reusedFiles: f.reused?.files } : {};
+  const t = r.raw.transfer as { bytes?: number; manifest?: { manifestBytes?: number; fromIndex?: unknown } } | undefined;
+  // stored: what this backup added to the store (its pack, its index, and its manifest unless it is made from the
+  // index: records.ts fromIndex)
+  const manifestStored = t?.manifest?.fromIndex ? 0 : (t?.manifest?.manifestBytes ?? 0);
+  const stored = (f?.pack?.bytes ?? 0) + (t?.bytes ?? 0) + manifestStored;
+  return f ? { packBytes: f.pack?.bytes ?? 0, indexBytes: t?.bytes, manifestBytes: t?.manifest?.manifestBytes, manifestStoredBytes: manifestStored, storedBytes: stored, newBytes: f.newBytes, readFiles: f.read?.files, readBytes: f.read?.bytes, reusedFiles: f.reused?.files } : {};
 };
 
 /** What a chunked backup uploaded of its image (the dedup figure). */

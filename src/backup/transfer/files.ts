@@ -4,8 +4,9 @@
 // one is read once, hashed, cut into FastCDC chunks, and the chunks no snapshot of its lineage had are compressed into
 // one pack, PUT in parts to presigned UploadPart URLs as it fills (the default backup's way: no byte through the
 // agent or the Worker). The snapshot's own object is the index (zstd MessagePack), PUT by the sandbox bound to its
-// SHA-256; the manifest likewise. Nothing of the parent is copied: a snapshot is its index, and names the packs it
-// needs.
+// SHA-256. Its manifest is not stored: the index holds every entry of it, and a reader has the engine make it again
+// (container/manifest/manifest-from-index.ts), byte for byte what this backup's pass wrote, checked against the
+// SHA-256 the record keeps. Nothing of the parent is copied: a snapshot is its index, and names the packs it needs.
 //
 //   parent     the snapshot named by baseSnapshotId, else this sandbox's latest file-level snapshot of the same path
 //              and tenant (restic's parent). Its index: the copy the sandbox kept, if its SHA-256 is the record's,
@@ -26,7 +27,7 @@ import type { BackupStrategy } from "../../strategies/registry.ts";
 import { compactionIds } from "../../compaction/compaction-params.ts";
 import { filesParent } from "../files-parent.ts";
 import { selectionOf } from "../selection.ts";
-import { storeSinglePassManifest } from "../single-pass.ts";
+import { checkManifestBounds } from "../manifest-bounds.ts";
 import type { BackupParams } from "../backup-params.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
 import { sendInParts } from "./part-urls.ts";
@@ -98,11 +99,18 @@ export const filesTransfer: BackupTransfer = {
       if (!!own !== up.parts.length > 0 || (own && own.bytes !== up.pack?.bytes)) throw new SnapflowError("transfer_damaged", `the engine uploaded ${up.parts.length} parts, and its index ${own ? `names a pack of ${own.bytes} bytes` : "names no pack"} of this backup's`);
       return up;
     });
-    // The index and the manifest go from the sandbox to the store bound to their SHA-256 (the store refuses other bytes).
-    const [, made] = await Promise.all([
+    // The manifest's bounds hold as if it were stored (a reader makes it whole); the index goes from the sandbox to the
+    // store bound to its SHA-256 (the store refuses other bytes). The manifest file the pass wrote is not needed here.
+    checkManifestBounds(d.config, p, { bytes: up.jsonBytes, entries: up.entries });
+    const storeStarted = performance.now();
+    await Promise.all([
       agent.uploadToUrl({ path: indexOut, url: await d.presigner.url(key, "PUT", { sha256: up.index.sha256, expiresSeconds: 60 + Math.ceil(up.index.bytes / 8e6) }) }, up.index.bytes),
-      storeSinglePassManifest(d, p, agent, { bytes: up.index.bytes, sha256: up.index.sha256, ms: up.ms, manifest: { totals: up.totals, entries: up.entries, jsonBytes: up.jsonBytes, walkMs: up.walkMs, sha256: up.jsonSha256 } }, { bySandbox: true }),
+      agent.deleteFile(manifestOut).catch(() => {}),
     ]);
+    const manifest = {
+      ...up.totals, manifestBytes: up.jsonBytes, ms: up.walkMs, storeMs: since(storeStarted), sha256: up.jsonSha256,
+      fromIndex: { key, sha256: up.index.sha256, ...(up.selection ? { selection: up.selection } : {}) },
+    };
     const files: FilesRecord = {
       ...(parent ? { parent: parent.id } : {}), packs: up.packs,
       ...(up.pack ? { pack: { ...up.pack, ...(storeChecksum ? { storeChecksum } : {}) } } : {}),
@@ -111,7 +119,7 @@ export const filesTransfer: BackupTransfer = {
     return {
       ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls, attempts, sizeBy: sized.by, tarMax: sized.tarMax,
       parentMs, engineMs: up.ms, walkMs: up.walkMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
-      files, ...made,
+      files, manifest,
     };
   },
 

@@ -17,13 +17,17 @@ export const extractMaterialization: Materialization = {
     if (format.kind === "files") {
       const record = await filesSnapshot(c, c.p.snapshotId);
       const made = await agent.filesUnpack({ path: dir, index: { file: staged, sha256: record.archive.sha256 }, packs: packUrls(c, record), keepOwners: p.keepOwnership ?? false, walk: true,
-        // The index must agree with the manifest before anything is made; then each file is checked against its
-        // entry as it is written, and the engine walks what it made: the manifest's tree, checked in the stream.
-        ...(record.manifest.sha256 ? { manifest: { url: await c.d.presigner.url(record.manifest.key, "GET"), sha256: record.manifest.sha256 } } : {}),
+        // A stored manifest (snapshots from before manifests were made from the index) must agree with the index before
+        // anything is made; then each file is checked against its entry as it is written, and the engine walks what it
+        // made: the manifest's tree, checked in the stream.
+        ...(record.manifest.sha256 && !record.manifest.fromIndex ? { manifest: { url: await c.d.presigner.url(record.manifest.key, "GET"), sha256: record.manifest.sha256 } } : {}),
         // The made tree's stat keys, kept beside the kept indexes: the next file-level backup here reads only what changed.
         statsOut: sandboxPaths.filesStats(record.id) }, record.manifest.bytes);
       await agent.deleteFile(staged).catch(() => {});
-      const verified = made.manifestAgreed && made.walked ? { content: "each chunk and file against the index, the index against the manifest", metadata: "walk" } : undefined;
+      // A manifest made from the index says what the index says: the walk against the index is the walk against it.
+      const verified = !made.walked ? undefined
+        : record.manifest.fromIndex ? { content: "each chunk and file against the index, which the manifest is made from", metadata: "walk" }
+        : made.manifestAgreed ? { content: "each chunk and file against the index, the index against the manifest", metadata: "walk" } : undefined;
       return { ms: since(t), bytes: made.bytes, how: "files-unpack", chunks: made.chunks, requests: made.requests, fetchedBytes: made.fetchedBytes, engineMs: made.ms, ...(verified ? { verified } : {}) };
     }
     // A tar archive is checked entry by entry on its way into tar, then by a metadata walk; an extracted image's

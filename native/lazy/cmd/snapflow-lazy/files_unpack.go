@@ -23,11 +23,7 @@ import (
 // filesUnpackRequest is files-unpack's one stdin line (container/extract/engine-files-unpack.ts): where the index and
 // the packs are, and how the restore runs. URLs come here, never in argv.
 type filesUnpackRequest struct {
-	Index struct {
-		File   string `json:"file"`
-		URL    string `json:"url"`
-		Sha256 string `json:"sha256"`
-	} `json:"index"`
+	Index       indexSource       `json:"index"`
 	Packs       map[string]string `json:"packs"`
 	KeepOwners  bool              `json:"keepOwners"`
 	Walk        bool              `json:"walk"`
@@ -88,7 +84,7 @@ func filesUnpackCmd(args []string) error {
 	idle := time.Duration(req.IdleSeconds) * time.Second
 
 	started := time.Now()
-	x, err := readIndex(ctx, req, idle)
+	x, err := readIndex(ctx, req.Index, req.Retries, idle)
 	if err != nil {
 		return answerError(err)
 	}
@@ -124,13 +120,20 @@ func filesUnpackCmd(args []string) error {
 	return json.NewEncoder(resultOut).Encode(out)
 }
 
+// indexSource is where an index is: a sandbox file or a presigned URL, and the SHA-256 its record keeps.
+type indexSource struct {
+	File   string `json:"file"`
+	URL    string `json:"url"`
+	Sha256 string `json:"sha256"`
+}
+
 // readIndex reads the whole index object (so its SHA-256 is of every byte), decodes and validates it within
-// filecas.DefaultLimits, and compares the SHA-256 when the request gives one.
-func readIndex(ctx context.Context, req filesUnpackRequest, idle time.Duration) (*filecas.Index, error) {
+// filecas.DefaultLimits, and compares the SHA-256 when the source gives one.
+func readIndex(ctx context.Context, src indexSource, retries int, idle time.Duration) (*filecas.Index, error) {
 	var body io.ReadCloser
 	switch {
-	case req.Index.File != "":
-		f, err := os.Open(req.Index.File)
+	case src.File != "":
+		f, err := os.Open(src.File)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, &filecas.Error{Code: "not_found", Field: "index.file", Message: "index.file: no index file there"}
 		}
@@ -138,8 +141,8 @@ func readIndex(ctx context.Context, req filesUnpackRequest, idle time.Duration) 
 			return nil, err
 		}
 		body = f
-	case req.Index.URL != "":
-		body = unpack.NewDownload(ctx, req.Index.URL, idle, req.Retries)
+	case src.URL != "":
+		body = unpack.NewDownload(ctx, src.URL, idle, retries)
 	default:
 		return nil, &filecas.Error{Code: "bad_request", Field: "index", Message: "index: neither a file nor a url"}
 	}
@@ -159,9 +162,9 @@ func readIndex(ctx context.Context, req filesUnpackRequest, idle time.Duration) 
 	if counted.n > limits.MaxCompressed {
 		return nil, &filecas.Error{Code: "bad_request", Field: "index", Message: fmt.Sprintf("index: the object is larger than %d bytes", limits.MaxCompressed)}
 	}
-	if req.Index.Sha256 != "" {
-		if got := hex.EncodeToString(h.Sum(nil)); got != req.Index.Sha256 {
-			return nil, &filecas.Error{Code: "verify_failed", Field: "index", Message: fmt.Sprintf("index: the stored index has sha256 %s, its snapshot's record says %s", got, req.Index.Sha256)}
+	if src.Sha256 != "" {
+		if got := hex.EncodeToString(h.Sum(nil)); got != src.Sha256 {
+			return nil, &filecas.Error{Code: "verify_failed", Field: "index", Message: fmt.Sprintf("index: the stored index has sha256 %s, its snapshot's record says %s", got, src.Sha256)}
 		}
 	}
 	return x, nil

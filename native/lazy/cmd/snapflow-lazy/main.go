@@ -62,6 +62,8 @@ const usage = `usage:
   snapflow-lazy version                                                           release, Go and commit, one line
   snapflow-lazy files-unpack --root DIR [--result-fd N] < JSON line {index:{file}|{url,sha256},packs,keepOwners,walk,…}
                                                                  a file-level index's tree beneath DIR, result JSON to fd N
+  snapflow-lazy files-manifest --out FILE [--result-fd N] < JSON line {index:{file}|{url,sha256},selection,…}
+                                                                 the snapshot's manifest, made from its index, to FILE
 `
 
 func main() {
@@ -85,9 +87,10 @@ func main() {
 		"size":     sizeCmd,
 		"version":  versionCmd,
 		// the file-level format (issue 24)
-		"files-pack":   filesPackCmd,
-		"files-unpack": filesUnpackCmd,
-		"files-mount":  filesMountCmd,
+		"files-pack":     filesPackCmd,
+		"files-unpack":   filesUnpackCmd,
+		"files-mount":    filesMountCmd,
+		"files-manifest": filesManifestCmd,
 	}
 	run, ok := commands[os.Args[1]]
 	if !ok {

@@ -71,6 +71,9 @@ type Result struct {
 	// NewChunks and NewBytes: the chunks the pack holds, and their bytes before compression.
 	NewChunks int   `json:"newChunks"`
 	NewBytes  int64 `json:"newBytes"`
+	// Selection: the manifest's selection record (nil: none), which the index does not hold; with the index it makes
+	// the manifest again (Index.WriteManifest).
+	Selection *pack.Record `json:"selection,omitempty"`
 }
 
 // PackRef names a pack and its size.
@@ -211,7 +214,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 		os.Remove(opts.Manifest) // named a moment ago: without its index it speaks for nothing
 		return Result{}, err
 	}
-	res := Result{Summary: pass.Summary(), WalkMs: walkMs, Index: made, Read: r.read, Reused: reused, NewChunks: frames.chunks, NewBytes: frames.raw}
+	res := Result{Summary: pass.Summary(), WalkMs: walkMs, Index: made, Read: r.read, Reused: reused, NewChunks: frames.chunks, NewBytes: frames.raw, Selection: pass.Record()}
 	if written.n > 0 {
 		res.Pack = &Pack{Name: opts.Name, Bytes: written.n, Sha256: hex.EncodeToString(written.h.Sum(nil))}
 	}

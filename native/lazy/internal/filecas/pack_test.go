@@ -234,6 +234,13 @@ func TestAFullBackupWritesPacksManifestAndADecodableIndex(t *testing.T) {
 	if want := packManifest(t, root); !bytes.Equal(m.manifest, want) {
 		t.Fatalf("the manifest differs from pack's:\n%s\n%s", m.manifest, want)
 	}
+	// The index and the selection record the pass answered make its manifest again, byte for byte.
+	remade := filepath.Join(t.TempDir(), "again.json")
+	made, err := m.index.WriteManifest(remade, m.res.Selection)
+	must(t, err)
+	if raw, err := os.ReadFile(remade); err != nil || !bytes.Equal(raw, m.manifest) || made.JSONSha256 != m.res.JSONSha256 || m.res.Selection == nil {
+		t.Fatalf("the manifest made from the index differs (selection %+v):\n%s\n%s", m.res.Selection, raw, m.manifest)
+	}
 	files := restoreInMemory(t, m.index, map[string][]byte{"s1": m.pack})
 	if !bytes.Equal(files["big.bin"], random(1, 300_000)) || len(entry(m.index, "big.bin").Chunks) < 5 {
 		t.Fatalf("big.bin: %d chunks", len(entry(m.index, "big.bin").Chunks))

@@ -78,8 +78,11 @@ func (s *Pass) Add(e *Entry) error { return s.m.add(e) }
 // Finish writes the totals and the selection's record and names the manifest.
 func (s *Pass) Finish() error {
 	defer unix.Close(s.root)
-	return s.m.finish(selectionRecord(s.selection, s.p.sel))
+	return s.m.finish(s.Record())
 }
+
+// Record is what the manifest says of the selection (nil: none), once the walk has counted what it excluded.
+func (s *Pass) Record() *Record { return selectionRecord(s.selection, s.p.sel) }
 
 // Abandon drops the manifest.
 func (s *Pass) Abandon() {
@@ -152,3 +155,29 @@ func Changed(rel, why string) error { return changed(rel, why) }
 
 // HashZeros hashes n zero bytes (a hole, as a sparse file reads back).
 func HashZeros(h hash.Hash, n int64) { hashZeros(h, n) }
+
+// ManifestFile is a manifest written entry by entry outside a walk (filecas: a file-level snapshot's manifest, made
+// from its index), by the writer a pass uses: the same entries and record make the same bytes.
+type ManifestFile struct{ m *manifestWriter }
+
+// NewManifestFile opens the manifest's nameless file beside final.
+func NewManifestFile(final string) (*ManifestFile, error) {
+	m, err := newManifestWriter(final)
+	if err != nil {
+		return nil, err
+	}
+	return &ManifestFile{m: m}, nil
+}
+
+// Add writes one entry (in walk order) and counts it in the totals.
+func (f *ManifestFile) Add(e *Entry) error { return f.m.add(e) }
+
+// Finish writes the totals and record (nil: none) and names the file; Abandon drops it.
+func (f *ManifestFile) Finish(record *Record) (Summary, error) {
+	if err := f.m.finish(record); err != nil {
+		return Summary{}, err
+	}
+	return Summary{Entries: f.m.n, Totals: f.m.totals, JSONBytes: f.m.bytes, JSONSha256: fmt.Sprintf("%x", f.m.sha.Sum(nil))}, nil
+}
+
+func (f *ManifestFile) Abandon() { f.m.abandon() }
