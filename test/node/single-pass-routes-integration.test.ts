@@ -99,6 +99,17 @@ describe("single-pass routes", () => {
     expect(body.error).toMatchObject({ code: "verify_failed", message: expect.stringContaining(`${victim.path}: sha256 expected`) });
   });
 
+  it("a manifest made from a file-level index is fetched from the store's origin only, the field named", async () => {
+    const sha = "a".repeat(64);
+    const r = await call("POST", "/v1/verify-tree", { path: "/workspace/src", expected: { index: { url: "http://elsewhere.invalid/snapshots/x/index", sha256: sha }, sha256: sha } });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatchObject({ code: "bad_request", field: "expected.index.url" });
+    // As a layer's base too (an overlay delta over a file-level snapshot).
+    const layered = await call("POST", "/v1/verify-tree", { path: "/workspace/src", expected: { url: "http://store.invalid:9000/snapshots/l/manifest.json", base: { index: { url: "http://elsewhere.invalid/i", sha256: sha }, sha256: sha } } });
+    expect(layered.status).toBe(400);
+    expect((await layered.json()).error).toMatchObject({ code: "bad_request", field: "expected.base.index.url" });
+  });
+
   it("refuses filesFrom with manifestOut, and base without manifestOut", async () => {
     const a = await call("POST", "/v1/archive", { path: "/workspace/src", output: "/snapflow/staging/x.tar.zst", format, manifestOut: "/snapflow/staging/x.json", filesFrom: "/snapflow/staging/list" });
     expect(a.status).toBe(400);
