@@ -26,7 +26,7 @@ export interface FromIndex {
   out: string;
 }
 
-const CODES = ["bad_request", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];
+const CODES = ["bad_request", "path_outside_root", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];
 const Failure = z.object({ error: z.object({ code: z.enum(CODES), message: z.string(), field: z.string().optional() }) });
 const Made = z.object({ entries: z.number().int().nonnegative(), totals: ManifestTotals, jsonBytes: z.number().int().nonnegative(), jsonSha256: Sha256Hex }).passthrough();
 

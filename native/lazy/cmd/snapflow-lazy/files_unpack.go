@@ -66,13 +66,9 @@ func filesUnpackCmd(args []string) error {
 	}
 	resultOut := os.NewFile(uintptr(*resultFd), "result")
 	answerError := func(err error) error { return writeErrorAnswer(resultOut, err) }
-	line, err := bufio.NewReaderSize(os.Stdin, 1<<20).ReadBytes('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return answerError(fmt.Errorf("stdin: %w", err))
-	}
 	var req filesUnpackRequest
-	if err := json.Unmarshal(line, &req); err != nil {
-		return answerError(&filecas.Error{Code: "bad_request", Message: "stdin: the request line: " + err.Error()})
+	if err := readRequestLine(bufio.NewReaderSize(os.Stdin, 1<<20), &req); err != nil {
+		return answerError(err)
 	}
 	if req.IdleSeconds <= 0 || req.Retries < 0 || req.Concurrency < 0 {
 		return answerError(&filecas.Error{Code: "bad_request", Message: "stdin: idleSeconds must be positive, retries and concurrency not negative"})

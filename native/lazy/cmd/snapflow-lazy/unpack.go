@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,13 +61,9 @@ func unpackCmd(args []string) error {
 	resultOut := os.NewFile(uintptr(*resultFd), "result")
 	answerError := func(err error) error { return writeErrorAnswer(resultOut, err) }
 	stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
-	line, err := stdin.ReadBytes('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return answerError(fmt.Errorf("stdin: %w", err))
-	}
 	var req unpackRequest
-	if err := json.Unmarshal(line, &req); err != nil {
-		return answerError(&unpack.Error{Code: "bad_request", Message: "stdin: the request line: " + err.Error()})
+	if err := readRequestLine(stdin, &req); err != nil {
+		return answerError(err)
 	}
 	if req.MaxManifestBytes <= 0 || req.IdleSeconds <= 0 || req.Retries < 0 {
 		return answerError(&unpack.Error{Code: "bad_request", Message: "stdin: maxManifestBytes and idleSeconds must be positive, retries not negative"})

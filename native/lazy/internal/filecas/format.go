@@ -14,7 +14,7 @@
 //
 // Version 3 (2026-11-27) leaves out a file's SHA-256 where it is its only chunk's (a file of one chunk, no holes:
 // 27.7k of the npm workspace's 31.7k entries): the decoder puts it back, so what every reader sees is unchanged. The
-// npm workspace's index went from 3.81 to 2.82 MB; a hash is 64 hex digits that zstd cannot shrink below ~32 bytes.
+// npm workspace's index went from 3.82 to 2.79 MB; a hash is 64 hex digits that zstd cannot shrink below ~32 bytes.
 // A sandbox's index gains nothing by it: a chunk is checked against its own SHA-256 before a byte of it is used, so
 // a file of one chunk has that chunk's hash whatever the index says. Version 2, still read, writes every hash.
 //
@@ -144,7 +144,7 @@ func Decode(r io.Reader, l Limits) (*Index, error) {
 	if x.Version == Version {
 		// Validate has checked every chunk reference: the hashes left out are their chunks'.
 		for i := range x.Entries {
-			if e := &x.Entries[i]; e.Sha256 == "" && e.Type == "file" && e.Link == "" && len(e.Chunks) == 1 && len(e.Data) == 0 && e.Holes == 0 {
+			if e := &x.Entries[i]; e.Sha256 == "" && oneChunkFile(e) {
 				e.Sha256 = x.Chunks[e.Chunks[0]].Sha256
 			}
 		}
@@ -152,10 +152,14 @@ func Decode(r io.Reader, l Limits) (*Index, error) {
 	return &x, nil
 }
 
-// elidable: e is a file of one chunk and no holes whose SHA-256 is that chunk's (version 3 leaves it out).
+// oneChunkFile: e is a file's first name whose content is one chunk and no holes: its SHA-256 is its chunk's.
+func oneChunkFile(e *Entry) bool {
+	return e.Type == "file" && e.Link == "" && len(e.Chunks) == 1 && len(e.Data) == 0 && e.Holes == 0
+}
+
+// elidable: e is a file of one chunk whose SHA-256 is that chunk's (version 3 leaves it out).
 func (x *Index) elidable(e *Entry) bool {
-	return e.Type == "file" && e.Link == "" && len(e.Chunks) == 1 && len(e.Data) == 0 && e.Holes == 0 && e.Chunks[0] >= 0 &&
-		e.Chunks[0] < len(x.Chunks) && e.Sha256 == x.Chunks[e.Chunks[0]].Sha256
+	return oneChunkFile(e) && e.Chunks[0] >= 0 && e.Chunks[0] < len(x.Chunks) && e.Sha256 == x.Chunks[e.Chunks[0]].Sha256
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)

@@ -73,7 +73,7 @@ func (m *emitter) run() {
 
 // add queues e (its chunk indexes final).
 func (m *emitter) add(e Entry) {
-	elide := e.Type == "file" && e.Link == "" && len(e.Chunks) == 1 && len(e.Data) == 0 && e.Holes == 0 && e.Sha256 == m.chunkSha(e.Chunks[0])
+	elide := oneChunkFile(&e) && e.Sha256 == m.chunkSha(e.Chunks[0])
 	m.batch = append(m.batch, emitted{Entry: e, elide: elide})
 	if len(m.batch) == emitBatch {
 		m.in <- m.batch
