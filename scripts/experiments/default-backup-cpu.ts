@@ -8,6 +8,8 @@
 // Emulator figures (local workerd, SeaweedFS on loopback).
 // Usage: node scripts/experiments/default-backup-cpu.ts RUNS STRATEGY [STRATEGY...]
 //   e.g. RUNS=3 tar-zst-pipe tar-zst-presigned-multipart   (the default before, the default after)
+// SUBDIR=src backs up only that directory of the workspace (the npm workspace's src: ~1 MB): what a run costs the
+// Worker whatever its size (the Workflow's steps, records, URLs), against the whole tree's per-GB figure.
 import { execSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -50,7 +52,8 @@ try {
   const pids = (): StackPids => ({ agent: stack.parts.agent().child.pid!, wrangler: stack.wranglerPid, store: stack.parts.store().pid });
   const ws = join(state, "sandboxes", SANDBOX, "workspace");
   mkdirSync(ws, { recursive: true });
-  execSync(`cp -a --reflink=never ${JSON.stringify(workspace + "/.")} ${JSON.stringify(ws + "/")}`);
+  const from = process.env.SUBDIR ? join(workspace, process.env.SUBDIR) : workspace;
+  execSync(`cp -a --reflink=never ${JSON.stringify(from + "/.")} ${JSON.stringify(ws + "/")}`);
   const perPoll = async (id: string) => {
     const meter = stackCpuMeter(pids);
     for (let i = 0; i < CALIBRATION_POLLS; i++) {
