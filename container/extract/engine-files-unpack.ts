@@ -6,15 +6,12 @@
 //
 //   index + packs' presigned GETs ──▶ snapflow-lazy files-unpack ──▶ the tree beneath staging
 //                                       └──result JSON (fd 3)──▶ FilesUnpackResult, or its error / verify_failed
-import { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
 import { FilesUnpackResult } from "../contract/protocol.ts";
-import type { AgentErrorCode } from "../contract/agent-error-codes.ts";
-import { startTool } from "../system/run-tool.ts";
 import { storeIdleMs } from "../transfer/stall-deadline.ts";
 import { agentManifestByteLimit } from "../manifest/manifest-file.ts";
 import { verifyFailed } from "../manifest/tree-verify.ts";
-import { readAll, safeJson } from "../system/engine-answer.ts";
+import { askEngine } from "../system/engine-answer.ts";
 
 /** What the engine is asked on its stdin line (cmd/snapflow-lazy/files_unpack.go filesUnpackRequest). */
 export interface FilesUnpackRequest {
@@ -29,8 +26,6 @@ export interface FilesUnpackRequest {
   manifest?: { url: string; sha256: string };
 }
 
-const CODES = ["bad_request", "path_outside_root", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];
-const Failure = z.object({ error: z.object({ code: z.enum(CODES), message: z.string(), field: z.string().optional() }) });
 
 /**
  * Runs the engine into `staging` (an empty directory). Answers its result when the tree is the index's; throws the
@@ -39,19 +34,9 @@ const Failure = z.object({ error: z.object({ code: z.enum(CODES), message: z.str
  */
 export async function filesUnpackWithEngine(bin: string, staging: string, request: FilesUnpackRequest): Promise<FilesUnpackResult> {
   const line = { ...request, idleSeconds: Math.max(1, Math.round(storeIdleMs() / 1000)), retries: 4, ...(request.manifest ? { maxManifestBytes: agentManifestByteLimit() } : {}) };
-  const tool = startTool([bin, "files-unpack", "--root", staging, "--result-fd", "3"], { stdin: "pipe", stdout: "ignore", fd3: "pipe" });
-  tool.child.stdin!.on("error", () => {}); // it died early: its exit says why
-  tool.child.stdin!.end(`${JSON.stringify(line)}\n`);
-  // Awaited to its end, not to the exit: under Bun, fd 3's data can arrive after the child's 'close' event.
-  const [exited, said] = await Promise.allSettled([tool.done, readAll(tool.child.stdio[3] as NodeJS.ReadableStream)]);
-  const text = said.status === "fulfilled" ? said.value.trim() : "";
-  const failure = text ? Failure.safeParse(safeJson(text)) : undefined;
-  if (failure?.success) throw new AgentError(failure.data.error.code, failure.data.error.message, failure.data.error.field);
-  // A binary from before files-unpack answers its usage and exit 2, nothing on fd 3.
-  if (exited.status === "rejected" && tool.child.exitCode === 2 && !text) throw new AgentError("unavailable", "snapflow-lazy here has no files-unpack subcommand");
-  if (exited.status === "rejected") throw exited.reason;
-  const parsed = FilesUnpackResult.safeParse(safeJson(text));
-  if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy files-unpack answered what is not a result: ${text.slice(0, 200)}`);
-  if (!parsed.data.equal) throw verifyFailed("the restored tree", parsed.data);
-  return parsed.data;
+  const made = await askEngine([bin, "files-unpack", "--root", staging, "--result-fd", "3"], line, {
+    result: FilesUnpackResult, lacking: () => new AgentError("unavailable", "snapflow-lazy here has no files-unpack subcommand"),
+  });
+  if (!made.equal) throw verifyFailed("the restored tree", made);
+  return made;
 }

@@ -20,12 +20,10 @@ import { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
 import { agentManifestByteLimit } from "../manifest/manifest-file.ts";
 import type { ManifestSource, TarFormat } from "../contract/protocol.ts";
-import type { AgentErrorCode } from "../contract/agent-error-codes.ts";
-import { startTool } from "../system/run-tool.ts";
 import { storeIdleMs } from "../transfer/stall-deadline.ts";
 import { verifyFailed } from "../manifest/tree-verify.ts";
 import type { VerifiedExtract } from "./extract.ts";
-import { readAll, safeJson } from "../system/engine-answer.ts";
+import { askEngine } from "../system/engine-answer.ts";
 
 /** Which restore the agent makes when both could: SNAPFLOW_UNPACK_ENGINE=node keeps its own (benchmarks compare the two). */
 export function preferredUnpack(env: Record<string, string | undefined> = process.env): "native" | "node" {
@@ -81,8 +79,6 @@ export async function engineCanUnpackLayer(format: TarFormat, dir: string): Prom
   return names !== null && names.length === 0;
 }
 
-const CODES = ["bad_request", "path_outside_root", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];
-const UnpackFailure = z.object({ error: z.object({ code: z.enum(CODES), message: z.string(), field: z.string().optional() }) });
 
 /** The snapflow-lazy here has no `unpack` subcommand: the caller makes the agent's own restore instead. */
 export class EngineLacksUnpack extends Error {
@@ -125,18 +121,6 @@ export async function unpackLayerWithEngine(bin: string, staging: string, reques
 
 async function runUnpack(bin: string, staging: string, request: Record<string, unknown>) {
   const line = { ...request, idleSeconds: Math.max(1, Math.round(storeIdleMs() / 1000)), retries: 4, maxManifestBytes: agentManifestByteLimit() };
-  const tool = startTool([bin, "unpack", "--root", staging, "--result-fd", "3"], { stdin: "pipe", stdout: "ignore", fd3: "pipe" });
-  tool.child.stdin!.on("error", () => {}); // it died early: its exit says why
-  tool.child.stdin!.end(`${JSON.stringify(line)}\n`);
-  // Awaited to its end, not to the exit: under Bun, fd 3's data can arrive after the child's 'close' event.
-  const [exited, said] = await Promise.allSettled([tool.done, readAll(tool.child.stdio[3] as NodeJS.ReadableStream)]);
-  const text = said.status === "fulfilled" ? said.value.trim() : "";
-  const failure = text ? UnpackFailure.safeParse(safeJson(text)) : undefined;
-  if (failure?.success) throw new AgentError(failure.data.error.code, failure.data.error.message, failure.data.error.field);
-  // A binary from before `unpack` answers its usage and exit 2, nothing on fd 3.
-  if (exited.status === "rejected" && tool.child.exitCode === 2 && !text) throw new EngineLacksUnpack();
-  if (exited.status === "rejected") throw exited.reason;
-  const parsed = UnpackResult.safeParse(safeJson(text));
-  if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy unpack answered what is not a result: ${text.slice(0, 200)}`);
-  return parsed.data;
+  // A binary from before `unpack`: the agent's own restore makes it.
+  return askEngine([bin, "unpack", "--root", staging, "--result-fd", "3"], line, { result: UnpackResult, lacking: () => new EngineLacksUnpack() });
 }

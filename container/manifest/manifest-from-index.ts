@@ -8,12 +8,10 @@
 //                               └──result JSON (fd 3)──▶ its bytes and SHA-256, compared with the record's
 import { rm } from "node:fs/promises";
 import { z } from "zod";
-import type { AgentErrorCode } from "../contract/agent-error-codes.ts";
 import { ManifestTotals, Sha256Hex, type SelectionRecord } from "../contract/protocol.ts";
 import { AgentError } from "../http/agent-error.ts";
-import { readAll, safeJson } from "../system/engine-answer.ts";
+import { askEngine } from "../system/engine-answer.ts";
 import { findOnPath } from "../system/find-on-path.ts";
-import { startTool } from "../system/run-tool.ts";
 import { storeIdleMs } from "../transfer/stall-deadline.ts";
 
 /** Where a file-level snapshot's manifest comes from, the URL already checked against the store's origin. */
@@ -26,8 +24,6 @@ export interface FromIndex {
   out: string;
 }
 
-const CODES = ["bad_request", "path_outside_root", "not_found", "tool_failed", "no_space", "verify_failed"] as const satisfies readonly AgentErrorCode[];
-const Failure = z.object({ error: z.object({ code: z.enum(CODES), message: z.string(), field: z.string().optional() }) });
 const Made = z.object({ entries: z.number().int().nonnegative(), totals: ManifestTotals, jsonBytes: z.number().int().nonnegative(), jsonSha256: Sha256Hex }).passthrough();
 
 /** Writes the manifest to `source.out`, checked against the record's SHA-256; answers its size. */
@@ -35,24 +31,17 @@ export async function manifestFromIndex(source: FromIndex, field: string): Promi
   const bin = await findOnPath("snapflow-lazy");
   if (!bin) throw new AgentError("unavailable", `${field}: a file-level snapshot's manifest is made from its index by snapflow-lazy, which this sandbox does not have`, field);
   const line = { index: source.index, ...(source.selection ? { selection: source.selection } : {}), idleSeconds: Math.max(1, Math.round(storeIdleMs() / 1000)), retries: 4 };
-  const tool = startTool([bin, "files-manifest", "--out", source.out, "--result-fd", "3"], { stdin: "pipe", stdout: "ignore", fd3: "pipe" });
-  tool.child.stdin!.on("error", () => {}); // it died early: its exit says why
-  tool.child.stdin!.end(`${JSON.stringify(line)}\n`);
-  const [exited, said] = await Promise.allSettled([tool.done, readAll(tool.child.stdio[3] as NodeJS.ReadableStream)]);
-  const text = said.status === "fulfilled" ? said.value.trim() : "";
-  const failure = text ? Failure.safeParse(safeJson(text)) : undefined;
-  // The engine names its index fields "index…"; the request's field is this source's.
-  if (failure?.success) throw new AgentError(failure.data.error.code, `${field}: ${failure.data.error.message}`, failure.data.error.field ? `${field}.${failure.data.error.field}` : field);
-  if (exited.status === "rejected" && tool.child.exitCode === 2 && !text) throw new AgentError("unavailable", "snapflow-lazy here has no files-manifest subcommand");
-  if (exited.status === "rejected") throw exited.reason;
-  const made = Made.safeParse(safeJson(text));
-  if (!made.success) {
+  const made = await askEngine([bin, "files-manifest", "--out", source.out, "--result-fd", "3"], line, {
+    result: Made, lacking: () => new AgentError("unavailable", "snapflow-lazy here has no files-manifest subcommand"),
+    // The engine names its index fields "index…"; the request's field is this source's.
+    failed: (f) => new AgentError(f.code, `${field}: ${f.message}`, f.field ? `${field}.${f.field}` : field),
+  }).catch(async (e: unknown) => {
+    await rm(source.out, { force: true }); // an answer that is not a result may have left the file named
+    throw e;
+  });
+  if (made.jsonSha256 !== source.sha256) {
     await rm(source.out, { force: true });
-    throw new AgentError("tool_failed", `snapflow-lazy files-manifest answered what is not a result: ${text.slice(0, 200)}`);
+    throw new AgentError("verify_failed", `${field}: the manifest made from the index has sha256 ${made.jsonSha256}, its snapshot's record says ${source.sha256}`, field);
   }
-  if (made.data.jsonSha256 !== source.sha256) {
-    await rm(source.out, { force: true });
-    throw new AgentError("verify_failed", `${field}: the manifest made from the index has sha256 ${made.data.jsonSha256}, its snapshot's record says ${source.sha256}`, field);
-  }
-  return { bytes: made.data.jsonBytes };
+  return { bytes: made.jsonBytes };
 }

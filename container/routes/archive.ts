@@ -21,22 +21,24 @@ import { requestedSelection } from "./selection-request.ts";
 /** A manifest named in a request (sandbox file or presigned URL), read and validated; undefined when not named. */
 export async function requestedManifest(c: Ctx, source: P.ManifestSource | undefined, field: string): Promise<P.Manifest | undefined> {
   if (!source) return undefined;
+  if ("file" in source) return loadManifest({ file: await c.path(source.file, `${field}.file`) }, field);
   // A manifest made from an index is written here first (loadManifest removes it).
-  return loadManifest(await agentSource(c, source, field, await c.path(stagingPath(`manifest-${randomUUID()}`, "json"), field)), field);
+  return loadManifest(agentSource(c, source, field, await c.path(stagingPath(`manifest-${randomUUID()}`, "json"), field)), field);
 }
 
+/** A manifest made from a file-level index (manifest-from-index.ts), written at `out`; its URL only on the store's origin. */
+const fromIndexSource = (c: Ctx, s: P.IndexManifest, field: string, out: string): FromIndex =>
+  ({ index: { url: c.storeUrl(s.index.url, `${field}.index.url`), sha256: s.index.sha256 }, sha256: s.sha256, ...(s.selection ? { selection: s.selection } : {}), out });
+
 /**
- * A request's manifest source as the agent reads it: a sandbox file resolved in the sandbox, a URL only on the
- * store's origin; a manifest made from a file-level index is written at `spool` (a staging file of the request's),
- * a base made so beside it.
+ * A stored or index-made manifest source as the agent reads it: a URL only on the store's origin; a manifest made
+ * from a file-level index is written at `spool` (a staging file of the request's), a base made so beside it.
  */
-async function agentSource(c: Ctx, source: P.ManifestSource, field: string, spool: string): Promise<ManifestSource> {
-  if ("file" in source) return { file: await c.path(source.file, `${field}.file`) };
+function agentSource(c: Ctx, source: Exclude<P.ManifestSource, { file: string }>, field: string, spool: string): ManifestSource {
   const stored = (s: { url: string; sha256?: string }, at: string) => ({ url: c.storeUrl(s.url, `${at}.url`), ...(s.sha256 ? { sha256: s.sha256 } : {}) });
-  const fromIndex = (s: P.IndexManifest, at: string, out: string): FromIndex => ({ index: { url: c.storeUrl(s.index.url, `${at}.index.url`), sha256: s.index.sha256 }, sha256: s.sha256, ...(s.selection ? { selection: s.selection } : {}), out });
-  if ("index" in source) return fromIndex(source, field, spool);
+  if ("index" in source) return fromIndexSource(c, source, field, spool);
   const under = source.under?.map((u, i) => stored(u, `${field}.under[${i}]`));
-  const base = source.base && ("index" in source.base ? fromIndex(source.base, `${field}.base`, `${spool}.base`) : stored(source.base, `${field}.base`));
+  const base = source.base && ("index" in source.base ? fromIndexSource(c, source.base, `${field}.base`, `${spool}.base`) : stored(source.base, `${field}.base`));
   return { ...stored(source, field), ...(base ? { base } : {}), ...(under?.length ? { under } : {}) };
 }
 
@@ -68,7 +70,7 @@ async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: st
   // A file-level base has no stored manifest: the engine makes it from the base's index into the kept place, checked
   // against the same SHA-256 (manifest-from-index.ts); a failure leaves the agent's pass to read it as the source says.
   if (!baseKept && keptCopy && source && "index" in source && source.sha256 === q.baseKept!.sha256 && preferredEngine() === "native" && (await engineBinary())) {
-    const made = await manifestFromIndex((await agentSource(c, source, field, keptCopy)) as FromIndex, field).then(() => true, () => false);
+    const made = await manifestFromIndex(fromIndexSource(c, source, field, keptCopy), field).then(() => true, () => false);
     if (made) {
       baseKept = { file: keptCopy, sha256: q.baseKept!.sha256 };
       from = "store";
@@ -89,7 +91,7 @@ export async function requestedManifestReader(c: Ctx, source: P.ManifestSource |
   // written (read by descriptor), or here if the request ends while it is being written.
   let reader: ManifestReader | undefined;
   c.res.once("close", () => void Promise.all([rm(spool, { force: true }), rm(`${spool}.base`, { force: true }), reader?.close?.()]).catch(() => {}));
-  reader = await openManifest(await agentSource(c, source, field, spool), field, spool);
+  reader = await openManifest(agentSource(c, source, field, spool), field, spool);
   // Ended while it was opening: close now (the close listener saw no reader yet).
   if (c.res.closed) await reader.close?.();
   return reader;

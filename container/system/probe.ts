@@ -6,6 +6,7 @@ import { access, readFile, stat, statfs } from "node:fs/promises";
 import { constants } from "node:fs";
 import { availableParallelism, freemem, release, totalmem } from "node:os";
 import { z } from "zod";
+import { safeJson } from "./engine-answer.ts";
 import { findOnPath } from "./find-on-path.ts";
 import { SNAPFLOW_RELEASE, TOOLS, type ProbeResult, type ToolName } from "../contract/protocol.ts";
 
@@ -58,14 +59,8 @@ export async function toolVersionsNow(): Promise<z.infer<typeof ToolVersions>> {
  */
 export async function seedToolVersions(file = TOOL_VERSIONS_FILE): Promise<number> {
   const text = await readFile(file, "utf8").catch(() => null);
-  if (text === null) return 0;
-  let parsed: ReturnType<typeof ToolVersions.safeParse>;
-  try {
-    parsed = ToolVersions.safeParse(JSON.parse(text));
-  } catch {
-    return 0;
-  }
-  if (!parsed.success) return 0;
+  const parsed = text === null ? undefined : ToolVersions.safeParse(safeJson(text));
+  if (!parsed?.success) return 0;
   for (const t of parsed.data.tools) versions.set(keyOf(t.path, t.size, t.mtimeMs), Promise.resolve(t.version));
   return parsed.data.tools.length;
 }

@@ -6,14 +6,14 @@
 import type { IndexManifest, ManifestSource } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import type { Presigner } from "../store/presigner.ts";
-import { manifestKey, type SnapshotRecord } from "./records.ts";
+import { manifestKey, type ManifestFromIndex, type SnapshotRecord } from "./records.ts";
 
 export type StoredManifest = Pick<SnapshotRecord["manifest"], "key" | "sha256" | "layerOf" | "fromIndex">;
 
-/** The source of a manifest made from a file-level snapshot's index. */
-async function fromIndex(presigner: Presigner, m: StoredManifest & { fromIndex: NonNullable<StoredManifest["fromIndex"]> }): Promise<IndexManifest> {
-  if (!m.sha256) throw new SnapflowError("snapshot_unusable", `the manifest made from index ${m.fromIndex.key} has no SHA-256 in its record to check it against`);
-  return { index: { url: await presigner.url(m.fromIndex.key, "GET"), sha256: m.fromIndex.sha256 }, sha256: m.sha256, ...(m.fromIndex.selection ? { selection: m.fromIndex.selection } : {}) };
+/** The source of a manifest made from a file-level snapshot's index; `sha256`: the manifest's, as its record keeps it. */
+async function fromIndex(presigner: Presigner, index: ManifestFromIndex, sha256: string | undefined): Promise<IndexManifest> {
+  if (!sha256) throw new SnapflowError("snapshot_unusable", `the manifest made from index ${index.key} has no SHA-256 in its record to check it against`);
+  return { index: { url: await presigner.url(index.key, "GET"), sha256: index.sha256 }, sha256, ...(index.selection ? { selection: index.selection } : {}) };
 }
 
 /**
@@ -22,7 +22,7 @@ async function fromIndex(presigner: Presigner, m: StoredManifest & { fromIndex: 
  */
 export async function manifestSource(presigner: Presigner, manifest: StoredManifest, chain?: StoredManifest[]): Promise<ManifestSource> {
   const stored = async (m: StoredManifest) => ({ url: await presigner.url(m.key, "GET"), ...(m.sha256 ? { sha256: m.sha256 } : {}) });
-  const whole = (m: StoredManifest) => (m.fromIndex ? fromIndex(presigner, { ...m, fromIndex: m.fromIndex }) : stored(m));
+  const whole = (m: StoredManifest) => (m.fromIndex ? fromIndex(presigner, m.fromIndex, m.sha256) : stored(m));
   if (!manifest.layerOf) return whole(manifest);
   const top = await stored(manifest);
   if (!chain?.length) return { ...top, base: await stored({ key: manifestKey(manifest.layerOf) }) };
