@@ -16,7 +16,8 @@ import { storeIdleMs } from "../transfer/stall-deadline.ts";
 
 /** Where a file-level snapshot's manifest comes from, the URL already checked against the store's origin. */
 export interface FromIndex {
-  index: { url: string; sha256: string };
+  /** `chain`: a layered index's objects beneath it, whole index first (the URLs checked too) */
+  index: { url: string; sha256: string; chain?: { url: string; sha256: string }[] };
   /** the manifest's SHA-256, as the record keeps it */
   sha256: string;
   selection?: SelectionRecord;

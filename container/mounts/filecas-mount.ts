@@ -36,6 +36,8 @@ export interface FilesMountRequest {
   indexPath: string;
   sha256: string;
   indexUrl?: string;
+  /** a layered index's objects beneath it, whole index first: the helper fetches them beside the index (needs indexUrl) */
+  chain?: { url: string; sha256: string }[];
   /** host and sandbox paths of the mountpoint, and of this mount's work directory (URL and status files) */
   dir: string;
   path: string;
@@ -60,9 +62,9 @@ export async function mountFiles(registry: MountRegistry, sandboxId: string, r: 
   const urls = join(r.work, "urls.json"), status = join(r.work, "status.json");
   // Presigned URLs are credentials: in files only this user reads, never on the command line.
   const indexUrls = join(r.work, "index-url.json");
-  await Promise.all([writeUrlFile(urls, r.urls), r.indexUrl ? writeUrlFile(indexUrls, { index: r.indexUrl }) : undefined]);
+  await Promise.all([writeUrlFile(urls, r.urls), r.indexUrl ? writeUrlFile(indexUrls, { index: r.indexUrl, ...Object.fromEntries((r.chain ?? []).map((o, i) => [`chain.${i}`, o.url])) }) : undefined]);
   // A chunk's frame is at most a few MiB and a prefetch GET a few frames: the bound the agent gives a silent store.
-  const child = spawn(bin, ["files-mount", "--index", r.index, "--index-sha256", r.sha256, ...(r.indexUrl ? ["--index-url", indexUrls] : []), "--urls", urls, "--cache", r.cache, "--mountpoint", dir,
+  const child = spawn(bin, ["files-mount", "--index", r.index, "--index-sha256", r.sha256, ...(r.indexUrl ? ["--index-url", indexUrls] : []), ...(r.chain?.length ? ["--chain-sha256", r.chain.map((o) => o.sha256).join(",")] : []), "--urls", urls, "--cache", r.cache, "--mountpoint", dir,
     "--status", status, "--prefetch", String(r.prefetch), "--fetch-timeout", `${storeIdleMs()}ms`], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-STDERR_TAIL)));

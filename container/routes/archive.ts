@@ -16,6 +16,7 @@ import { SANDBOX_DIRS, stagingPath } from "../contract/sandbox-layout.ts";
 import { keptFile, keptManifest } from "../manifest/manifest-kept.ts";
 import { writeSelectedList } from "../archive/selection.ts";
 import { existingDir, STREAMED, type Ctx, type Routes } from "./route.ts";
+import { checkedChain } from "./index-chain.ts";
 import { requestedSelection } from "./selection-request.ts";
 
 /** A manifest named in a request (sandbox file or presigned URL), read and validated; undefined when not named. */
@@ -28,7 +29,7 @@ export async function requestedManifest(c: Ctx, source: P.ManifestSource | undef
 
 /** A manifest made from a file-level index (manifest-from-index.ts), written at `out`; its URL only on the store's origin. */
 const fromIndexSource = (c: Ctx, s: P.IndexManifest, field: string, out: string): FromIndex =>
-  ({ index: { url: c.storeUrl(s.index.url, `${field}.index.url`), sha256: s.index.sha256 }, sha256: s.sha256, ...(s.selection ? { selection: s.selection } : {}), out });
+  ({ index: { url: c.storeUrl(s.index.url, `${field}.index.url`), sha256: s.index.sha256, ...checkedChain(c, s.index.chain, `${field}.index`) }, sha256: s.sha256, ...(s.selection ? { selection: s.selection } : {}), out });
 
 /**
  * A stored or index-made manifest source as the agent reads it: a URL only on the store's origin; a manifest made

@@ -7,6 +7,7 @@ import { SANDBOX_DIRS, lazyWorkPath } from "../contract/sandbox-layout.ts";
 import { filesWorkName, mountFiles } from "../mounts/filecas-mount.ts";
 import * as P from "../contract/protocol.ts";
 import { checkSandboxPath } from "../system/path-confinement.ts";
+import { checkedChain } from "./index-chain.ts";
 import type { Routes } from "./route.ts";
 
 export const filecasMountRoutes: Routes = {
@@ -20,7 +21,7 @@ export const filecasMountRoutes: Routes = {
     const workPath = body.work ?? lazyWorkPath(filesWorkName());
     const cachePath = body.cache ?? SANDBOX_DIRS.chunkCache;
     return mountFiles(c.agent.mounts, c.sandboxId, {
-      index, indexPath: checkSandboxPath(body.index.file, "index.file"), sha256: body.index.sha256, ...(indexUrl ? { indexUrl } : {}),
+      index, indexPath: checkSandboxPath(body.index.file, "index.file"), sha256: body.index.sha256, ...(indexUrl ? { indexUrl } : {}), ...checkedChain(c, body.index.chain, "index"),
       dir: await c.path(body.mountpoint, "mountpoint"), path: checkSandboxPath(body.mountpoint, "mountpoint"),
       work: await c.path(workPath, "work"), workPath, cache: await c.path(cachePath, "cache"), urls: body.urls, prefetch: body.prefetch,
     });

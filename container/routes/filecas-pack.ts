@@ -20,7 +20,15 @@ export const filecasPackRoutes: Routes = {
       sha256: body.base.sha256,
       ...(body.base.stat !== undefined ? { stat: await c.path(body.base.stat, "base.stat") } : {}),
       ...(body.base.layers ? { layers: await Promise.all(body.base.layers.map((l, i) => c.path(l, `base.layers.${i}`))) } : {}),
+      ...(body.base.chain?.length ? {
+        chain: await Promise.all(body.base.chain.map(async (o, i) => ({
+          ...(o.file !== undefined ? { file: await c.path(o.file, `base.chain.${i}.file`) } : {}),
+          ...(o.url !== undefined ? { url: c.storeUrl(o.url, `base.chain.${i}.url`) } : {}),
+          sha256: o.sha256,
+        }))),
+      } : {}),
     };
+    const statsOut = body.statsOut !== undefined ? await c.path(body.statsOut, "statsOut") : undefined;
     const spec = body.selection ?? requestedSelectionSpec(c.req.headers[P.SELECTION_HEADER]);
     const compiled = await compileSelection(dir, spec, { ceiling: ceilingOf(c) });
     const selection = compiled?.engineRules();
@@ -32,7 +40,7 @@ export const filecasPackRoutes: Routes = {
     const made = await filesPack({
       dir, manifestOut: await c.path(body.manifestOut, "manifestOut"), indexOut, name: body.name,
       avgChunk: body.avgChunk, level: body.level, selection, base, urls: body.urls, partSize: body.partSize, concurrency: body.concurrency,
-      retries: body.retries, signal: ended.signal,
+      retries: body.retries, signal: ended.signal, ...(body.layer ? { layer: true } : {}), ...(statsOut ? { statsOut } : {}),
     });
     // The index is kept (the next backup's parent): the oldest kept beyond a few go, as kept manifests do.
     await pruneKeptIndexes(dirname(indexOut)).catch(() => {});

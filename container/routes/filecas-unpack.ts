@@ -8,6 +8,7 @@ import { AgentError } from "../http/agent-error.ts";
 import { engineBinary } from "../archive/engine-pass.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
 import { filesUnpackWithEngine } from "../extract/engine-files-unpack.ts";
+import { checkedChain } from "./index-chain.ts";
 import type { Routes } from "./route.ts";
 
 export const filecasUnpackRoutes: Routes = {
@@ -15,8 +16,8 @@ export const filecasUnpackRoutes: Routes = {
     const body = await c.json(P.FilesUnpackBody);
     const dir = await c.path(body.path, "path");
     const index = "file" in body.index
-      ? { file: await c.path(body.index.file, "index.file"), ...(body.index.sha256 ? { sha256: body.index.sha256 } : {}) }
-      : { url: c.storeUrl(body.index.url, "index.url"), sha256: body.index.sha256 };
+      ? { file: await c.path(body.index.file, "index.file"), ...(body.index.sha256 ? { sha256: body.index.sha256 } : {}), ...checkedChain(c, body.index.chain, "index") }
+      : { url: c.storeUrl(body.index.url, "index.url"), sha256: body.index.sha256, ...checkedChain(c, body.index.chain, "index") };
     const packs: Record<string, string> = {};
     for (const [name, url] of Object.entries(body.packs)) packs[name] = c.storeUrl(url, `packs.${name}`);
     // The engine's walk is of what it made: the result is that tree only when the target held nothing before.

@@ -28,7 +28,10 @@ export interface FilesPackRun {
   level?: number;
   selection?: EngineSelection;
   /** file: a host path; url: checked to be the store's */
-  base?: { file?: string; url?: string; sha256: string; stat?: string; layers?: string[] };
+  base?: { file?: string; url?: string; sha256: string; stat?: string; layers?: string[]; chain?: { file?: string; url?: string; sha256: string }[] };
+  /** write the index as a layer over the base's (native/lazy/internal/filecas/layer.go); statsOut: the tree's own stat keys then */
+  layer?: boolean;
+  statsOut?: string;
   urls: string[];
   partSize: number;
   concurrency: number;
@@ -53,6 +56,7 @@ export async function filesPack(o: FilesPackRun): Promise<FilesPackResult> {
   const request = {
     name: o.name, ...(o.avgChunk ? { avgChunk: o.avgChunk } : {}), ...(o.level !== undefined ? { level: o.level } : {}),
     ...(o.selection ? { selection: o.selection } : {}), ...(o.base ? { base: o.base } : {}), urls: o.urls,
+    ...(o.layer ? { layer: true } : {}), ...(o.statsOut ? { statsOut: o.statsOut } : {}),
   };
   const tool = startTool(argv, { stdin: "pipe", stdout: "ignore", fd3: "pipe" });
   const stop = () => tool.child.exitCode === null && tool.child.kill("SIGTERM");

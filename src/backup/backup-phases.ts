@@ -14,7 +14,7 @@ import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
 import { since } from "../phases/phase-runner.ts";
 import { AgentClient } from "../sandbox/agent-client.ts";
 import { sandboxPaths } from "../sandbox/sandbox-paths.ts";
-import { packKey } from "../chunks/pack-keys.ts";
+import { indexKey, packKey } from "../chunks/pack-keys.ts";
 import { removeDependant } from "../snapshots/dependants.ts";
 import { setFilesLineage } from "../snapshots/files-lineage.ts";
 import { DEFAULT_TENANT } from "../snapshots/tenant.ts";
@@ -44,6 +44,13 @@ export async function archivePhase(d: Deps, p: BackupParams, s: BackupStrategy):
   return ARCHIVE_PLANS[archivePlanOf(s)]({ d, p, s, agent: backupAgent(d, p), started });
 }
 
+/**
+ * Where a backup's own object goes: a file-level snapshot's index under its tenant's shared prefix (a later
+ * snapshot's index may be a layer over it, and outlive it: pack-keys.ts), any other archive under its snapshot.
+ */
+export const storedArchiveKey = (p: BackupParams, s: BackupStrategy): string =>
+  s.format.kind === "files" ? indexKey(p.tenant ?? DEFAULT_TENANT, p.snapshotId) : archiveKey(p.snapshotId, s.format);
+
 export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy, archived: ArchiveResult): Promise<TransferResult> {
   const started = performance.now();
   const agent = backupAgent(d, p);
@@ -53,13 +60,13 @@ export async function transferPhase(d: Deps, p: BackupParams, s: BackupStrategy,
   // attempt the engine gave up on (timed out) may still be writing into one; its result is discarded anyway.
   const stale = await abortRecordedUploads(d.store, p.snapshotId);
   if (stale) console.log(`backup ${p.snapshotId}: aborted ${stale} multipart upload(s) an earlier transfer attempt left open`);
-  return BACKUP_TRANSFERS[s.path].transfer({ d: withUploadRecords(d, p.snapshotId), p, s, agent, archived, key: archiveKey(p.snapshotId, s.format), started });
+  return BACKUP_TRANSFERS[s.path].transfer({ d: withUploadRecords(d, p.snapshotId), p, s, agent, archived, key: storedArchiveKey(p, s), started });
 }
 
 /** `workerHashMaxBytes`: objects up to this size are hashed by the Worker (a test lowers it to reach the larger-object branch). */
 export async function verifyPhase(d: Deps, p: BackupParams, s: BackupStrategy, sent: TransferResult, workerHashMaxBytes = WORKER_VERIFY_MAX_BYTES): Promise<StepResult> {
   const t = performance.now();
-  const key = archiveKey(p.snapshotId, s.format);
+  const key = storedArchiveKey(p, s);
   const head = await d.store.head(key);
   if (!head) throw new SnapflowError("transfer_damaged", `archive ${key} is not in the store after transfer`);
   if (head.size !== sent.bytes) {
@@ -118,7 +125,7 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
     tenant: p.tenant ?? DEFAULT_TENANT,
     strategy: s.name,
     format: s.format,
-    archive: { key: archiveKey(p.snapshotId, s.format), bytes: sent.bytes, sha256: sent.sha256, ...(sent.storeChecksum ? { storeChecksum: sent.storeChecksum } : {}) },
+    archive: { key: storedArchiveKey(p, s), bytes: sent.bytes, sha256: sent.sha256, ...(sent.storeChecksum ? { storeChecksum: sent.storeChecksum } : {}) },
     manifest: { key: manifestKey(p.snapshotId), ...totals },
     ...(sent.chunks ? { chunks: chunkRecordOf(sent.chunks) } : {}),
     ...(sent.files ? { files: sent.files } : {}),
@@ -153,7 +160,7 @@ export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy)
   // A file-level backup's own pack is named by it and no record names it yet (the lineage moves only at the record),
   // so nothing else can need it: it goes now rather than at the collector's next run.
   const pack = s.format.kind === "files" ? [packKey(p.tenant ?? DEFAULT_TENANT, p.snapshotId)] : [];
-  await d.store.delete([archiveKey(p.snapshotId, s.format), manifestKey(p.snapshotId), deletedKey(p.snapshotId), ...pack]);
+  await d.store.delete([storedArchiveKey(p, s), manifestKey(p.snapshotId), deletedKey(p.snapshotId), ...pack]);
   if (p.baseSnapshotId) await removeDependant(d.store, p.baseSnapshotId, p.snapshotId);
   await removeStaging(d, p, s, false);
   return { recorded: false };

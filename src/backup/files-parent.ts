@@ -5,7 +5,7 @@
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
 import { filesLineage } from "../snapshots/files-lineage.ts";
-import { readSnapshot, type SnapshotRecord } from "../snapshots/records.ts";
+import { readSnapshot, type IndexObject, type SnapshotRecord } from "../snapshots/records.ts";
 import { tenantOf } from "../snapshots/tenant.ts";
 import type { BackupParams } from "./backup-params.ts";
 
@@ -14,6 +14,8 @@ export interface FilesParent {
   /** its index: the store key and the SHA-256 its record keeps */
   key: string;
   indexSha256: string;
+  /** when its index is a layer: the objects beneath it, whole index first */
+  chain: IndexObject[];
   packs: { name: string; bytes: number }[];
   /** its tree's totals (its manifest's): a bound on this backup's pack that needs no walk */
   totals: { files: number; dirs: number; symlinks: number; bytes: number };
@@ -33,5 +35,5 @@ export async function filesParent(d: Deps, p: BackupParams): Promise<FilesParent
   }
   if (!usable(record, p)) return undefined;
   const { files, dirs, symlinks, bytes } = record.manifest;
-  return { id: record.id, key: record.archive.key, indexSha256: record.archive.sha256, packs: record.files.packs, totals: { files, dirs, symlinks, bytes } };
+  return { id: record.id, key: record.archive.key, indexSha256: record.archive.sha256, chain: record.files.chain ?? [], packs: record.files.packs, totals: { files, dirs, symlinks, bytes } };
 }

@@ -34,11 +34,13 @@ import { checkTarget } from "./target-check.ts";
 import { afterLazySwap, PREFETCH, startLazyMount, usableNow } from "./materialize/lazy.ts";
 import { walkThenComplete } from "./materialize/lazy-completion.ts";
 import { filesSnapshot, packKeysOf, signedPacks } from "./files-packs.ts";
+import { signedChain } from "../snapshots/index-chain.ts";
 
 const layer = (r: SnapshotRecord): Layer => ({
   id: r.id, format: r.format, archive: r.archive, manifest: { key: r.manifest.key, ...(r.manifest.sha256 ? { sha256: r.manifest.sha256 } : {}), ...(r.manifest.layerOf ? { layerOf: r.manifest.layerOf } : {}), ...(r.manifest.fromIndex ? { fromIndex: r.manifest.fromIndex } : {}) },
   // A file-level base's packs, named by the record the probe read: the transfer signs them without reading it again.
   ...(r.format.kind === "files" && r.files ? { packKeys: packKeysOf(r as SnapshotRecord & { files: NonNullable<SnapshotRecord["files"]> }) } : {}),
+  ...(r.files?.chain?.length ? { chain: r.files.chain } : {}),
 });
 
 /** The base image first, then each overlay delta of the snapshot's chain, the snapshot last (an image: itself alone). */
@@ -232,8 +234,8 @@ function baseMountPoint(restoreId: string, layers: Layer[]): string {
  */
 async function startFilesMount(c: RestoreContext, base: Layer, at: string) {
   // (A probe from before packKeys: the record read again.)
-  const [keys, indexUrl] = await Promise.all([base.packKeys ?? filesSnapshot(c, base.id).then(packKeysOf), c.d.presigner.url(base.archive.key, "GET")]);
-  const index = { file: sandboxPaths.overlay(c.p.restoreId).image, sha256: base.archive.sha256, url: indexUrl };
+  const [keys, indexUrl, chain] = await Promise.all([base.packKeys ?? filesSnapshot(c, base.id).then(packKeysOf), c.d.presigner.url(base.archive.key, "GET"), signedChain(c.d.presigner, base.chain)]);
+  const index = { file: sandboxPaths.overlay(c.p.restoreId).image, sha256: base.archive.sha256, url: indexUrl, ...chain };
   try {
     return await c.agent.filesMount({ index, urls: signedPacks(c, keys), mountpoint: at, work: sandboxPaths.lazy(c.p.restoreId).work, prefetch: c.p.compactor ? 0 : PREFETCH });
   } catch (e) {

@@ -1,5 +1,5 @@
 // What a restore is asked to do (the RestoreWorkflow's params) and what its probe hands the later phases.
-import type { SnapshotRecord, StepResult } from "../snapshots/records.ts";
+import type { IndexObject, SnapshotRecord, StepResult } from "../snapshots/records.ts";
 
 export interface RestoreParams {
   restoreId: string;
@@ -46,6 +46,8 @@ export type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & {
   manifest?: Pick<SnapshotRecord["manifest"], "key" | "sha256" | "layerOf">;
   /** a file-level base: the store keys of the packs its record names (its tenant's), read at probe */
   packKeys?: Record<string, string>;
+  /** a file-level base whose index is a layer: the objects beneath it, whole index first (its record's files.chain) */
+  chain?: IndexObject[];
 };
 
 export interface RestoreProbeResult extends StepResult {

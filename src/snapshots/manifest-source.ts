@@ -6,6 +6,7 @@
 import type { IndexManifest, ManifestSource } from "../../container/contract/protocol.ts";
 import { SnapflowError } from "../errors.ts";
 import type { Presigner } from "../store/presigner.ts";
+import { signedChain } from "./index-chain.ts";
 import { manifestKey, type ManifestFromIndex, type SnapshotRecord } from "./records.ts";
 
 export type StoredManifest = Pick<SnapshotRecord["manifest"], "key" | "sha256" | "layerOf" | "fromIndex">;
@@ -13,7 +14,7 @@ export type StoredManifest = Pick<SnapshotRecord["manifest"], "key" | "sha256" |
 /** The source of a manifest made from a file-level snapshot's index; `sha256`: the manifest's, as its record keeps it. */
 async function fromIndex(presigner: Presigner, index: ManifestFromIndex, sha256: string | undefined): Promise<IndexManifest> {
   if (!sha256) throw new SnapflowError("snapshot_unusable", `the manifest made from index ${index.key} has no SHA-256 in its record to check it against`);
-  return { index: { url: await presigner.url(index.key, "GET"), sha256: index.sha256 }, sha256, ...(index.selection ? { selection: index.selection } : {}) };
+  return { index: { url: await presigner.url(index.key, "GET"), sha256: index.sha256, ...(await signedChain(presigner, index.chain)) }, sha256, ...(index.selection ? { selection: index.selection } : {}) };
 }
 
 /**

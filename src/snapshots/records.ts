@@ -81,11 +81,18 @@ export interface SnapshotRecord {
   steps: Record<string, StepResult>;
 }
 
-/** Where a file-level snapshot's manifest is made from: its index (key and SHA-256), and its selection record. */
+/** Where a file-level snapshot's manifest is made from: its index (key and SHA-256, and a layer's chain), and its selection record. */
 export interface ManifestFromIndex {
   key: string;
   sha256: string;
+  chain?: IndexObject[];
   selection?: SelectionRecord;
+}
+
+/** One stored index object of a file-level chain: its key (pack-keys.ts indexKey) and SHA-256. */
+export interface IndexObject {
+  key: string;
+  sha256: string;
 }
 
 export interface ChunkRecord {
@@ -107,10 +114,13 @@ export interface ChunkRecord {
 /**
  * A file-level snapshot (native/lazy/internal/filecas): `packs` every pack its index names (packs/<tenant>/<name>,
  * the collector keeps them while a record lists them), `pack` the one this backup wrote (absent: nothing new),
- * `parent` the snapshot whose index it reused unchanged files' chunk lists from.
+ * `parent` the snapshot whose index it reused unchanged files' chunk lists from; `chain`: its index is a layer over
+ * these objects, whole index first, ending with its parent's (filecas layer.go; the collector keeps them while a
+ * record lists them: pack-gc.ts).
  */
 export interface FilesRecord {
   parent?: string;
+  chain?: IndexObject[];
   packs: { name: string; bytes: number }[];
   pack?: { name: string; bytes: number; sha256: string; storeChecksum?: string };
   chunks: number;

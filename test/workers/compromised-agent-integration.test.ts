@@ -62,6 +62,18 @@ describe("a file-level index reaches no pack outside its lineage", () => {
   });
 });
 
+describe("a file-level index's chain is the record's, never the sandbox's", () => {
+  it("files-layer-depth-lie: an answer claiming a layer where no parent was given ends the backup, and nothing is recorded", async () => {
+    const liar = freshSandbox("files-depth-liar");
+    await putFile(liar, "/workspace/app/a.txt", "mine\n");
+    // The first backup here has no parent: a layer would lie over an index the record cannot name.
+    await armAgentFault(liar, { match: "/v1/files/pack", action: "lie", set: { depth: 1 }, times: 5 });
+    const ended = await runWorkflow("backup", { sandboxId: liar, path: "/workspace/app", strategy: "files-cas" }, "errored");
+    expect(ended.error).toMatch(/the engine reports an index at depth 1; over no base it can only be at depth 0/);
+    await noSnapshots(liar);
+  });
+});
+
 describe("a layer manifest's URL is bound and create-only", () => {
   it("overlay-manifest-empty-hash: a layer manifest reported with an empty SHA-256 ends the backup; nothing is signed or recorded", async () => {
     const src = freshSandbox("liar-layer-src");

@@ -49,6 +49,13 @@ describe("the file-level format (files-cas)", () => {
     expect(r2.files.newChunks).toBe(2);
     expect(r2.files.pack.bytes).toBeLessThan(4000);
     expect(new Set(r2.files.packs.map((x: any) => x.name))).toEqual(new Set([first.snapshotId, second.snapshotId]));
+    // Its index is a layer over its parent's (only what changed), both under the tenant's shared prefix: the record
+    // lists the chain its index needs.
+    expect(r1.archive.key).toBe(`file-indexes/default/${first.snapshotId}`);
+    expect(r2.files.chain).toEqual([{ key: r1.archive.key, sha256: r1.archive.sha256 }]);
+    expect(r2.manifest.fromIndex.chain).toEqual(r2.files.chain);
+    console.log(`index: whole ${r1.archive.bytes} bytes, the layer after a change of 3 files ${r2.archive.bytes} bytes`);
+    expect(r2.archive.bytes).toBeLessThan(r1.archive.bytes / 4);
 
     for (const [snap, expected] of [[second.snapshotId, atSecond], [first.snapshotId, atFirst]] as const) {
       const dst = freshSandbox("dst");
@@ -71,7 +78,20 @@ describe("the file-level format (files-cas)", () => {
       console.log(`after a restore elsewhere and one change: read ${JSON.stringify(r3.files.read)}, reused ${JSON.stringify(r3.files.reused)}`);
       expect(r3.files.read.files).toBe(1);
       expect(r3.files.newChunks).toBe(1);
+      // A layer over the layer: every restored file's stat keys are new here, yet the layer holds only what changed
+      // (an entry whose only change is its keys keeps its parent's; the sandbox keeps its own beside the index).
+      expect(r3.files.chain).toEqual([...r2.files.chain, { key: r2.archive.key, sha256: r2.archive.sha256 }]);
+      expect(r3.archive.bytes).toBeLessThan(r1.archive.bytes / 4);
+      const again = await run("restore", { snapshotId: here.snapshotId, sandboxId: freshSandbox("dst"), path: "/workspace/app", strategy: "files-extract", deepVerify: true });
+      expect(again.status, again.error).toBe("complete");
     }
+
+    // Lazily: files-mount fetches the layer and the whole index beneath it, composes them and serves the tree.
+    const woken = freshSandbox("dst");
+    const lazy = await run("restore", { snapshotId: second.snapshotId, sandboxId: woken, path: "/workspace/app", strategy: "files-overlay-restore" });
+    expect(lazy.status, lazy.error).toBe("complete");
+    expect((await manifest(woken)).entries.map(({ stat: _s, ...e }: any) => e)).toEqual(atSecond.entries.map(({ stat: _s, ...e }: any) => e));
+    await agent(woken, "DELETE", "/v1/sandbox").catch(() => {});
 
     // The collector: both packs are named by a record; deleting the first snapshot keeps its pack (the second's
     // record still names it), and the second restores alone.
@@ -89,15 +109,31 @@ describe("the file-level format (files-cas)", () => {
     expect(refused.error).toMatch(new RegExp(`the manifest made from the index has sha256 ${record.manifest.sha256}, its snapshot's record says ${"0".repeat(64)}`));
     await store.put(recordKey, JSON.stringify(record));
 
-    // A pack no record names (what a backup that died before its record leaves) goes.
+    // A chain whose object is not the one the layer names (a record pointed at another tree's index) is refused.
+    const other = freshSandbox("other");
+    await agent(other, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 15, files: 20, bytes: 100_000 });
+    const foreign = await run("backup", { sandboxId: other, path: "/workspace/app", strategy: "files-cas" });
+    const rf = (await api("GET", `/api/snapshots/${foreign.snapshotId}`)).json;
+    await store.put(recordKey, JSON.stringify({ ...record, files: { ...record.files, chain: [{ key: rf.archive.key, sha256: rf.archive.sha256 }] } }));
+    const misled = await run("restore", { snapshotId: second.snapshotId, sandboxId: freshSandbox("dst"), path: "/workspace/app", strategy: "files-extract" }, "errored");
+    expect(misled.error).toMatch(/layer 1 names parent [0-9a-f]{64}; the object before it is [0-9a-f]{64}/);
+    await store.put(recordKey, JSON.stringify(record));
+
+    // A pack or an index no record names (what a backup that died before its record leaves) goes; deleting the first
+    // snapshot keeps its index (the second's is a layer over it) and its pack.
     const stray = "packs/default/bk-20260101000000-0badc0de";
-    await (await testStore()).put(stray, new Uint8Array(100));
+    const strayIndex = "file-indexes/default/bk-20260101000000-0badc0de";
+    await store.put(stray, new Uint8Array(100));
+    await store.put(strayIndex, new Uint8Array(100));
     expect((await api("DELETE", `/api/snapshots/${first.snapshotId}`)).status).toBe(200);
     const gc = await api("POST", "/api/chunks/gc", { graceSeconds: 0 });
     expect(gc.status).toBe(200);
     expect(gc.json.packs.packs.deleted).toBeGreaterThanOrEqual(1);
+    expect(gc.json.packs.indexes.deleted).toBeGreaterThanOrEqual(1);
     const packs = await packsInStore();
     expect(packs.has(stray)).toBe(false);
+    expect(await store.head(strayIndex)).toBeNull();
+    expect(await store.head(r1.archive.key)).not.toBeNull();
     expect([...packs.keys()].filter((k) => k.endsWith(first.snapshotId) || k.endsWith(second.snapshotId))).toHaveLength(2);
     const dst = freshSandbox("dst");
     const again = await run("restore", { snapshotId: second.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "files-extract" });

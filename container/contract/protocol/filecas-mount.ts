@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PACK_NAME } from "./filecas-pack.ts";
-import { Sha256Hex } from "./trees.ts";
+import { IndexChain, Sha256Hex } from "./trees.ts";
 
 // The lazy restore from a file-level index (issue 24; native/lazy/internal/filesfs):
 //   POST   /v1/files/mount    FilesMountBody   serve the index's tree read-only at `mountpoint` over FUSE (snapflow-lazy
@@ -19,7 +19,8 @@ export const FilesMountBody = z.object({
    * `url` (a presigned GET of the index object, on the store's origin) the helper fetches it itself, checks it, and
    * keeps it at `file`: no round trip through the agent between the store and the decoder
    */
-  index: z.object({ file: z.string(), sha256: Sha256Hex, url: z.string().optional() }).strict(),
+  index: z.object({ file: z.string(), sha256: Sha256Hex, url: z.string().optional(), chain: IndexChain.optional() }).strict()
+    .refine((i) => !i.chain?.length || i.url !== undefined, { path: ["chain"], message: "a layer's chain is fetched by the helper: it needs url too" }),
   /** a presigned GET URL per pack the index names (each on the store's origin) */
   urls: z.record(PACK_NAME, z.string()),
   /** where the tree appears: an empty or missing directory */

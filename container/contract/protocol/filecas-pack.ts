@@ -1,7 +1,7 @@
 // The file-level content-addressed backup (issue 24; native/lazy/internal/filecas): the engine's files-pack.
 // Part of the agent's protocol (../protocol.ts re-exports every part): both sides import it.
 import { z } from "zod";
-import { MAX_OVERLAY_CHAIN, Sha256Hex } from "./trees.ts";
+import { FILES_MAX_DEPTH, MAX_OVERLAY_CHAIN, Sha256Hex } from "./trees.ts";
 import { R2_MULTIPART } from "../r2-limits.ts";
 import { ManifestTotals, SelectionRecord, SelectionSpec } from "./manifest.ts";
 import { MULTIPART_MAX_BUFFER_BYTES } from "./transfer.ts";
@@ -46,8 +46,18 @@ export const FilesPackBody = z
        * directories, lowest first: a file none of them holds is taken from the index unread (a compaction's)
        */
       layers: z.array(z.string()).max(MAX_OVERLAY_CHAIN + 1).optional(),
+      /** when the base is a layer: the objects beneath it, its whole index first (each a kept file, a url or both) */
+      chain: z.array(z.object({ file: z.string().optional(), url: z.string().optional(), sha256: Sha256Hex }).strict()
+        .refine((o) => o.file !== undefined || o.url !== undefined, "names a file, a url or both")).max(FILES_MAX_DEPTH).optional(),
     }).strict()
       .refine((b) => b.file !== undefined || b.url !== undefined, "names a file, a url or both").optional(),
+    /**
+     * write the index as a layer over the base's (only what changed; native/lazy/internal/filecas/layer.go) unless the
+     * base is FILES_MAX_DEPTH layers deep or `base.layers` is given; then a whole index
+     */
+    layer: z.boolean().optional(),
+    /** where the tree's own stat keys are kept when the layer keeps its parent's for entries only their keys changed (a restored tree) */
+    statsOut: z.string().optional(),
     /** urls[i]: the presigned UploadPart URL of the pack's part i + 1 */
     urls: z.array(z.string()).min(1).max(R2_MULTIPART.maxParts),
     /** bytes of every part but the last; R2 needs ≥ 5 MiB */
@@ -80,6 +90,9 @@ export const FilesPackResult = z
     walkMs: count,
     ms: count,
     index: z.object({ bytes: count, sha256: Sha256Hex, chunks: count }).strict(),
+    /** the index's layers over its whole index (0: a whole index; native/lazy/internal/filecas/layer.go), and the names a layer drops */
+    depth: count.max(FILES_MAX_DEPTH),
+    removed: count,
     /** every pack the index names (the base's still referenced, and this one): the Worker checks them against the parent's record */
     packs: z.array(z.object({ name: PACK_NAME, bytes: count }).strict()).max(100_000),
     /** null: no chunk was new, nothing was PUT */

@@ -8,15 +8,18 @@
 //                                             a tree that differs is 422 verify_failed naming the first differences
 import { z } from "zod";
 import { PACK_NAME } from "./filecas-pack.ts";
-import { Sha256Hex } from "./trees.ts";
+import { IndexChain, Sha256Hex } from "./trees.ts";
 
 
 export const FilesUnpackBody = z
   .object({
     /** where the tree is made: a directory that is empty or not there yet (a swap's new tree, say) */
     path: z.string(),
-    /** the index: a file in the sandbox, or the store's object with the SHA-256 its record keeps */
-    index: z.union([z.object({ file: z.string(), sha256: Sha256Hex.optional() }).strict(), z.object({ url: z.string(), sha256: Sha256Hex }).strict()]),
+    /** the index: a file in the sandbox, or the store's object with the SHA-256 its record keeps; a layer's chain beneath it */
+    index: z.union([
+      z.object({ file: z.string(), sha256: Sha256Hex.optional(), chain: IndexChain.optional() }).strict(),
+      z.object({ url: z.string(), sha256: Sha256Hex, chain: IndexChain.optional() }).strict(),
+    ]),
     /** a presigned GET URL for each pack the index's chunks lie in, by the pack's name */
     packs: z.record(PACK_NAME, z.string()),
     /** keep the index's owners and files' set-id bits (the restore's keepOwnership) */

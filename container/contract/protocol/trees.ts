@@ -27,6 +27,14 @@ export const StoredManifest = z.object({ url: z.string(), sha256: Sha256Hex.opti
 export const MAX_OVERLAY_CHAIN = 32;
 
 /**
+ * A file-level index's chain (native/lazy/internal/filecas/layer.go): an incremental stores its index as a layer over
+ * its parent's, so a snapshot's index is its own object over these, the whole index first (each a presigned GET on
+ * the store's origin, and the SHA-256 the layer above it names). At most FILES_MAX_DEPTH (filecas.MaxDepth).
+ */
+export const FILES_MAX_DEPTH = 8;
+export const IndexChain = z.array(z.object({ url: z.string(), sha256: Sha256Hex }).strict()).max(FILES_MAX_DEPTH);
+
+/**
  * A manifest the agent reads itself: a file in the sandbox, or the store over a presigned GET (the Worker stays out
  * of the byte path). A layer (version 2) comes with its base's manifest, which the agent applies it to, and, in a
  * chain of overlay deltas, with the layers between (`under`, oldest first), applied to the base before it.
@@ -38,7 +46,7 @@ export const MAX_OVERLAY_CHAIN = 32;
  * selection record the backup's manifest held (the index does not).
  */
 export const IndexManifest = z.object({
-  index: z.object({ url: z.string(), sha256: Sha256Hex }).strict(),
+  index: z.object({ url: z.string(), sha256: Sha256Hex, chain: IndexChain.optional() }).strict(),
   sha256: Sha256Hex,
   selection: SelectionRecord.optional(),
 }).strict();

@@ -3,6 +3,7 @@
 import { since } from "../../phases/phase-runner.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import { filesSnapshot, packUrls } from "../files-packs.ts";
+import { signedChain } from "../../snapshots/index-chain.ts";
 import type { Materialization } from "./materialization.ts";
 
 export const extractMaterialization: Materialization = {
@@ -16,7 +17,8 @@ export const extractMaterialization: Materialization = {
     // entry. Its own metadata walk is left out: verify walks the tree against the manifest next.
     if (format.kind === "files") {
       const record = await filesSnapshot(c, c.p.snapshotId);
-      const made = await agent.filesUnpack({ path: dir, index: { file: staged, sha256: record.archive.sha256 }, packs: packUrls(c, record), keepOwners: p.keepOwnership ?? false, walk: true,
+      const index = { file: staged, sha256: record.archive.sha256, ...(await signedChain(c.d.presigner, record.files.chain)) };
+      const made = await agent.filesUnpack({ path: dir, index, packs: packUrls(c, record), keepOwners: p.keepOwnership ?? false, walk: true,
         // A stored manifest (snapshots from before manifests were made from the index) must agree with the index before
         // anything is made; then each file is checked against its entry as it is written, and the engine walks what it
         // made: the manifest's tree, checked in the stream.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +13,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	rdebug "runtime/debug"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -37,6 +38,7 @@ func filesMountCmd(args []string) error {
 	indexPath := fs.String("index", "", "the file-level index (zstd-compressed MessagePack, or version 1's JSON: internal/filecas)")
 	indexSha := fs.String("index-sha256", "", "the index file's SHA-256, checked as it is read (the record's): a different file is refused")
 	indexURLs := fs.String("index-url", "", `JSON file {"index":"<presigned GET url>"}: the index is fetched from the store (its SHA-256 checked: -index-sha256 is then required) and kept at -index`)
+	chainShas := fs.String("chain-sha256", "", `when the index is a layer (internal/filecas layer.go): the SHA-256s of the objects beneath it, whole index first, comma-separated; their URLs are "chain.0", "chain.1", … in -index-url's file`)
 	urls := fs.String("urls", "", `JSON file {"<pack name>":"<presigned GET url>"}, re-read after a 403`)
 	cacheDir := fs.String("cache", "", "cache directory: CACHE/packs/<pack> holds the verified frames (may be shared by mounts of one lineage)")
 	mountpoint := fs.String("mountpoint", "", "directory the tree is mounted on")
@@ -72,8 +74,14 @@ func filesMountCmd(args []string) error {
 	// The index comes from a sandbox: decoded within bounds and validated (no name leads outside the tree) before
 	// anything is mounted.
 	var x *filecas.Index
+	var chain []string
+	if *chainShas != "" {
+		chain = strings.Split(*chainShas, ",")
+	}
 	if *indexURLs != "" {
-		x, err = fetchFilesIndex(*indexURLs, *indexPath, *indexSha, *fetchTimeout, *retries)
+		x, err = fetchFilesIndex(*indexURLs, *indexPath, *indexSha, chain, *fetchTimeout, *retries)
+	} else if len(chain) > 0 {
+		err = &pack.Error{Code: "bad_request", Field: "index.chain", Message: "a layer's chain is fetched: -chain-sha256 needs -index-url"}
 	} else {
 		x, err = loadFilesIndex(*indexPath, *indexSha)
 	}
@@ -156,32 +164,60 @@ func refusedLine(err error) error {
 	return err
 }
 
-// fetchFilesIndex GETs the index from the URL the file names, checks its SHA-256, and decodes it while a copy is
-// written at path (renamed into place once whole: a compaction's backup and a remount read it there). One process
-// and no round trip through the agent between the store and the decoder.
-func fetchFilesIndex(urlsPath, path, want string, timeout time.Duration, retries int) (*filecas.Index, error) {
+// fetchFilesIndex GETs the index from the URL the file names (and, for a layer, the chain's objects beneath it, at
+// once), checks each SHA-256, and composes and decodes them while a copy of the snapshot's own object is written at
+// path (renamed into place once whole: a compaction's backup and a remount read it there). One process and no round
+// trip through the agent between the store and the decoder.
+func fetchFilesIndex(urlsPath, path, want string, chain []string, timeout time.Duration, retries int) (*filecas.Index, error) {
 	if want == "" {
 		return nil, &pack.Error{Code: "bad_request", Field: "index.sha256", Message: "a fetched index needs the SHA-256 its record keeps"}
+	}
+	if len(chain) > filecas.MaxDepth {
+		return nil, &pack.Error{Code: "bad_request", Field: "index.chain", Message: fmt.Sprintf("%d chain objects; at most %d", len(chain), filecas.MaxDepth)}
 	}
 	u, err := urlfile.Open(urlsPath)
 	if err != nil {
 		return nil, err
 	}
-	src, ok := u.URL("index")
-	if !ok {
-		return nil, &pack.Error{Code: "bad_request", Field: "index.url", Message: "the index URL file names no index"}
+	names := make([]string, len(chain)+1)
+	shas := append(append([]string{}, chain...), want)
+	for i := range chain {
+		names[i] = fmt.Sprintf("chain.%d", i)
 	}
-	body, err := filecas.GetIndex(src, timeout, retries)
-	if err != nil {
-		return nil, &pack.Error{Code: "transfer_failed", Field: "index.url", Message: err.Error()}
+	names[len(chain)] = "index"
+	bodies := make([][]byte, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		src, ok := u.URL(name)
+		if !ok {
+			return nil, &pack.Error{Code: "bad_request", Field: "index.url", Message: "the index URL file names no " + name}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, err := filecas.GetIndex(src, timeout, retries)
+			if err != nil {
+				errs[i] = &pack.Error{Code: "transfer_failed", Field: "index.url", Message: name + ": " + err.Error()}
+				return
+			}
+			h := sha256.Sum256(body)
+			if got := hex.EncodeToString(h[:]); got != shas[i] {
+				errs[i] = &pack.Error{Code: "verify_failed", Field: "index.sha256", Message: fmt.Sprintf("the stored %s's SHA-256 is %s, not %s", name, got, shas[i])}
+				return
+			}
+			bodies[i] = body
+		}()
 	}
-	h := sha256.Sum256(body)
-	if got := hex.EncodeToString(h[:]); got != want {
-		return nil, &pack.Error{Code: "verify_failed", Field: "index.sha256", Message: fmt.Sprintf("the stored index's SHA-256 is %s, not %s", got, want)}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	kept := make(chan error, 1)
-	go func() { kept <- keepFile(path, body) }()
-	x, err := filecas.Decode(bytes.NewReader(body), filecas.DefaultLimits)
+	go func() { kept <- keepFile(path, bodies[len(bodies)-1]) }()
+	x, _, err := filecas.DecodeChain(bodies, filecas.DefaultLimits)
 	if kerr := <-kept; err == nil && kerr != nil {
 		err = fmt.Errorf("keeping the index at %s: %w", path, kerr)
 	}

@@ -24,6 +24,10 @@ type filesPackRequest struct {
 	Level     int                 `json:"level"`
 	Selection *pack.Selection     `json:"selection"`
 	Base      *filecas.BaseSource `json:"base"`
+	// Layer: over a base, write the index as a layer over it (internal/filecas layer.go) when the base allows;
+	// StatsOut: where the tree's own lstat keys go when the layer keeps its parent's (stats.go).
+	Layer    bool   `json:"layer"`
+	StatsOut string `json:"statsOut"`
 	// urls[i]: the presigned UploadPart URL of the pack's part i + 1. On stdin, never on argv (a URL is a credential).
 	URLs []string `json:"urls"`
 }
@@ -84,7 +88,7 @@ func filesPackCmd(args []string) error {
 		}
 		os.Exit(1)
 	}()
-	opts := filecas.Options{Root: *root, Manifest: *manifest, Index: *index, Name: req.Name, AvgChunk: req.AvgChunk, Level: req.Level, Selection: req.Selection, Base: req.Base}
+	opts := filecas.Options{Root: *root, Manifest: *manifest, Index: *index, Name: req.Name, AvgChunk: req.AvgChunk, Level: req.Level, Selection: req.Selection, Base: req.Base, Layer: req.Layer, Stats: req.StatsOut}
 	var res filesPackResult
 	var err error
 	if *outPath != "" {

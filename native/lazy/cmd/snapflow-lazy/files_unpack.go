@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -116,63 +117,98 @@ func filesUnpackCmd(args []string) error {
 	return json.NewEncoder(resultOut).Encode(out)
 }
 
-// indexSource is where an index is: a sandbox file or a presigned URL, and the SHA-256 its record keeps.
+// indexSource is where an index is: a sandbox file or a presigned URL, and the SHA-256 its record keeps; and, when
+// it is a layer (internal/filecas layer.go), the objects beneath it, its whole index first.
 type indexSource struct {
-	File   string `json:"file"`
-	URL    string `json:"url"`
-	Sha256 string `json:"sha256"`
+	File   string                `json:"file"`
+	URL    string                `json:"url"`
+	Sha256 string                `json:"sha256"`
+	Chain  []filecas.ChainObject `json:"chain"`
 }
 
-// readIndex reads the whole index object (so its SHA-256 is of every byte), decodes and validates it within
-// filecas.DefaultLimits, and compares the SHA-256 when the source gives one.
+// readIndex reads the index's objects whole (so each SHA-256 is of every byte; the chain's at once), compares the
+// snapshot's own with the SHA-256 the source gives, and composes, decodes and validates them within
+// filecas.DefaultLimits (each layer names the SHA-256 of the object beneath it).
 func readIndex(ctx context.Context, src indexSource, retries int, idle time.Duration) (*filecas.Index, error) {
-	var body io.ReadCloser
-	switch {
-	case src.File != "":
-		f, err := os.Open(src.File)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, &filecas.Error{Code: "not_found", Field: "index.file", Message: "index.file: no index file there"}
-		}
+	if src.File == "" && src.URL == "" {
+		return nil, &filecas.Error{Code: "bad_request", Field: "index", Message: "index: neither a file nor a url"}
+	}
+	if len(src.Chain) > filecas.MaxDepth {
+		return nil, &filecas.Error{Code: "bad_request", Field: "index.chain", Message: fmt.Sprintf("index.chain: %d objects; a chain has at most %d beneath its snapshot's", len(src.Chain), filecas.MaxDepth)}
+	}
+	objects := append(append([]filecas.ChainObject{}, src.Chain...), filecas.ChainObject{File: src.File, URL: src.URL, Sha256: src.Sha256})
+	bodies := make([][]byte, len(objects))
+	errs := make([]error, len(objects))
+	var wg sync.WaitGroup
+	for i := range objects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			field := "index"
+			if i < len(src.Chain) {
+				field = fmt.Sprintf("index.chain.%d", i)
+			}
+			bodies[i], errs[i] = readIndexObject(ctx, objects[i], field, retries, idle)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		body = f
-	case src.URL != "":
-		body = unpack.NewDownload(ctx, src.URL, idle, retries)
-	default:
-		return nil, &filecas.Error{Code: "bad_request", Field: "index", Message: "index: neither a file nor a url"}
-	}
-	defer body.Close()
-	h := sha256.New()
-	limits := filecas.DefaultLimits
-	counted := &countingReader{r: io.LimitReader(body, limits.MaxCompressed+1)}
-	read := io.TeeReader(counted, h)
-	x, err := filecas.Decode(read, limits)
-	if err != nil {
-		return nil, err
-	}
-	// What follows the JSON (a zstd frame's end, padding) is hashed too, within the bound.
-	if _, err := io.Copy(io.Discard, read); err != nil {
-		return nil, err
-	}
-	if counted.n > limits.MaxCompressed {
-		return nil, &filecas.Error{Code: "bad_request", Field: "index", Message: fmt.Sprintf("index: the object is larger than %d bytes", limits.MaxCompressed)}
 	}
 	if src.Sha256 != "" {
-		if got := hex.EncodeToString(h.Sum(nil)); got != src.Sha256 {
+		if got := sha256Hex(bodies[len(bodies)-1]); got != src.Sha256 {
 			return nil, &filecas.Error{Code: "verify_failed", Field: "index", Message: fmt.Sprintf("index: the stored index has sha256 %s, its snapshot's record says %s", got, src.Sha256)}
 		}
 	}
-	return x, nil
+	x, _, err := filecas.DecodeChain(bodies, filecas.DefaultLimits)
+	return x, err
 }
 
-type countingReader struct {
-	r io.Reader
-	n int64
+// readIndexObject reads one object whole within filecas.DefaultLimits.MaxCompressed: the file when it names one (a
+// chain object's kept copy is taken only if it hashes to its SHA-256), else the URL's.
+func readIndexObject(ctx context.Context, o filecas.ChainObject, field string, retries int, idle time.Duration) ([]byte, error) {
+	limit := filecas.DefaultLimits.MaxCompressed
+	if o.File != "" {
+		b, err := readFileCapped(o.File, limit)
+		switch {
+		case err == nil && (field == "index" || sha256Hex(b) == o.Sha256):
+			return b, nil
+		case o.URL == "" && errors.Is(err, os.ErrNotExist):
+			return nil, &filecas.Error{Code: "not_found", Field: field + ".file", Message: field + ".file: no index file there"}
+		case o.URL == "" && err != nil:
+			return nil, err
+		case o.URL == "":
+			return b, nil // its SHA-256 is checked against the layer's parent
+		}
+	}
+	if o.URL == "" {
+		return nil, &filecas.Error{Code: "bad_request", Field: field, Message: field + ": neither a file nor a url"}
+	}
+	body := unpack.NewDownload(ctx, o.URL, idle, retries)
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = &filecas.Error{Code: "bad_request", Field: field, Message: fmt.Sprintf("%s: the object is larger than %d bytes", field, limit)}
+	}
+	return b, err
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+func readFileCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = &filecas.Error{Code: "bad_request", Field: "index", Message: fmt.Sprintf("index: the object is larger than %d bytes", limit)}
+	}
+	return b, err
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

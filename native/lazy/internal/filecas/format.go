@@ -46,9 +46,12 @@ import (
 	"snapflow/native/lazy/internal/pack"
 )
 
-// Version is the index format this package writes (MessagePack, one-chunk files' hashes left out); Decode reads it,
+// Version is the whole index this package writes (MessagePack, one-chunk files' hashes left out); Decode reads it,
 // version 2 (MessagePack, every hash) and version 1 (JSON).
 const Version = 3
+
+// LayerVersion: a layer over a parent index (layer.go), version 3's tuple followed by its Layer tuple.
+const LayerVersion = 4
 
 // everyHashVersion: MessagePack with every file's SHA-256 written.
 const everyHashVersion = 2
@@ -73,7 +76,8 @@ var DefaultLimits = Limits{MaxCompressed: 64 << 20, MaxJSON: 128 << 20, MaxChunk
 // klauspost's fastest level costs less time than its default for a few percent more bytes.
 const indexLevel = zstd.SpeedFastest
 
-// Encode writes the index as zstd-compressed MessagePack (x.Version is written as it is: Version for a new index).
+// Encode writes the index as zstd-compressed MessagePack (x.Version is written as it is: Version for a new index),
+// and a layer's tuple after it when x is a layer.
 func Encode(w io.Writer, x *Index) error {
 	if x.Version == Version {
 		// Marshalled from a copy whose one-chunk files' hashes are left out: x itself stays as it is.
@@ -88,6 +92,9 @@ func Encode(w io.Writer, x *Index) error {
 		x = &y
 	}
 	b, err := x.MarshalMsg(nil)
+	if err == nil && x.Layer != nil {
+		b, err = x.Layer.MarshalMsg(b)
+	}
 	if err != nil {
 		return err
 	}
@@ -102,8 +109,38 @@ func Encode(w io.Writer, x *Index) error {
 	return enc.Close()
 }
 
-// Decode reads a zstd-compressed index (MessagePack, or version 1's JSON) within the limits and validates it.
+// Decode reads a zstd-compressed whole index (MessagePack, or version 1's JSON) within the limits and validates it.
+// A layer is refused: it means something only over its parent (DecodeChain).
 func Decode(r io.Reader, l Limits) (*Index, error) {
+	x, err := decodeObject(r, l)
+	if err != nil {
+		return nil, err
+	}
+	if x.Layer != nil {
+		return nil, refused("version", "a layer over index "+x.Layer.Parent+": it is read with its chain")
+	}
+	return x, x.finish(l)
+}
+
+// finish validates a whole index (as decoded, or composed from its chain) and puts back the hashes version 3 leaves out.
+func (x *Index) finish(l Limits) error {
+	if err := x.Validate(l); err != nil {
+		return err
+	}
+	if x.Version == Version {
+		// Validate has checked every chunk reference: the hashes left out are their chunks'.
+		for i := range x.Entries {
+			if e := &x.Entries[i]; e.Sha256 == "" && oneChunkFile(e) {
+				e.Sha256 = x.Chunks[e.Chunks[0]].Sha256
+			}
+		}
+	}
+	return nil
+}
+
+// decodeObject reads one index object within the limits: a whole index, or a layer (Layer set, its references
+// unchecked until it is composed over its parent).
+func decodeObject(r io.Reader, l Limits) (*Index, error) {
 	// Read whole (within its bound), then decompressed and decoded in one call each, into a buffer sized once: a lazy
 	// mount waits for this before it can answer (a growing buffer took ~15% of it).
 	comp, err := io.ReadAll(&capped{r: r, left: l.MaxCompressed, what: "the index object"})
@@ -130,24 +167,22 @@ func Decode(r io.Reader, l Limits) (*Index, error) {
 		}
 	} else if rest, err := x.UnmarshalMsg(raw); err != nil {
 		return nil, refused("", fmt.Sprintf("the index does not decode: %v", err))
+	} else if x.Version == LayerVersion {
+		var layer Layer
+		if rest, err = layer.UnmarshalMsg(rest); err != nil {
+			return nil, refused("layer", fmt.Sprintf("the layer does not decode: %v", err))
+		}
+		x.Layer = &layer
+		if len(rest) > 0 {
+			return nil, refused("", fmt.Sprintf("%d bytes follow the layer", len(rest)))
+		}
 	} else if len(rest) > 0 {
 		return nil, refused("", fmt.Sprintf("%d bytes follow the index", len(rest)))
 	}
-	if msgpack && x.Version != Version && x.Version != everyHashVersion {
-		return nil, refused("version", fmt.Sprintf("version %d is not %d or %d (MessagePack)", x.Version, Version, everyHashVersion))
+	if msgpack && x.Version != Version && x.Version != everyHashVersion && x.Version != LayerVersion {
+		return nil, refused("version", fmt.Sprintf("version %d is not %d, %d or %d (MessagePack)", x.Version, Version, everyHashVersion, LayerVersion))
 	} else if !msgpack && x.Version != jsonVersion {
 		return nil, refused("version", fmt.Sprintf("version %d is not %d (JSON)", x.Version, jsonVersion))
-	}
-	if err := x.Validate(l); err != nil {
-		return nil, err
-	}
-	if x.Version == Version {
-		// Validate has checked every chunk reference: the hashes left out are their chunks'.
-		for i := range x.Entries {
-			if e := &x.Entries[i]; e.Sha256 == "" && oneChunkFile(e) {
-				e.Sha256 = x.Chunks[e.Chunks[0]].Sha256
-			}
-		}
 	}
 	return &x, nil
 }

@@ -8,7 +8,7 @@ import "snapflow/native/lazy/internal/pack"
 // this order, so a field is only ever added with a new Version. The array bound refuses an index that declares
 // more than 2M elements (entries, chunks, a file's chunks) before anything is allocated for them: ~0.55 GB of
 // entries at most, where 2M is ~2× the entries a manifest within its 128 MiB bound can hold.
-//msgp:tuple Index Pack Chunk Entry
+//msgp:tuple Index Pack Chunk Entry Layer
 //msgp:limit arrays:2097152 maps:0
 
 // Index is one snapshot of the file-level format.
@@ -18,6 +18,18 @@ type Index struct {
 	Packs    []Pack  `json:"packs"`
 	Chunks   []Chunk `json:"chunks"`
 	Entries  []Entry `json:"entries"`
+	// Layer: set on a layer (version 4) as decoded, before it is composed over its parent (layer.go).
+	Layer *Layer `json:"-" msg:"-"`
+}
+
+// Layer is what follows a layer's Index tuple (version 4): the index it lies over, named by that object's SHA-256,
+// how many layers deep it is (its parent's depth + 1; a whole index is depth 0), and the names its parent had that
+// the tree no longer has. The Index tuple before it holds only the entries that changed, the packs and the chunks
+// new since the parent, numbered after the parent's.
+type Layer struct {
+	Parent  string   `json:"parent"`
+	Depth   int      `json:"depth"`
+	Removed []string `json:"removed"`
 }
 
 // Pack is one pack object the index's chunks live in, named by the backup that wrote it.

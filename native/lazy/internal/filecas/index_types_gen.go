@@ -754,6 +754,160 @@ func (z *Index) Msgsize() (s int) {
 }
 
 // DecodeMsg implements msgp.Decodable
+func (z *Layer) DecodeMsg(dc *msgp.Reader) (err error) {
+	var zb0001 uint32
+	zb0001, err = dc.ReadArrayHeader()
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 > zce73f038limitArrays {
+		err = msgp.ErrLimitExceeded
+		return
+	}
+	if zb0001 != 3 {
+		err = msgp.ArrayError{Wanted: 3, Got: zb0001}
+		return
+	}
+	z.Parent, err = dc.ReadString()
+	if err != nil {
+		err = msgp.WrapError(err, "Parent")
+		return
+	}
+	z.Depth, err = dc.ReadInt()
+	if err != nil {
+		err = msgp.WrapError(err, "Depth")
+		return
+	}
+	var zb0002 uint32
+	zb0002, err = dc.ReadArrayHeader()
+	if err != nil {
+		err = msgp.WrapError(err, "Removed")
+		return
+	}
+	if zb0002 > zce73f038limitArrays {
+		err = msgp.ErrLimitExceeded
+		return
+	}
+	if cap(z.Removed) >= int(zb0002) {
+		z.Removed = (z.Removed)[:zb0002]
+	} else {
+		z.Removed = make([]string, zb0002)
+	}
+	for za0001 := range z.Removed {
+		z.Removed[za0001], err = dc.ReadString()
+		if err != nil {
+			err = msgp.WrapError(err, "Removed", za0001)
+			return
+		}
+	}
+	return
+}
+
+// EncodeMsg implements msgp.Encodable
+func (z *Layer) EncodeMsg(en *msgp.Writer) (err error) {
+	// array header, size 3
+	err = en.Append(0x93)
+	if err != nil {
+		return
+	}
+	err = en.WriteString(z.Parent)
+	if err != nil {
+		err = msgp.WrapError(err, "Parent")
+		return
+	}
+	err = en.WriteInt(z.Depth)
+	if err != nil {
+		err = msgp.WrapError(err, "Depth")
+		return
+	}
+	err = en.WriteArrayHeader(uint32(len(z.Removed)))
+	if err != nil {
+		err = msgp.WrapError(err, "Removed")
+		return
+	}
+	for za0001 := range z.Removed {
+		err = en.WriteString(z.Removed[za0001])
+		if err != nil {
+			err = msgp.WrapError(err, "Removed", za0001)
+			return
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *Layer) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 3
+	o = append(o, 0x93)
+	o = msgp.AppendString(o, z.Parent)
+	o = msgp.AppendInt(o, z.Depth)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Removed)))
+	for za0001 := range z.Removed {
+		o = msgp.AppendString(o, z.Removed[za0001])
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Layer) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 3 {
+		err = msgp.ArrayError{Wanted: 3, Got: zb0001}
+		return
+	}
+	z.Parent, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Parent")
+		return
+	}
+	z.Depth, bts, err = msgp.ReadIntBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Depth")
+		return
+	}
+	var zb0002 uint32
+	zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Removed")
+		return
+	}
+	if zb0002 > zce73f038limitArrays {
+		err = msgp.ErrLimitExceeded
+		return
+	}
+	if cap(z.Removed) >= int(zb0002) {
+		z.Removed = (z.Removed)[:zb0002]
+	} else {
+		z.Removed = make([]string, zb0002)
+	}
+	for za0001 := range z.Removed {
+		z.Removed[za0001], bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Removed", za0001)
+			return
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Layer) Msgsize() (s int) {
+	s = 1 + msgp.StringPrefixSize + len(z.Parent) + msgp.IntSize + msgp.ArrayHeaderSize
+	for za0001 := range z.Removed {
+		s += msgp.StringPrefixSize + len(z.Removed[za0001])
+	}
+	return
+}
+
+// DecodeMsg implements msgp.Decodable
 func (z *Pack) DecodeMsg(dc *msgp.Reader) (err error) {
 	var zb0001 uint32
 	zb0001, err = dc.ReadArrayHeader()

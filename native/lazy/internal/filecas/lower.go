@@ -130,7 +130,7 @@ func (r *reader) graft(prior []Entry, at *int, old *Entry, dir string, emit *emi
 			took.Files++
 			took.Bytes += o.Size
 		}
-		emit.add(e)
+		emit.add(e, true)
 	}
 	return took, nil
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,12 @@ type Options struct {
 	Level     int
 	Selection *pack.Selection
 	Base      *BaseSource
+	// Layer: over a base, write the index as a layer over it (layer.go) unless the base is MaxDepth deep or the tree
+	// is an overlay over it (a compaction writes a whole index).
+	Layer bool
+	// Stats: where the tree's own lstat keys are written when a layer keeps its parent's for entries whose only
+	// change is their key (a restored tree): the next backup here takes them (stats.go), bound to this index.
+	Stats string
 	// Threads compress at once (0: one per CPU).
 	Threads int
 }
@@ -61,6 +68,9 @@ type Result struct {
 	WalkMs int64     `json:"walkMs"`
 	Ms     int64     `json:"ms"`
 	Index  IndexMade `json:"index"`
+	// Depth: the index's layers over its whole index (0: it is a whole index); Removed: the names a layer drops.
+	Depth   int `json:"depth"`
+	Removed int `json:"removed"`
 	// Pack is nil when no chunk was new: nothing was written to the sink.
 	Pack *Pack `json:"pack"`
 	// Packs: every pack the index names (the base's still referenced, and this one), which the Worker checks against
@@ -120,13 +130,21 @@ func Backup(opts Options, out Sink) (Result, error) {
 	based := make(chan baseRead, 1)
 	go func() {
 		if opts.Base == nil {
-			based <- baseRead{table: newChunkTable(nil)}
+			based <- baseRead{table: newChunkTable(nil, false)}
 			return
 		}
-		x, err := readBase(opts.Base)
+		x, depth, err := readBase(opts.Base)
 		if err != nil {
 			based <- baseRead{err: err}
 			return
+		}
+		var stored []pack.Stat
+		layer := opts.Layer && len(opts.Base.Layers) == 0 && depth < MaxDepth
+		if layer {
+			stored = make([]pack.Stat, len(x.Entries))
+			for i := range x.Entries {
+				stored[i] = x.Entries[i].Stat
+			}
 		}
 		if opts.Base.Stat != "" {
 			if _, err := applyStats(x, opts.Base.Sha256, opts.Base.Stat); err != nil {
@@ -134,7 +152,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 				return
 			}
 		}
-		based <- baseRead{index: x, table: newChunkTable(x)}
+		based <- baseRead{index: x, depth: depth, stored: stored, table: newChunkTable(x, layer)}
 	}()
 	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)
 	if err != nil {
@@ -175,7 +193,11 @@ func Backup(opts Options, out Sink) (Result, error) {
 		frames.close()
 		return fail(err)
 	}
-	reused, err := r.entries(walk, base, emit)
+	var lay *layering
+	if read.stored != nil {
+		lay = &layering{stored: read.stored, met: make([]bool, len(base.Entries))}
+	}
+	reused, err := r.entries(walk, base, emit, lay)
 	r.close()
 	written, werr := frames.close()
 	if eerr := emit.close(); err == nil {
@@ -191,7 +213,13 @@ func Backup(opts Options, out Sink) (Result, error) {
 	// manifest) only once they are.
 	closed := make(chan error, 1)
 	go func() { closed <- out.Close() }()
-	x := table.index(avg, opts.Name, written)
+	var x *Index
+	if lay != nil {
+		x = table.layer(avg, opts.Name, written)
+		x.Layer = &Layer{Parent: opts.Base.Sha256, Depth: read.depth + 1, Removed: lay.removed(base)}
+	} else {
+		x = table.index(avg, opts.Name, written)
+	}
 	idx, err := newIndexFile(opts.Index)
 	if err != nil {
 		<-closed
@@ -218,16 +246,76 @@ func Backup(opts Options, out Sink) (Result, error) {
 	if written.n > 0 {
 		res.Pack = &Pack{Name: opts.Name, Bytes: written.n, Sha256: hex.EncodeToString(written.h.Sum(nil))}
 	}
-	res.Packs = make([]PackRef, len(x.Packs))
-	for i, p := range x.Packs {
+	packs := x.Packs
+	if x.Layer != nil {
+		// A layer's packs count on from its parent's: the snapshot needs them all.
+		packs = append(append([]Pack{}, base.Packs...), x.Packs...)
+		res.Index.Chunks = len(table.refs)
+		res.Depth, res.Removed = x.Layer.Depth, len(x.Layer.Removed)
+		if len(lay.keys) > 0 && opts.Stats != "" {
+			// Best effort, as files-unpack's: without it the next backup here reads the files it would have kept.
+			writeStatsFile(&StatsFile{Version: 1, Index: made.Sha256, Files: lay.keys}, opts.Stats)
+		}
+	}
+	res.Packs = make([]PackRef, len(packs))
+	for i, p := range packs {
 		res.Packs[i] = PackRef{Name: p.Name, Bytes: p.Bytes}
 	}
 	res.Ms = time.Since(started).Milliseconds()
 	return res, nil
 }
 
+// layering is what a pass writing a layer (layer.go) keeps: the base's entries it met, and the tree's own keys of
+// the files whose entries keep the base's.
+type layering struct {
+	// stored: the base's lstat keys as its index holds them (a stats file may have replaced them in base.Entries)
+	stored []pack.Stat
+	met    []bool
+	keys   [][5]string
+}
+
+// removed: the base's names the walk did not meet, in walk order.
+func (l *layering) removed(base *Index) []string {
+	out := []string{}
+	for i, met := range l.met {
+		if !met {
+			out = append(out, base.Entries[i].Path)
+		}
+	}
+	return out
+}
+
+// inLayer: whether e (the base's entry at i, old, had its name) goes into the layer. An entry whose only change is
+// its lstat key keeps the base's (so the manifest, made again from the composed index, is this pass's), and the
+// tree's own key is kept for the stats file.
+func (l *layering) inLayer(e *Entry, old *Entry, i int) bool {
+	if old == nil {
+		return true
+	}
+	l.met[i] = true
+	if !sameButStat(e, old) {
+		return true
+	}
+	if own := e.Stat; own != l.stored[i] {
+		if e.Type == "file" && e.Link == "" {
+			l.keys = append(l.keys, [5]string{e.Path, own.Ino, own.Dev, own.MtimeNs, own.CtimeNs})
+		}
+		e.Stat = l.stored[i]
+	}
+	return false
+}
+
+// sameButStat: a and b are the same entry but perhaps for their lstat keys (chunk numbers compared as they are: a
+// layer's table keeps its base's).
+func sameButStat(a, b *Entry) bool {
+	x, y := a.Entry, b.Entry
+	x.Stat, y.Stat = pack.Stat{}, pack.Stat{}
+	return x == y && a.Node == b.Node && slices.Equal(a.Chunks, b.Chunks) && slices.Equal(a.Data, b.Data)
+}
+
 // entries makes the index's entries in walk order and hands them to emit; answers the files taken from the base.
-func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts, error) {
+// Writing a layer (lay), only the entries that changed go into the index; every one goes into the manifest.
+func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter, lay *layering) (Counts, error) {
 	var prior []Entry
 	if base != nil {
 		prior = base.Entries
@@ -240,13 +328,14 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 		w := &walk[i]
 		st := w.Lstat()
 		var e Entry
+		old := priorEntry(prior, &at, w.Path())
 		if w.Kind() == "file" && w.Link() == "" {
 			if st.Nlink > 1 {
 				sizeOf[w.Path()] = st.Size
 			}
 			// Unchanged: the base's entry is what pack would write (the rule compares every field lstat gives, and
 			// the lstat key is the base's), content included; or, over an overlay, no layer touched it (lower.go).
-			if old := priorEntry(prior, &at, w.Path()); old != nil && old.Type == "file" && (pack.UnchangedFile(w, &old.Entry) || fromLower(r.layered, w, old)) {
+			if old != nil && old.Type == "file" && (pack.UnchangedFile(w, &old.Entry) || fromLower(r.layered, w, old)) {
 				e = Entry{Entry: old.Entry, Data: old.Data, Chunks: make([]int, len(old.Chunks))}
 				e.Stat = pack.EntryOf(w).Stat // the tree's own key (over an overlay, not the base's)
 				for k, c := range old.Chunks {
@@ -261,7 +350,6 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 				}
 			}
 		} else {
-			old := priorEntry(prior, &at, w.Path())
 			e.Entry = pack.EntryOf(w)
 			switch {
 			case e.Type == "other":
@@ -270,7 +358,7 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 				e.Link, e.Size = w.Link(), sizeOf[w.Link()]
 			case e.Type == "dir" && r.layered != nil && !touched(r.layered, w.Path()):
 				// Not walked below (lower.go): everything beneath is the base's, entry for entry.
-				emit.add(e)
+				emit.add(e, true)
 				took, err := r.graft(prior, &at, old, w.Path(), emit)
 				reused.Files += took.Files
 				reused.Bytes += took.Bytes
@@ -280,7 +368,8 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter) (Counts
 				continue
 			}
 		}
-		emit.add(e)
+		inIndex := lay == nil || lay.inLayer(&e, old, at-1) // before e is handed on: it may take the base's key
+		emit.add(e, inIndex)
 	}
 	return reused, nil
 }

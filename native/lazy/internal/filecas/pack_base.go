@@ -1,7 +1,6 @@
 package filecas
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"snapflow/native/lazy/internal/pack"
@@ -28,60 +28,98 @@ type BaseSource struct {
 	// Layers: the tree is an overlay whose lowest layer is this index's own tree (files-mount), under these layer
 	// directories, lowest first (lower.go): a file in none of them is the base's.
 	Layers []string `json:"layers,omitempty"`
+	// Chain: when the base is a layer (layer.go), the objects beneath it, its whole index first, each a kept file or
+	// the store's object (the layer names each one's SHA-256, which Sha256 here repeats from the record).
+	Chain []ChainObject `json:"chain,omitempty"`
 	// Timeout and Retries bound the GET (each attempt; attempts after the first on a network error or 5xx).
 	Timeout time.Duration `json:"-"`
 	Retries int           `json:"-"`
 }
 
+// ChainObject is one object of an index's chain: a kept file when it is there and hashes to Sha256, else the URL's.
+type ChainObject struct {
+	File   string `json:"file,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Sha256 string `json:"sha256"`
+}
+
 type baseRead struct {
 	index *Index
-	table *chunkTable
-	err   error
+	// depth: the base's layers over its whole index (layer.go)
+	depth int
+	// stored: each entry's lstat key as the base's index holds it, before a stats file's keys replaced it
+	stored []pack.Stat
+	table  *chunkTable
+	err    error
 }
 
 func unusable(why string) error {
 	return &pack.Error{Code: pack.BaseUnusable, Field: "base", Message: "the base index " + why}
 }
 
-// readBase is the base index: the kept file when it is there and hashes to Sha256, else the URL's object, which must.
-// Either is read whole, within DefaultLimits.MaxCompressed (the npm workspace's is ~1.5 MB), hashed, then decoded and
-// validated. Anything else is base_unusable: nothing has been written yet, and the caller can make a full backup.
-func readBase(b *BaseSource) (*Index, error) {
-	if !sha256Hex.MatchString(b.Sha256) {
-		return nil, unusable(fmt.Sprintf("has no usable sha256 (%q)", b.Sha256))
+// readBase is the base index: each object of its chain (its own last), the kept file when it is there and hashes to
+// its SHA-256, else the URL's object, which must; read at once, each whole within DefaultLimits.MaxCompressed (the
+// npm workspace's whole index is ~2.9 MB), then decoded, composed and validated. Anything else is base_unusable:
+// nothing has been written yet, and the caller can make a full backup.
+func readBase(b *BaseSource) (*Index, int, error) {
+	objects := append(append([]ChainObject{}, b.Chain...), ChainObject{File: b.File, URL: b.URL, Sha256: b.Sha256})
+	bodies := make([][]byte, len(objects))
+	errs := make([]error, len(objects))
+	var wg sync.WaitGroup
+	for i := range objects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bodies[i], errs[i] = readObject(&objects[i], b.Timeout, b.Retries)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			if i < len(objects)-1 {
+				return nil, 0, unusable(fmt.Sprintf("chain object %d: %v", i, err))
+			}
+			return nil, 0, unusable(err.Error())
+		}
+	}
+	x, depth, err := DecodeChain(bodies, DefaultLimits)
+	if err != nil {
+		return nil, 0, unusable(err.Error())
+	}
+	return x, depth, nil
+}
+
+// readObject is one index object: the kept file when it is there and hashes to o.Sha256, else the URL's, which must.
+func readObject(o *ChainObject, timeout time.Duration, retries int) ([]byte, error) {
+	if !sha256Hex.MatchString(o.Sha256) {
+		return nil, fmt.Errorf("has no usable sha256 (%q)", o.Sha256)
 	}
 	var body []byte
-	why := "names neither a file nor a URL"
-	if b.File != "" {
-		f, err := os.Open(b.File)
+	why := errors.New("names neither a file nor a URL")
+	if o.File != "" {
+		f, err := os.Open(o.File)
 		if err == nil {
 			body, err = readCapped(f)
 			f.Close()
 		}
-		if err == nil && sum(body) != b.Sha256 {
-			err = fmt.Errorf("has sha256 %s; its record says %s", sum(body), b.Sha256)
+		if err == nil && sum(body) != o.Sha256 {
+			err = fmt.Errorf("has sha256 %s; its record says %s", sum(body), o.Sha256)
 		}
 		if err != nil {
-			body, why = nil, fmt.Sprintf("file %s: %v", b.File, err)
+			body, why = nil, fmt.Errorf("file %s: %v", o.File, err)
 		}
 	}
-	if body == nil && b.URL != "" {
+	if body == nil && o.URL != "" {
 		var err error
-		if body, err = getBase(b); err == nil && sum(body) != b.Sha256 {
-			err = fmt.Errorf("the stored index has sha256 %s; its record says %s", sum(body), b.Sha256)
+		if body, err = GetIndex(o.URL, timeout, retries); err == nil && sum(body) != o.Sha256 {
+			err = fmt.Errorf("the stored index has sha256 %s; its record says %s", sum(body), o.Sha256)
 		}
-		if err != nil {
-			return nil, unusable(err.Error())
-		}
+		return body, err
 	}
 	if body == nil {
-		return nil, unusable(why)
+		return nil, why
 	}
-	x, err := Decode(bytes.NewReader(body), DefaultLimits)
-	if err != nil {
-		return nil, unusable(err.Error())
-	}
-	return x, nil
+	return body, nil
 }
 
 func sum(b []byte) string {
@@ -98,9 +136,6 @@ func readCapped(r io.Reader) ([]byte, error) {
 	}
 	return body, err
 }
-
-// getBase GETs the stored index, retrying network errors and 5xx.
-func getBase(b *BaseSource) ([]byte, error) { return GetIndex(b.URL, b.Timeout, b.Retries) }
 
 // GetIndex GETs a stored index object whole, within DefaultLimits.MaxCompressed, retrying network errors, 5xx and
 // 429 (each attempt bounded by timeout; 0: 60 s). The caller checks its SHA-256 before acting on it.

@@ -18,17 +18,19 @@ type emitter struct {
 	chunkSha func(i int) string
 	in       chan []emitted
 	batch    []emitted
-	entries bytes.Buffer // the compressed list
-	z       *zstd.Encoder
-	n       int
-	err     error
-	done    chan struct{}
+	entries  bytes.Buffer // the compressed list
+	z        *zstd.Encoder
+	n        int
+	err      error
+	done     chan struct{}
 }
 
-// emitted is an entry and whether its index tuple leaves its SHA-256 out (format.go, version 3): the manifest has it.
+// emitted is an entry, whether its index tuple leaves its SHA-256 out (format.go, version 3: the manifest has it),
+// and whether it goes into the index at all (a layer holds only what changed: layer.go).
 type emitted struct {
 	Entry
-	elide bool
+	elide   bool
+	inIndex bool
 }
 
 const emitBatch = 256
@@ -53,8 +55,8 @@ func (m *emitter) run() {
 				break
 			}
 			e := &batch[i]
-			if m.err = m.pass.Add(&e.Entry.Entry); m.err != nil {
-				break
+			if m.err = m.pass.Add(&e.Entry.Entry); m.err != nil || !e.inIndex {
+				continue
 			}
 			if e.elide {
 				e.Sha256 = ""
@@ -71,10 +73,10 @@ func (m *emitter) run() {
 	}
 }
 
-// add queues e (its chunk indexes final).
-func (m *emitter) add(e Entry) {
+// add queues e (its chunk indexes final) for the manifest and, inIndex, the index.
+func (m *emitter) add(e Entry, inIndex bool) {
 	elide := oneChunkFile(&e) && e.Sha256 == m.chunkSha(e.Chunks[0])
-	m.batch = append(m.batch, emitted{Entry: e, elide: elide})
+	m.batch = append(m.batch, emitted{Entry: e, elide: elide, inIndex: inIndex})
 	if len(m.batch) == emitBatch {
 		m.in <- m.batch
 		m.batch = make([]emitted, 0, emitBatch)

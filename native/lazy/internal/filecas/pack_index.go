@@ -3,6 +3,7 @@ package filecas
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -34,7 +35,7 @@ func newIndexFile(final string) (*indexFile, error) {
 // write writes the index whose entries (left out of idx: n of them) the emitter has compressed, as a zstd frame
 // holding the rest of the index's MessagePack: the head (the Index tuple's fields before its entries, and the
 // entry list's length) goes before it in a frame of its own. One zstd stream (frames concatenated), whose content is
-// what Encode writes for the whole index.
+// what Encode writes for the whole index; a layer's tuple follows in a frame of its own (layer.go).
 func (x *indexFile) write(idx *Index, n int, entries []byte) (IndexMade, error) {
 	out := &counted{w: x.f, h: sha256.New()}
 	head, err := appendIndexHead(nil, idx, n)
@@ -52,6 +53,9 @@ func (x *indexFile) write(idx *Index, n int, entries []byte) (IndexMade, error) 
 	if err == nil {
 		_, err = out.Write(entries)
 	}
+	if err == nil && idx.Layer != nil {
+		err = writeFrame(out, idx.Layer)
+	}
 	if err == nil {
 		err = x.f.Close()
 	}
@@ -59,6 +63,23 @@ func (x *indexFile) write(idx *Index, n int, entries []byte) (IndexMade, error) 
 		return IndexMade{}, err
 	}
 	return IndexMade{Bytes: out.n, Sha256: hex.EncodeToString(out.h.Sum(nil)), Chunks: len(idx.Chunks)}, nil
+}
+
+// writeFrame writes a layer's tuple, which follows its entries, as a zstd frame of its own.
+func writeFrame(w io.Writer, l *Layer) error {
+	b, err := l.MarshalMsg(nil)
+	if err != nil {
+		return err
+	}
+	enc, err := zstd.NewWriter(w, zstd.WithEncoderLevel(indexLevel))
+	if err != nil {
+		return err
+	}
+	if _, err := enc.Write(b); err != nil {
+		enc.Close()
+		return err
+	}
+	return enc.Close()
 }
 
 // appendIndexHead appends the Index tuple (index_types_gen.go's MarshalMsg) up to its entries, and the header of an

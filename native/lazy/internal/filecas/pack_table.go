@@ -19,18 +19,40 @@ type chunkTable struct {
 
 const newPack = -1
 
-func newChunkTable(base *Index) *chunkTable {
+// newChunkTable: over a base a layer is written on (layer.go), every base chunk keeps its number and the new ones
+// count on from them; otherwise only the chunks referenced are carried, renumbered.
+func newChunkTable(base *Index, layer bool) *chunkTable {
 	t := &chunkTable{bySha: map[string]int{}}
 	if base != nil {
 		t.base = base
 		t.baseBy = make(map[string]int, len(base.Chunks))
 		t.fromBase = make([]int, len(base.Chunks))
+		if layer {
+			t.refs = make([]*Chunk, len(base.Chunks))
+		}
 		for i, c := range base.Chunks {
 			t.baseBy[c.Sha256] = i
 			t.fromBase[i] = -1
+			if layer {
+				t.refs[i], t.fromBase[i] = &base.Chunks[i], i
+			}
 		}
 	}
 	return t
+}
+
+// layer is the layer's own packs and chunks: this pass's pack (when it wrote any byte) and the chunks new in it,
+// numbered after the base's (the layer's packs and chunks count on from its parent's). Its entries are left out.
+func (t *chunkTable) layer(avg int, name string, written *counted) *Index {
+	x := &Index{Version: LayerVersion, AvgChunk: avg, Packs: []Pack{}, Chunks: make([]Chunk, 0, len(t.refs)-len(t.base.Chunks))}
+	if written.n > 0 {
+		x.Packs = append(x.Packs, Pack{Name: name, Bytes: written.n, Sha256: hex.EncodeToString(written.h.Sum(nil))})
+	}
+	for _, c := range t.refs[len(t.base.Chunks):] {
+		x.Chunks = append(x.Chunks, *c)
+		x.Chunks[len(x.Chunks)-1].Pack = len(t.base.Packs)
+	}
+	return x
 }
 
 // refBase is the new index of the base's chunk i.

@@ -68,13 +68,21 @@ func WriteStats(root string, x *Index, indexSha256, out string) (int, error) {
 		s.Files = append(s.Files, [5]string{e.Path, strconv.FormatUint(st.Ino, 10), strconv.FormatUint(st.Dev, 10),
 			strconv.FormatInt(st.Mtim.Nano(), 10), strconv.FormatInt(st.Ctim.Nano(), 10)})
 	}
+	if err := writeStatsFile(&s, out); err != nil {
+		return 0, err
+	}
+	return len(s.Files), nil
+}
+
+// writeStatsFile writes s to out, renamed into place once whole.
+func writeStatsFile(s *StatsFile, out string) error {
 	tmp := out + ".tmp-" + strconv.Itoa(os.Getpid())
 	f, err := os.Create(tmp)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	enc, _ := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest))
-	err = json.NewEncoder(enc).Encode(&s)
+	err = json.NewEncoder(enc).Encode(s)
 	if cerr := enc.Close(); err == nil {
 		err = cerr
 	}
@@ -86,9 +94,8 @@ func WriteStats(root string, x *Index, indexSha256, out string) (int, error) {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return 0, err
 	}
-	return len(s.Files), nil
+	return err
 }
 
 // applyStats replaces the base's stat keys with a restored tree's, when the stats file belongs to this very index.
