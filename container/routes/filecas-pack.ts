@@ -38,7 +38,7 @@ export const filecasPackRoutes: Routes = {
     c.res.once("close", () => ended.abort());
     const indexOut = await c.path(body.indexOut, "indexOut");
     const made = await filesPack({
-      dir, manifestOut: await c.path(body.manifestOut, "manifestOut"), indexOut, name: body.name,
+      dir, ...(body.manifestOut !== undefined ? { manifestOut: await c.path(body.manifestOut, "manifestOut") } : {}), indexOut, name: body.name,
       avgChunk: body.avgChunk, level: body.level, selection, base, urls: body.urls, partSize: body.partSize, concurrency: body.concurrency,
       retries: body.retries, signal: ended.signal, ...(body.layer ? { layer: true } : {}), ...(statsOut ? { statsOut } : {}),
     });

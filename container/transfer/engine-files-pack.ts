@@ -5,7 +5,7 @@
 // engine reports, parsed: not a byte of the tree or the pack passes through Node.
 //
 //   snapflow-lazy files-pack ──parts (PUT, ≤ concurrency at once, SHA-256 each)──▶ store
-//          │ ├──manifest──▶ manifestOut     (both named only once every part is stored)
+//          │ ├──manifest──▶ manifestOut     (both named only once every part is stored; no manifestOut: none)
 //          │ └──index─────▶ indexOut
 //          └──result JSON (fd 3): FilesPackResult, or {error: {code, message, field}}
 import { rm } from "node:fs/promises";
@@ -21,7 +21,8 @@ import { startTool } from "../system/run-tool.ts";
 export interface FilesPackRun {
   /** host paths */
   dir: string;
-  manifestOut: string;
+  /** absent: no manifest file (the result still gives its size and SHA-256) */
+  manifestOut?: string;
   indexOut: string;
   name: string;
   avgChunk?: number;
@@ -51,7 +52,7 @@ const EngineFailure = z.object({
  * tool_failed naming it.
  */
 export async function filesPack(o: FilesPackRun): Promise<FilesPackResult> {
-  const argv = [await lazyTool(), "files-pack", "--root", o.dir, "--manifest", o.manifestOut, "--index", o.indexOut, "--result-fd", "3",
+  const argv = [await lazyTool(), "files-pack", "--root", o.dir, ...(o.manifestOut ? ["--manifest", o.manifestOut] : []), "--index", o.indexOut, "--result-fd", "3",
     "--part-size", String(o.partSize), "--concurrency", String(o.concurrency), "--retries", String(o.retries)];
   const request = {
     name: o.name, ...(o.avgChunk ? { avgChunk: o.avgChunk } : {}), ...(o.level !== undefined ? { level: o.level } : {}),
@@ -79,7 +80,7 @@ export async function filesPack(o: FilesPackRun): Promise<FilesPackResult> {
     return parsed.data;
   } catch (e) {
     // Killed outright (SIGKILL), the engine leaves its files beside their names (native/lazy pack.TempManifest).
-    await Promise.all([o.manifestOut, o.indexOut].map((f) => rm(`${f}.tmp-${tool.child.pid}`, { force: true })));
+    await Promise.all([o.manifestOut, o.indexOut].filter((f) => f !== undefined).map((f) => rm(`${f}.tmp-${tool.child.pid}`, { force: true })));
     throw e;
   }
 }

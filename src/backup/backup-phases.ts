@@ -171,7 +171,7 @@ async function removeStaging(d: Deps, p: BackupParams, s: BackupStrategy, record
   const agent = new AgentClient(d.transport, p.sandboxId);
   // Chunks a failed chunked backup uploaded stay: others may share them, and the collector removes unreferenced
   // ones once they are older than its grace period (chunk-gc.ts).
-  for (const file of [stagedArchive(p, s), sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId), ...(s.format.kind === "files" && !recorded ? [sandboxPaths.filesIndex(p.snapshotId)] : [])]) {
+  for (const file of [stagedArchive(p, s), sandboxPaths.deltaList(p.snapshotId), sandboxPaths.manifestOut(p.snapshotId), sandboxPaths.resultOut(p.snapshotId), sandboxPaths.chunkIndex(p.snapshotId), ...(s.format.kind === "files" && !recorded ? [sandboxPaths.filesIndex(p.snapshotId), sandboxPaths.filesStats(p.snapshotId)] : [])]) {
     // An agent that cannot be reached now leaves them to its own sweeper (container/system/sweep.ts): they are bounded.
     await agent.deleteFile(file).catch((e) => console.warn(`staging file ${file} of ${p.snapshotId} not removed: ${e instanceof Error ? e.message : String(e)}`));
   }

@@ -10,7 +10,8 @@ import { MULTIPART_MAX_BUFFER_BYTES } from "./transfer.ts";
 //   POST   /v1/files/pack   FilesPackBody   back the tree at `path` up file by file: a file unchanged since `base` (an
 //                                          earlier index) by restic's rule keeps its chunk list unread; the others'
 //                                          new chunks are packed (one zstd frame each) and PUT in parts to `urls`;
-//                                          the manifest to `manifestOut`, the index to `indexOut` → FilesPackResult
+//                                          the manifest to `manifestOut` (absent: none is written, its size and
+//                                          SHA-256 still answered), the index to `indexOut` → FilesPackResult
 //                                          (no new chunk: no part PUT, `pack: null`, `parts: []`). A base the engine
 //                                          cannot use (missing, not the bytes `sha256` names, not an index) is a 400
 //                                          naming `base` before any byte is PUT: the Worker backs up without it.
@@ -24,7 +25,7 @@ export const FilesPackBody = z
   .object({
     /** the tree */
     path: z.string(),
-    manifestOut: z.string(),
+    manifestOut: z.string().optional(),
     indexOut: z.string(),
     /** the pack's name: this snapshot's id */
     name: PACK_NAME,

@@ -83,7 +83,6 @@ export const filesTransfer: BackupTransfer = {
     // is counted then, below.
     const bound = parent ? { ...boundFrom(parent.totals), ms: 0, by: "parent" as "parent" | "native" | "node" } : await agent.treeSize(p.path);
     const indexOut = sandboxPaths.filesIndex(p.snapshotId);
-    const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
     const selection = selectionOf(p);
     // The parent's index as kept here, else the store's; and, when this tree was restored from it here, the restored
     // tree's stat keys (the engine takes them only if they belong to that index).
@@ -98,7 +97,7 @@ export const filesTransfer: BackupTransfer = {
     let baseDropped: string | undefined;
     const { sent: up, sized, urls, attempts, storeChecksum } = await sendInParts(d, p, packKey(tenant, p.snapshotId), bound, () => agent.treeSize(p.path), async (urls, partSize, tarMax) => {
       const body = {
-        path: p.path, manifestOut, indexOut, name: p.snapshotId, avgChunk: format.avgChunk, ...(format.level ? { level: format.level } : {}),
+        path: p.path, indexOut, name: p.snapshotId, avgChunk: format.avgChunk, ...(format.level ? { level: format.level } : {}),
         ...(selection ? { selection } : {}), urls, partSize, concurrency: p.tuning?.concurrency ?? 4,
       };
       const up = await agent.filesPack({ ...body, ...(base ? { base, layer, statsOut: sandboxPaths.filesStats(p.snapshotId) } : {}) }, tarMax).catch((e) => {
@@ -120,13 +119,11 @@ export const filesTransfer: BackupTransfer = {
     const chain = up.depth > 0 && layer && parent && !baseDropped ? [...parent.chain, { key: parent.key, sha256: parent.indexSha256 }] : [];
     if (up.depth !== chain.length) throw new SnapflowError("transfer_damaged", `the engine reports an index at depth ${up.depth}; over ${baseDropped || !parent ? "no base" : `its parent ${parent.id} (depth ${parent.chain.length})`} it can only be at depth ${layer && !baseDropped ? `${parent!.chain.length + 1} or 0` : "0"}`);
     // The manifest's bounds hold as if it were stored (a reader makes it whole); the index goes from the sandbox to the
-    // store bound to its SHA-256 (the store refuses other bytes). The manifest file the pass wrote is not needed here.
+    // store bound to its SHA-256 (the store refuses other bytes). The pass writes no manifest file: it answers the
+    // manifest's size and SHA-256, which the record keeps.
     checkManifestBounds(d.config, p, { bytes: up.jsonBytes, entries: up.entries });
     const storeStarted = performance.now();
-    await Promise.all([
-      agent.uploadToUrl({ path: indexOut, url: await d.presigner.url(key, "PUT", { sha256: up.index.sha256, expiresSeconds: 60 + Math.ceil(up.index.bytes / 8e6) }) }, up.index.bytes),
-      agent.deleteFile(manifestOut).catch(() => {}),
-    ]);
+    await agent.uploadToUrl({ path: indexOut, url: await d.presigner.url(key, "PUT", { sha256: up.index.sha256, expiresSeconds: 60 + Math.ceil(up.index.bytes / 8e6) }) }, up.index.bytes);
     const manifest = {
       ...up.totals, manifestBytes: up.jsonBytes, ms: up.walkMs, storeMs: since(storeStarted), sha256: up.jsonSha256,
       fromIndex: { key, sha256: up.index.sha256, ...(chain.length ? { chain } : {}), ...(up.selection ? { selection: up.selection } : {}) },

@@ -46,7 +46,7 @@ type filesPackResult struct {
 func filesPackCmd(args []string) error {
 	fs := newFlags("files-pack")
 	root := fs.String("root", "", "the tree to back up")
-	manifest := fs.String("manifest", "", "where the manifest JSON is written")
+	manifest := fs.String("manifest", "", "where the manifest JSON is written (absent: none is; its size and SHA-256 are still answered, and files-manifest makes it from the index)")
 	index := fs.String("index", "", "where the index (zstd JSON) is written")
 	outPath := fs.String("out", "", "write the pack to this file instead of PUTting it in parts")
 	resultFd := fs.Int("result-fd", 2, "the descriptor the result JSON is written to")
@@ -57,7 +57,7 @@ func filesPackCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := required(fs, "root", "manifest", "index"); err != nil {
+	if err := required(fs, "root", "index"); err != nil {
 		return err
 	}
 	if (*partSize > 0) == (*outPath != "") {
@@ -81,7 +81,9 @@ func filesPackCmd(args []string) error {
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-stop
-		os.Remove(pack.TempManifest(*manifest))
+		if *manifest != "" {
+			os.Remove(pack.TempManifest(*manifest))
+		}
 		os.Remove(pack.TempManifest(*index))
 		if *outPath != "" {
 			os.Remove(*outPath)

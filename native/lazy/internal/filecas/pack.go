@@ -36,7 +36,9 @@ const DefaultAvgChunk = 1 << 20
 
 // Options: what to back up, and how.
 type Options struct {
-	Root     string
+	Root string
+	// Manifest: where the manifest is written; "" writes none (its size and SHA-256 are still answered: files-manifest
+	// makes it again from the index, byte for byte).
 	Manifest string
 	Index    string
 	// Name names the pack this pass writes (the snapshot's id).
@@ -239,7 +241,9 @@ func Backup(opts Options, out Sink) (Result, error) {
 		return Result{}, err
 	}
 	if err := idx.name(); err != nil {
-		os.Remove(opts.Manifest) // named a moment ago: without its index it speaks for nothing
+		if opts.Manifest != "" {
+			os.Remove(opts.Manifest) // named a moment ago: without its index it speaks for nothing
+		}
 		return Result{}, err
 	}
 	res := Result{Summary: pass.Summary(), WalkMs: walkMs, Index: made, Read: r.read, Reused: reused, NewChunks: frames.chunks, NewBytes: frames.raw, Selection: pass.Record()}

@@ -517,3 +517,18 @@ func TestAPackTheStoreDidNotTakeLeavesNeitherManifestNorIndex(t *testing.T) {
 		t.Fatalf("left %v", left)
 	}
 }
+
+func TestAPassWithoutAManifestPathWritesNoneAndAnswersItsHash(t *testing.T) {
+	root := tree(t)
+	with, err := backup(t, root, "s1", nil)
+	must(t, err)
+	dir := t.TempDir()
+	res, err := Backup(Options{Root: root, Index: filepath.Join(dir, "index.zst"), Name: "s1", AvgChunk: avg, Selection: selection}, &memSink{})
+	must(t, err)
+	if res.JSONSha256 != sum(with.manifest) || res.JSONBytes != int64(len(with.manifest)) {
+		t.Fatalf("answered %d bytes of sha256 %s; the manifest is %d bytes of %s", res.JSONBytes, res.JSONSha256, len(with.manifest), sum(with.manifest))
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Fatalf("the pass left %v (only its index)", left)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ type manifestWriter struct {
 }
 
 func (m *manifestWriter) is(st *unix.Stat_t) bool {
-	return st.Dev == m.self.Dev && st.Ino == m.self.Ino
+	return m.f != nil && st.Dev == m.self.Dev && st.Ino == m.self.Ino
 }
 
 func newManifestWriter(final string) (*manifestWriter, error) {
@@ -73,7 +74,16 @@ func newManifestWriter(final string) (*manifestWriter, error) {
 }
 
 // newJSONWriter is a manifest writer whose JSON begins with head (a layer manifest's differs): the entries follow it.
+// An empty final writes no file: the JSON is only counted and hashed (a manifest made again from what else the pass
+// writes, as filecas's index, needs no file beside it).
 func newJSONWriter(final, head string) (*manifestWriter, error) {
+	if final == "" {
+		m := &manifestWriter{w: bufio.NewWriterSize(io.Discard, 64<<10), sha: sha256.New()}
+		m.enc = json.NewEncoder(&m.buf)
+		m.enc.SetEscapeHTML(false)
+		m.write([]byte(head))
+		return m, nil
+	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return nil, err
 	}
@@ -156,6 +166,9 @@ func (m *manifestWriter) finishWith(tail any) error {
 	if err := m.w.Flush(); err != nil {
 		return err
 	}
+	if m.f == nil {
+		return nil // counted and hashed only
+	}
 	if m.tmp == "" {
 		// Linked through /proc (linkat with AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
 		err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(m.f.Fd())), unix.AT_FDCWD, m.final, unix.AT_SYMLINK_FOLLOW)
@@ -177,6 +190,9 @@ func (m *manifestWriter) finishWith(tail any) error {
 
 // abandon drops the half-written manifest (a nameless one goes with its descriptor).
 func (m *manifestWriter) abandon() {
+	if m.f == nil {
+		return
+	}
 	m.f.Close()
 	if m.tmp != "" {
 		os.Remove(m.tmp)
