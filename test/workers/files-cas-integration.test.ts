@@ -3,7 +3,11 @@
 // sandbox's latest file-level snapshot of the path), restores of both into fresh sandboxes equal to the trees as they
 // were, a pack the index names that is not its lineage's refused, and the pack collector keeping what a record names.
 // Real agent, real native engine, real S3 server.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { BackupParams, TransferResult } from "../../src/backup/backup-params.ts";
+import { filesTransfer } from "../../src/backup/transfer/files.ts";
+import { depsFrom } from "../../src/deps.ts";
 import { agent, api, armAgentFault, freshSandbox, putFile as put, runWorkflow as run, testStore } from "./helpers.ts";
 
 const manifest = (sandbox: string) => agent(sandbox, "POST", "/v1/manifest", { path: "/workspace/app" });
@@ -160,6 +164,17 @@ describe("the file-level format (files-cas)", () => {
     const dst = freshSandbox("dst");
     const r = await run("restore", { snapshotId: grown.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "files-extract" });
     expect(r.status, r.error).toBe("complete");
+  });
+
+  it("a backup's verify refuses a layer whose chain object left the store (its parent deleted and collected meanwhile)", async () => {
+    const d = depsFrom(env);
+    const below = "file-indexes/default/bk-20260101000000-0000c0de";
+    const p = { snapshotId: "bk-20260101000001-0000c0df", tenant: "default" } as BackupParams;
+    const sent = { files: { packs: [], chain: [{ key: below, sha256: "0".repeat(64) }] } } as unknown as TransferResult;
+    await expect(filesTransfer.verifyStored!({ d, p, key: "unused", sent })).rejects.toMatchObject({ code: "snapshot_unusable", message: expect.stringContaining(below) });
+    await d.store.put(below, new Uint8Array(10));
+    await expect(filesTransfer.verifyStored!({ d, p, key: "unused", sent })).resolves.toMatchObject({ chainChecked: 1 });
+    await d.store.delete([below]);
   });
 
   it("a file-level backup that fails after its pack was stored leaves neither the pack nor a snapshot behind", async () => {

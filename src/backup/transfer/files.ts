@@ -140,21 +140,29 @@ export const filesTransfer: BackupTransfer = {
     };
   },
 
-  // Every pack the index names is in the store at the size the engine reported; the new one also with the SHA-256
-  // checksum its parts make (the store checked each part at completion).
+  // Every pack the index names is in the store at the size the engine reported, and every index object of its chain;
+  // the new pack also with the SHA-256 checksum its parts make (the store checked each part at completion).
   async verifyStored({ d, p, sent }) {
     const files = sent.files;
     if (!files) throw new SnapflowError("transfer_damaged", `the file-level backup ${p.snapshotId} reported no packs`);
     const tenant = p.tenant ?? DEFAULT_TENANT;
-    const heads = await Promise.all(files.packs.map(async (x) => ({ x, head: await d.store.head(packKey(tenant, x.name)) })));
+    const chain = files.chain ?? [];
+    const [heads, chainHeads] = await Promise.all([
+      Promise.all(files.packs.map(async (x) => ({ x, head: await d.store.head(packKey(tenant, x.name)) }))),
+      Promise.all(chain.map(async (o) => ({ key: o.key, head: await d.store.head(o.key) }))),
+    ]);
     const bad = heads.filter(({ x, head }) => head?.size !== x.bytes);
     if (bad.length) {
       throw new SnapflowError("snapshot_unusable", `${bad.length} of the ${files.packs.length} packs the index names are not in the store at their size, first: ${bad.slice(0, 3).map(({ x, head }) => `${x.name} (${head ? `${head.size} bytes, not ${x.bytes}` : "missing"})`).join(", ")}`);
     }
+    // A layer's chain: each object beneath it is still there (a parent deleted and collected during this backup would
+    // leave a record no restore could read).
+    const gone = chainHeads.filter(({ head }) => !head);
+    if (gone.length) throw new SnapflowError("snapshot_unusable", `the index is a layer over ${gone.map((g) => g.key).join(", ")}, no longer in the store`);
     if (files.pack?.storeChecksum) {
       const kept = await d.presigner.storedChecksum(packKey(tenant, files.pack.name));
       if (kept !== null && kept !== files.pack.storeChecksum) throw new SnapflowError("snapshot_unusable", `pack ${files.pack.name}: the store keeps SHA-256 checksum ${kept}, its parts make ${files.pack.storeChecksum}`);
     }
-    return { packsChecked: files.packs.length };
+    return { packsChecked: files.packs.length, ...(chain.length ? { chainChecked: chain.length } : {}) };
   },
 };

@@ -228,9 +228,21 @@ func Backup(opts Options, out Sink) (Result, error) {
 		return fail(err)
 	}
 	made, err := idx.write(x, emit.n, emit.entries.Bytes())
+	// The tree's own stat keys (a layer that kept its parent's: layering.inLayer), bound to the index just written,
+	// are written while the pack's last parts are stored. Best effort, as files-unpack's: without them the next
+	// backup here reads the files it would have kept.
+	statsWritten := make(chan struct{})
+	wroteStats := err == nil && lay != nil && len(lay.keys) > 0 && opts.Stats != ""
+	go func() {
+		defer close(statsWritten)
+		if wroteStats {
+			writeStatsFile(&StatsFile{Version: 1, Index: made.Sha256, Files: lay.keys}, opts.Stats)
+		}
+	}()
 	if cerr := <-closed; err == nil {
 		err = cerr
 	}
+	<-statsWritten
 	if err == nil {
 		err = pass.Finish()
 	} else {
@@ -238,11 +250,17 @@ func Backup(opts Options, out Sink) (Result, error) {
 	}
 	if err != nil {
 		idx.abandon()
+		if wroteStats {
+			os.Remove(opts.Stats)
+		}
 		return Result{}, err
 	}
 	if err := idx.name(); err != nil {
 		if opts.Manifest != "" {
 			os.Remove(opts.Manifest) // named a moment ago: without its index it speaks for nothing
+		}
+		if wroteStats {
+			os.Remove(opts.Stats)
 		}
 		return Result{}, err
 	}
@@ -256,10 +274,6 @@ func Backup(opts Options, out Sink) (Result, error) {
 		packs = append(append([]Pack{}, base.Packs...), x.Packs...)
 		res.Index.Chunks = len(table.refs)
 		res.Depth, res.Removed = x.Layer.Depth, len(x.Layer.Removed)
-		if len(lay.keys) > 0 && opts.Stats != "" {
-			// Best effort, as files-unpack's: without it the next backup here reads the files it would have kept.
-			writeStatsFile(&StatsFile{Version: 1, Index: made.Sha256, Files: lay.keys}, opts.Stats)
-		}
 	}
 	res.Packs = make([]PackRef, len(packs))
 	for i, p := range packs {
