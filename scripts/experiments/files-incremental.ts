@@ -1,7 +1,8 @@
 // Where a file-level incremental's time goes (issue 24's "≤ 0.6 s after a 10 MB change"): the npm workspace backed up
 // as files-cas on a private stack of this checkout, then RUNS times 10 MB of new files written and files-cas again
 // (its parent the previous one), each run's steps and the transfer step's parts printed. Emulator figures.
-// Usage: node scripts/experiments/files-incremental.ts [RUNS]
+// ELSEWHERE=1: the runs are in another sandbox the base was restored into (files-extract), as the race's "not a fork".
+// Usage: [ELSEWHERE=1] node scripts/experiments/files-incremental.ts [RUNS]
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -22,16 +23,25 @@ try {
   mkdirSync(ws, { recursive: true });
   execSync(`cp -a --reflink=never ${JSON.stringify(workspace + "/.")} ${JSON.stringify(ws + "/")}`);
   let started = 0;
+  let sandboxId = "inc";
+  let tree = ws;
   const backup = async () => {
     started = Date.now();
-    const b = await api.startBackup({ sandboxId: "inc", path: "/workspace", strategy: "files-cas" });
+    const b = await api.startBackup({ sandboxId, path: "/workspace", strategy: "files-cas" });
     const s = await api.waitFor("backup", b.id, () => {});
     if (s.status !== "complete") throw new Error(`backup ${b.id} ${s.status}: ${s.error}`);
     return s;
   };
-  await backup();
+  const base = await backup();
+  if (process.env.ELSEWHERE === "1") {
+    sandboxId = "dst";
+    tree = join(state, "sandboxes", "dst", "workspace");
+    const r = await api.startRestore({ snapshotId: base.snapshotId, sandboxId, path: "/workspace", strategy: "files-extract", replace: true });
+    const done = await api.waitFor("restore", r.id, () => {});
+    if (done.status !== "complete") throw new Error(`restore ${r.id} ${done.status}: ${done.error}`);
+  }
   for (let run = 1; run <= runs; run++) {
-    const dir = join(ws, `change-${run}`);
+    const dir = join(tree, `change-${run}`);
     mkdirSync(dir);
     for (let i = 0; i < 8; i++) writeFileSync(join(dir, `f${i}.bin`), randomBytes(1_250_000));
     execSync("sync");
@@ -42,7 +52,7 @@ try {
     // The Workflow's time between steps: each step's start after the one before ended (the stack's clock).
     const timed = Object.entries(s.steps).map(([k, v]) => [k, v as { startedAt?: number; endedAt?: number }] as const).filter(([, v]) => v.startedAt && v.endedAt).sort((a, b) => a[1].startedAt! - b[1].startedAt!);
     log(`  between steps: ${timed.slice(1).map(([k, v], i) => `${k} +${v.startedAt! - timed[i]![1].endedAt!} ms`).join(", ")}; request → first step ${timed[0] ? timed[0][1].startedAt! - started : "?"} ms, last step → seen ${timed.length ? Date.now() - timed[timed.length - 1]![1].endedAt! : "?"} ms`);
-    log(`  transfer: ${JSON.stringify({ ...pick(t, ["ms", "parentMs", "engineMs", "walkMs", "parts", "urls", "attempts", "sizeBy", "bytes"]), manifest: pick(t.manifest, ["ms", "storeMs", "manifestBytes"]), files: pick(t.files, ["newBytes", "read"]) })}`);
+    log(`  transfer: ${JSON.stringify({ ...pick(t, ["ms", "parentMs", "engineMs", "walkMs", "parts", "urls", "attempts", "sizeBy", "bytes"]), files: pick(t.files, ["newBytes", "read", "chain"]), manifest: pick(t.manifest, ["ms", "storeMs", "manifestBytes"]) })}`);
   }
 } finally {
   await stack.stop();
