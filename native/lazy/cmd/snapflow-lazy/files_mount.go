@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	rdebug "runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -185,35 +184,27 @@ func fetchFilesIndex(urlsPath, path, want string, chain []string, timeout time.D
 		names[i] = fmt.Sprintf("chain.%d", i)
 	}
 	names[len(chain)] = "index"
-	bodies := make([][]byte, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
+	srcs := make([]string, len(names))
 	for i, name := range names {
 		src, ok := u.URL(name)
 		if !ok {
 			return nil, &pack.Error{Code: "bad_request", Field: "index.url", Message: "the index URL file names no " + name}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			body, err := filecas.GetIndex(src, timeout, retries)
-			if err != nil {
-				errs[i] = &pack.Error{Code: "transfer_failed", Field: "index.url", Message: name + ": " + err.Error()}
-				return
-			}
-			h := sha256.Sum256(body)
-			if got := hex.EncodeToString(h[:]); got != shas[i] {
-				errs[i] = &pack.Error{Code: "verify_failed", Field: "index.sha256", Message: fmt.Sprintf("the stored %s's SHA-256 is %s, not %s", name, got, shas[i])}
-				return
-			}
-			bodies[i] = body
-		}()
+		srcs[i] = src
 	}
-	wg.Wait()
-	for _, err := range errs {
+	bodies, _, err := filecas.ReadChain(len(names), func(i int) ([]byte, error) {
+		body, err := filecas.GetIndex(srcs[i], timeout, retries)
 		if err != nil {
-			return nil, err
+			return nil, &pack.Error{Code: "transfer_failed", Field: "index.url", Message: names[i] + ": " + err.Error()}
 		}
+		h := sha256.Sum256(body)
+		if got := hex.EncodeToString(h[:]); got != shas[i] {
+			return nil, &pack.Error{Code: "verify_failed", Field: "index.sha256", Message: fmt.Sprintf("the stored %s's SHA-256 is %s, not %s", names[i], got, shas[i])}
+		}
+		return body, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	kept := make(chan error, 1)
 	go func() { kept <- keepFile(path, bodies[len(bodies)-1]) }()

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -137,25 +136,15 @@ func readIndex(ctx context.Context, src indexSource, retries int, idle time.Dura
 		return nil, &filecas.Error{Code: "bad_request", Field: "index.chain", Message: fmt.Sprintf("index.chain: %d objects; a chain has at most %d beneath its snapshot's", len(src.Chain), filecas.MaxDepth)}
 	}
 	objects := append(append([]filecas.ChainObject{}, src.Chain...), filecas.ChainObject{File: src.File, URL: src.URL, Sha256: src.Sha256})
-	bodies := make([][]byte, len(objects))
-	errs := make([]error, len(objects))
-	var wg sync.WaitGroup
-	for i := range objects {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			field := "index"
-			if i < len(src.Chain) {
-				field = fmt.Sprintf("index.chain.%d", i)
-			}
-			bodies[i], errs[i] = readIndexObject(ctx, objects[i], field, retries, idle)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	bodies, _, err := filecas.ReadChain(len(objects), func(i int) ([]byte, error) {
+		field := "index"
+		if i < len(src.Chain) {
+			field = fmt.Sprintf("index.chain.%d", i)
 		}
+		return readIndexObject(ctx, objects[i], field, retries, idle)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if src.Sha256 != "" {
 		if got := sha256Hex(bodies[len(bodies)-1]); got != src.Sha256 {

@@ -98,6 +98,11 @@ func Encode(w io.Writer, x *Index) error {
 	if err != nil {
 		return err
 	}
+	return writeFrame(w, b)
+}
+
+// writeFrame writes b as one zstd frame at the index's level.
+func writeFrame(w io.Writer, b []byte) error {
 	enc, err := zstd.NewWriter(w, zstd.WithEncoderLevel(indexLevel))
 	if err != nil {
 		return err

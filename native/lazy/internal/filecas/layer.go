@@ -22,6 +22,7 @@ package filecas
 import (
 	"bytes"
 	"fmt"
+	"sync"
 )
 
 // MaxDepth is how many layers a chain holds over its whole index: a pass over a base this deep writes a whole index.
@@ -65,6 +66,28 @@ func DecodeChain(objects [][]byte, l Limits) (x *Index, depth int, err error) {
 		return nil, 0, err
 	}
 	return x, len(objects) - 1, nil
+}
+
+// ReadChain reads a chain's n objects at once (read(i) is object i, the whole index first): their bodies, or the
+// first failure in chain order with its place.
+func ReadChain(n int, read func(i int) ([]byte, error)) ([][]byte, int, error) {
+	bodies := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bodies[i], errs[i] = read(i)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, i, err
+		}
+	}
+	return bodies, -1, nil
 }
 
 // compose lays layer over parent (neither validated yet: the caller validates what they make).

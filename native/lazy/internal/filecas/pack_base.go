@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sync"
 	"time"
 
 	"snapflow/native/lazy/internal/pack"
@@ -63,24 +62,11 @@ func unusable(why string) error {
 // nothing has been written yet, and the caller can make a full backup.
 func readBase(b *BaseSource) (*Index, int, error) {
 	objects := append(append([]ChainObject{}, b.Chain...), ChainObject{File: b.File, URL: b.URL, Sha256: b.Sha256})
-	bodies := make([][]byte, len(objects))
-	errs := make([]error, len(objects))
-	var wg sync.WaitGroup
-	for i := range objects {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			bodies[i], errs[i] = readObject(&objects[i], b.Timeout, b.Retries)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			if i < len(objects)-1 {
-				return nil, 0, unusable(fmt.Sprintf("chain object %d: %v", i, err))
-			}
-			return nil, 0, unusable(err.Error())
-		}
+	bodies, at, err := ReadChain(len(objects), func(i int) ([]byte, error) { return readObject(&objects[i], b.Timeout, b.Retries) })
+	if err != nil && at < len(objects)-1 {
+		return nil, 0, unusable(fmt.Sprintf("chain object %d: %v", at, err))
+	} else if err != nil {
+		return nil, 0, unusable(err.Error())
 	}
 	x, depth, err := DecodeChain(bodies, DefaultLimits)
 	if err != nil {

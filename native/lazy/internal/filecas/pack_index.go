@@ -3,7 +3,6 @@ package filecas
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -54,7 +53,11 @@ func (x *indexFile) write(idx *Index, n int, entries []byte) (IndexMade, error) 
 		_, err = out.Write(entries)
 	}
 	if err == nil && idx.Layer != nil {
-		err = writeFrame(out, idx.Layer)
+		// A layer's tuple follows its entries, in a frame of its own.
+		var b []byte
+		if b, err = idx.Layer.MarshalMsg(nil); err == nil {
+			err = writeFrame(out, b)
+		}
 	}
 	if err == nil {
 		err = x.f.Close()
@@ -63,23 +66,6 @@ func (x *indexFile) write(idx *Index, n int, entries []byte) (IndexMade, error) 
 		return IndexMade{}, err
 	}
 	return IndexMade{Bytes: out.n, Sha256: hex.EncodeToString(out.h.Sum(nil)), Chunks: len(idx.Chunks)}, nil
-}
-
-// writeFrame writes a layer's tuple, which follows its entries, as a zstd frame of its own.
-func writeFrame(w io.Writer, l *Layer) error {
-	b, err := l.MarshalMsg(nil)
-	if err != nil {
-		return err
-	}
-	enc, err := zstd.NewWriter(w, zstd.WithEncoderLevel(indexLevel))
-	if err != nil {
-		return err
-	}
-	if _, err := enc.Write(b); err != nil {
-		enc.Close()
-		return err
-	}
-	return enc.Close()
 }
 
 // appendIndexHead appends the Index tuple (index_types_gen.go's MarshalMsg) up to its entries, and the header of an
