@@ -16,6 +16,7 @@ import type { RestoreContext } from "./restore-context.ts";
 import type { Layer, RestoreProbeResult } from "./restore-params.ts";
 import type { RestorePlan } from "./restore-plan.ts";
 import { checkTarget } from "./target-check.ts";
+import { settled } from "../phases/settled.ts";
 import { RESTORE_TRANSFERS, type Destination } from "./transfer/index.ts";
 import { usableNow } from "./materialize/lazy.ts";
 
@@ -71,8 +72,11 @@ export const archivePlan: RestorePlan = {
     if (archiveFamily(snapshot.format) !== archiveFamily(s.format)) {
       throw new SnapflowError("bad_request", `strategy ${s.name} restores ${formatName(s.format)} archives; snapshot ${p.snapshotId} is ${formatName(snapshot.format)}`, { field: "strategy" });
     }
-    checkStrategyRuns(s, await agent.probe(), p.sandboxId);
-    await checkTarget(c);
+    // The sandbox's tools and its target, asked at once (a lazy restore's usable time waits for this step); failures
+    // answered in the order they were asked before: what the sandbox cannot run first.
+    const [tools, target] = await Promise.allSettled([agent.probe(), checkTarget(c)]);
+    checkStrategyRuns(s, settled(tools), p.sandboxId);
+    settled(target);
     const layers: Layer[] = [{ id: snapshot.id, format: snapshot.format, archive: snapshot.archive, deletedKey: snapshot.delta?.deletedKey, manifest: storedManifest(snapshot.manifest) }];
     for (let base = snapshot.delta?.base; base; ) {
       if (layers.length >= MAX_LAYERS) throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} has more than ${MAX_LAYERS} layers of deltas`);

@@ -31,6 +31,7 @@ import { contentCheckReason, recordContentChecked } from "./content-check.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { planOf } from "./plans.ts";
+import { settled } from "../phases/settled.ts";
 import { checkRestoreSpace } from "./space-check.ts";
 
 const contextOf = (d: Deps, p: RestoreParams, s: RestoreStrategy): RestoreContext => ({ d, p, s, agent: new AgentClient(d.transport, p.sandboxId) });
@@ -45,11 +46,13 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
     planned = { ...(await planOf(s).probe(c, snapshot)), contentCheck: contentCheckReason(snapshot, p) };
-    // Before anything is written: can the sandbox hold the new tree beside the old one (and a staged archive)?
-    const space = await checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned);
-    // Whether the swap will replace anything: a fresh sandbox's /workspace exists (the agent makes its roots) but
+    // Before anything is written: can the sandbox hold the new tree beside the old one (and a staged archive)? And
+    // whether the swap will replace anything: a fresh sandbox's /workspace exists (the agent makes its roots) but
     // holds nothing, and without `replace` the target was found empty; the swap's own hadTarget means "existed".
-    const target = p.replace ? await c.agent.stat(p.path) : undefined;
+    // Asked at once; a shortage of space is answered first.
+    const [spaced, stated] = await Promise.allSettled([checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned), p.replace ? c.agent.stat(p.path) : undefined]);
+    const space = settled(spaced);
+    const target = settled(stated);
     planned = { ...planned, space, replacing: !!target?.exists && (target.type !== "dir" || (target.entries ?? 0) > 0) };
     // Last: a journal that says where the new tree goes, so a cleanup after any later failure finds it.
     const journal = await c.agent.planSwap(p.path, p.restoreId);
