@@ -33,7 +33,12 @@ it("a file-level chain: wakes equal what slept, and its compaction reads only th
   const src = freshSandbox("fchain-src");
   used.push(src);
   await agent(src, "POST", "/v1/datasets", { path: PATH, kind: "node-modules", seed: 31, files: 150, bytes: 3 * 2 ** 20 });
+  // The chain's base is itself a layer (an incremental's index over its parent's, filecas layer.go): every wake reads
+  // its index chain, and the compaction's pass reads it as its base.
+  const first = await run("backup", { sandboxId: src, path: PATH, strategy: "files-cas" });
+  await put(src, `${PATH}/layered.txt`, "in the base's layer\n");
   const base = await run("backup", { sandboxId: src, path: PATH, strategy: "files-cas" });
+  expect((await api("GET", `/api/snapshots/${base.snapshotId}`)).json.files.chain).toHaveLength(1);
   let latest: string = base.snapshotId;
   let slept = await walk(src);
   const baseFiles = Object.keys(slept).filter((p) => slept[p]!.type === "file");
@@ -81,7 +86,9 @@ it("a file-level chain: wakes equal what slept, and its compaction reads only th
   expect(compaction.compacts).toBe(d2.id);
   expect(compaction.files.read.files).toBeLessThanOrEqual(4);
   expect(compaction.files.reused.files).toBeGreaterThanOrEqual(baseFiles.length - 3);
-  expect(compaction.files.packs.map((x: { name: string }) => x.name).sort()).toEqual([base.snapshotId, compaction.id].sort());
+  expect(compaction.files.packs.map((x: { name: string }) => x.name).sort()).toEqual([first.snapshotId, base.snapshotId, compaction.id].sort());
+  // A compaction writes a whole index: nothing beneath it.
+  expect(compaction.files.chain).toBeUndefined();
 
   // A sleep over d2 records the compaction as its chain, and wakes as [C, d3]: exact.
   const w3 = await wake("fchain-w3", 3);
@@ -89,8 +96,8 @@ it("a file-level chain: wakes equal what slept, and its compaction reads only th
   const d3 = await sleep(w3);
   expect(d3.delta.chain).toEqual([compaction.id]);
   await wake("fchain-w4", 2);
-  // What the compaction covers can go (d3 resolves through it), the base too: the compaction's index still finds
-  // the base's pack (kept while a record names it: pack-gc.ts).
-  for (const id of [d2.id, d1.id, base.snapshotId]) expect((await api("DELETE", `/api/snapshots/${id}`)).status, id).toBe(200);
+  // What the compaction covers can go (d3 resolves through it), the base and its parent too: the compaction's index
+  // still finds their packs (kept while a record names them: pack-gc.ts).
+  for (const id of [d2.id, d1.id, base.snapshotId, first.snapshotId]) expect((await api("DELETE", `/api/snapshots/${id}`)).status, id).toBe(200);
   await wake("fchain-w5", 2);
 });
