@@ -36,7 +36,7 @@ it("a file-level chain: wakes equal what slept, and its compaction reads only th
   // The chain's base is itself a layer (an incremental's index over its parent's, filecas layer.go): every wake reads
   // its index chain, and the compaction's pass reads it as its base.
   const first = await run("backup", { sandboxId: src, path: PATH, strategy: "files-cas" });
-  await put(src, `${PATH}/layered.txt`, "in the base's layer\n");
+  await put(src, `${PATH}/zz/layered.txt`, "in the base's layer\n"); // last in walk order: no cycle touches it
   const base = await run("backup", { sandboxId: src, path: PATH, strategy: "files-cas" });
   expect((await api("GET", `/api/snapshots/${base.snapshotId}`)).json.files.chain).toHaveLength(1);
   let latest: string = base.snapshotId;

@@ -250,3 +250,33 @@ func withoutKeys(t *testing.T, manifest []byte) string {
 	must(t, err)
 	return string(b)
 }
+
+func TestACompactionOverALayeredBaseKeepsTheLayersChunks(t *testing.T) {
+	root := tree(t)
+	a, err := backup(t, root, "s1", nil)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(root, "layered.txt"), []byte("in the base's layer\n"), 0o644))
+	l := layerPass(t, root, "s2", baseOf(a), a.indexRaw)
+	merged, layer, upper := overlayOver(t, root, func(layer string) {
+		must(t, os.WriteFile(filepath.Join(layer, "delta.txt"), []byte("in a delta"), 0o644))
+	})
+	base := layerBase(t, l, a.indexRaw)
+	base.Layers = []string{layer, upper}
+	dir := t.TempDir()
+	sink := &memSink{}
+	res, err := Backup(Options{Root: merged, Index: filepath.Join(dir, "i.zst"), Name: "c1", AvgChunk: avg, Selection: selection, Base: base, Layer: true}, sink)
+	must(t, err)
+	x, err := Decode(bytes.NewReader(must2(os.ReadFile(filepath.Join(dir, "i.zst")))), DefaultLimits)
+	must(t, err)
+	names := []string{}
+	for _, p := range res.Packs {
+		names = append(names, p.Name)
+	}
+	if res.Depth != 0 || !slices.Equal(names, []string{"s1", "s2", "c1"}) {
+		t.Fatalf("a compaction over a layer: depth %d, packs %q", res.Depth, names)
+	}
+	files := restoreInMemory(t, x, map[string][]byte{"s1": a.pack, "s2": l.pack, "c1": sink.Bytes()})
+	if string(files["layered.txt"]) != "in the base's layer\n" || string(files["delta.txt"]) != "in a delta" {
+		t.Fatal("the compaction's index does not read back as the merged tree")
+	}
+}
