@@ -28,6 +28,7 @@ import (
 // MaxDepth is how many layers a chain holds over its whole index: a pass over a base this deep writes a whole index.
 // Each layer is one more GET for a reader (fetched at once: files-unpack, files-mount) and one more decode; 8 keeps a
 // wake's index read within one round trip of a whole index's while an hourly backup writes a whole index ~3× a day.
+// The agent's protocol repeats it (container/contract/protocol/trees.ts FILES_MAX_DEPTH).
 const MaxDepth = 8
 
 // DecodeChain reads a snapshot's index from its objects, the whole index first and the snapshot's own last (its SHA-256
