@@ -22,6 +22,7 @@
 //              layers deep, or a compaction, gets a whole index.
 import type { FilesFormat } from "../../../container/contract/protocol.ts";
 import { INDEX_PREFIX, nameOfKey, packKey } from "../../chunks/pack-keys.ts";
+import { signedChain } from "../../snapshots/index-chain.ts";
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { AgentCallError } from "../../sandbox/agent-client.ts";
@@ -88,7 +89,7 @@ export const filesTransfer: BackupTransfer = {
     // tree's stat keys (the engine takes them only if they belong to that index).
     const base = parent ? {
       url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256, stat: sandboxPaths.filesStats(parent.id), ...(compactorBase(p) ?? { file: sandboxPaths.filesIndex(parent.id) }),
-      ...(parent.chain.length ? { chain: await Promise.all(parent.chain.map(async (o) => ({ url: await d.presigner.url(o.key, "GET"), sha256: o.sha256, ...keptCopy(o.key) }))) } : {}),
+      ...(parent.chain.length ? { chain: (await signedChain(d.presigner, parent.chain)).chain!.map((o, i) => ({ ...o, ...keptCopy(parent.chain[i]!.key) })) } : {}),
     } : undefined;
     // A layer only over an index that outlives its snapshot (a parent recorded before file-indexes/ keeps its own).
     const layer = !!parent && nameOfKey(INDEX_PREFIX, parent.key) !== null && !compactorBase(p);

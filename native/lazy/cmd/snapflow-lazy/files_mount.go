@@ -197,8 +197,7 @@ func fetchFilesIndex(urlsPath, path, want string, chain []string, timeout time.D
 		if err != nil {
 			return nil, &pack.Error{Code: "transfer_failed", Field: "index.url", Message: names[i] + ": " + err.Error()}
 		}
-		h := sha256.Sum256(body)
-		if got := hex.EncodeToString(h[:]); got != shas[i] {
+		if got := sha256Hex(body); got != shas[i] {
 			return nil, &pack.Error{Code: "verify_failed", Field: "index.sha256", Message: fmt.Sprintf("the stored %s's SHA-256 is %s, not %s", names[i], got, shas[i])}
 		}
 		return body, nil
