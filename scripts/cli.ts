@@ -88,6 +88,7 @@ if (command === "bench" && values.preset === "sleep-wake") {
   if (!["squashfs-chunked", "files-cas"].includes(base)) usage(`--base: one of squashfs-chunked, files-cas (not '${base}')`);
   const sleep = values.sleep ?? SLEEP_WAKE_DEFAULTS.sleep;
   if (!(SLEEPS as readonly string[]).includes(sleep)) usage(`--sleep: one of ${SLEEPS.join(", ")} (not '${sleep}')`);
+  if (sleep === "files-cas" && base !== "files-cas") usage("--sleep files-cas needs --base files-cas (its sleeps are layers of a file-level index)");
   const whole = (v: string | undefined, fallback: number, flag: string, min: number) => {
     const n = v === undefined ? fallback : Number(v);
     if (!Number.isInteger(n) || n < min) usage(`${flag} must be a whole number of at least ${min}`);

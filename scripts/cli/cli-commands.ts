@@ -140,14 +140,15 @@ restore: before every byte is local) and complete, and where it went.
   --preset forks [--dataset npm-workspace|added-data|all] [--runs N] [--bytes N]
       issue 10's race on a private stack: a lazy restore's usable moment, first use, forks, the chunk store.
       --runs: the number of forks (default 10); --bytes: added-data's added bytes (default 5 GB).
-  --preset sleep-wake [--dataset npm-workspace|node-modules] [--base squashfs-chunked|files-cas] [--sleep overlay-delta|overlay-delta-put] [--cycles N] [--bytes N] [--files N] [--compact-after N]
+  --preset sleep-wake [--dataset npm-workspace|node-modules] [--base squashfs-chunked|files-cas] [--sleep overlay-delta|overlay-delta-put|files-cas] [--cycles N] [--bytes N] [--files N] [--compact-after N]
       issue 24's cycles on a private stack: a base (--base: a chunked image, the default, or file-level), then N
       times wake the latest snapshot (lazy-overlay-restore, or files-overlay-restore), first use, change (--bytes new, default 10 MB; an edit, a delete, a directory
       deleted and made again), sleep (overlay-delta). Each wake is compared with an independent walk (hashes
       included) of what slept: exit 1 on any difference. --cycles default 100; --files: node-modules' file count;
       --compact-after: a sleep this many deltas deep compacts its chain in the background (default 4; 8 MiB of deltas do too).
-      --sleep: the sleep's preset: overlay-delta (the Worker relays the delta in parts, the default) or overlay-delta-put
-      (the sandbox stages it and PUTs it once).`,
+      --sleep: the sleep's preset: overlay-delta (the Worker relays the delta in parts, the default), overlay-delta-put
+      (the sandbox stages it and PUTs it once), or files-cas (with --base files-cas: a layer of the woken snapshot's
+      index holding what changed since the wake; wakes mount the index chain, no delta to extract, no compaction).`,
     flags: ["preset", "spec", "name", "runs", "cycles", "compact-after", "sleep", "base", "out", "dataset", "files", "bytes"],
   },
   load: {

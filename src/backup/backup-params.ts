@@ -1,4 +1,5 @@
 // What a backup is asked to do (the BackupWorkflow's params) and what its phases hand each other.
+import type { WakeOverlay } from "../snapshots/files-lineage.ts";
 import type { ChunkRecord, FilesRecord, ManifestFromIndex, StepResult } from "../snapshots/records.ts";
 import type { Labels } from "../snapshots/snapshot-meta.ts";
 
@@ -88,6 +89,8 @@ export interface TransferResult extends StepResult {
   chunks?: ChunkedTransfer;
   /** a file-level backup: the packs its index names and what it read and stored */
   files?: FilesRecord;
+  /** a file-level backup of a wake's overlay that read only its layers (files.ts): the wake, kept in the lineage */
+  overWake?: WakeOverlay;
 }
 
 /** What the record keeps of a chunked transfer (ChunkRecord), and its timings. */

@@ -140,7 +140,8 @@ export async function recordPhase(d: Deps, p: BackupParams, s: BackupStrategy, a
   };
   await recordSnapshot(d.store, d.kv, record);
   // The next file-level backup of this tree takes this one as its parent (files-parent.ts).
-  if (s.format.kind === "files") await setFilesLineage(d, p.sandboxId, p.path, p.snapshotId, "backup");
+  // Of a wake's overlay that is still laid: the same layers hold every change since this one too.
+  if (s.format.kind === "files") await setFilesLineage(d, p.sandboxId, p.path, p.snapshotId, "backup", sent.overWake);
   return { ms: since(t), bytes: 0 };
 }
 

@@ -4,7 +4,7 @@
 // unchanged, and every chunk is named by its SHA-256); a missing or older one only costs reading more files.
 import type { Deps } from "../deps.ts";
 import { SnapflowError } from "../errors.ts";
-import { filesLineage } from "../snapshots/files-lineage.ts";
+import { filesLineage, type WakeOverlay } from "../snapshots/files-lineage.ts";
 import { readSnapshot, type IndexObject, type SnapshotRecord } from "../snapshots/records.ts";
 import { tenantOf } from "../snapshots/tenant.ts";
 import type { BackupParams } from "./backup-params.ts";
@@ -19,6 +19,8 @@ export interface FilesParent {
   packs: { name: string; bytes: number }[];
   /** its tree's totals (its manifest's): a bound on this backup's pack that needs no walk */
   totals: { files: number; dirs: number; symlinks: number; bytes: number };
+  /** the tree was, when the lineage was last set, a wake's overlay over this parent's tree (files-lineage.ts); by: who set it */
+  wake?: WakeOverlay & { by: "backup" | "restore" };
 }
 
 const usable = (r: SnapshotRecord | null, p: BackupParams): r is SnapshotRecord & { files: NonNullable<SnapshotRecord["files"]> } =>
@@ -26,14 +28,18 @@ const usable = (r: SnapshotRecord | null, p: BackupParams): r is SnapshotRecord 
 
 export async function filesParent(d: Deps, p: BackupParams): Promise<FilesParent | undefined> {
   let record: SnapshotRecord | null = null;
+  // The lineage is read either way: a named parent that is the lineage's keeps the wake's overlay it names.
+  const lineage = filesLineage(d, p.sandboxId, p.path);
   if (p.baseSnapshotId) {
     record = await readSnapshot(d.store, d.kv, p.baseSnapshotId);
     if (!usable(record, p)) throw new SnapflowError("snapshot_unusable", `baseSnapshotId: ${p.baseSnapshotId} is not a file-level snapshot of this tenant (or was deleted)`, { field: "baseSnapshotId" });
   } else {
-    const last = await filesLineage(d, p.sandboxId, p.path);
+    const last = await lineage;
     if (last) record = await readSnapshot(d.store, d.kv, last.snapshotId);
   }
   if (!usable(record, p)) return undefined;
+  const last = await lineage;
+  const wake = last?.overlay && last.snapshotId === record.id ? { ...last.overlay, by: last.by } : undefined;
   const { files, dirs, symlinks, bytes } = record.manifest;
-  return { id: record.id, key: record.archive.key, indexSha256: record.archive.sha256, chain: record.files.chain ?? [], packs: record.files.packs, totals: { files, dirs, symlinks, bytes } };
+  return { id: record.id, key: record.archive.key, indexSha256: record.archive.sha256, chain: record.files.chain ?? [], packs: record.files.packs, totals: { files, dirs, symlinks, bytes }, ...(wake ? { wake } : {}) };
 }

@@ -165,12 +165,17 @@ export async function verifyTreeAgainst(d: Deps, p: RestoreParams, probed: Resto
  * The restore record, then the old tree goes (commit). A failure after the record is written retries the step
  * (both are repeatable); cleanupRestore, seeing the record, finishes the commit rather than undo a recorded restore.
  */
-export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, steps: Record<string, StepResult>): Promise<StepResult> {
+export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, steps: Record<string, StepResult>, probed?: RestoreProbeResult): Promise<StepResult> {
   const t = performance.now();
   await putJson(d.store, restoreRecordKey(p.restoreId), { ...p, strategy: s.name, completedAt: new Date().toISOString(), verified: true, ...lazyMoments(steps), steps });
   const committed = await contextOf(d, p, s).agent.commitSwap(p.path, p.restoreId);
-  // A file-level tree made here: the next file-level backup of it takes this snapshot as its parent (files-parent.ts).
-  if (s.format.kind === "files") await setFilesLineage(d, p.sandboxId, p.path, p.snapshotId, "restore");
+  // A file-level tree made here: the next file-level backup of it takes this snapshot as its parent (files-parent.ts);
+  // a wake's overlay, the chain's file-level base, under this restore's layers (read alone by that backup).
+  if (s.format.kind === "files") {
+    const base = s.materialize === "overlay" ? probed?.layers?.[0] : undefined;
+    if (base) await setFilesLineage(d, p.sandboxId, p.path, base.id, "restore", { restoreId: p.restoreId, deltas: probed!.layers!.length - 1 });
+    else await setFilesLineage(d, p.sandboxId, p.path, p.snapshotId, "restore");
+  }
   return { ms: since(t), bytes: 0, removedOld: committed.removedOld };
 }
 

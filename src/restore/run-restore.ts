@@ -28,6 +28,6 @@ export async function runRestorePhases(run: PhaseRunner, d: Deps, p: RestorePara
   // Outside a step, so it runs whether or not a record step follows; repeating it on a replay is harmless. It must
   // never fail the run (a verified tree would be rolled back for a lease that expires on its own anyway).
   await releaseLease(d.store, p.snapshotId, p.restoreId).catch((e) => console.warn(`lease of ${p.restoreId} on ${p.snapshotId} not released: ${e instanceof Error ? e.message : String(e)}`));
-  if (record) await run.run("record", () => recordPhase(d, p, s, { ...run.steps }));
+  if (record) await run.run("record", () => recordPhase(d, p, s, { ...run.steps }, probed));
   return probed;
 }

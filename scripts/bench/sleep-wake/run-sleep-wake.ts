@@ -5,8 +5,9 @@
 //           over a file-level base: the chain laid read-only
 //           under an empty upper) — request → usable, first use, request → complete —; compare the woken tree with
 //           an independent walk of what slept (tree-digest.ts, hashes included); change it (cycle-change.ts);
-//           sleep it (overlay-delta over the woken snapshot): wall time, bytes uploaded, the chain's depth; the
-//           store's total against the base plus the sum of the changes.
+//           sleep it (overlay-delta over the woken snapshot; or, --sleep files-cas over a file-level base, a layer of
+//           the woken snapshot's index holding what the wake's upper holds): wall time, bytes uploaded, the chain's
+//           depth; the store's total against the base plus the sum of the changes.
 //   compact a sleep whose chain lies --compact-after deltas over its image (or compaction), or whose deltas there
 //           hold 8 MiB, starts a background compaction (workflows/compact-workflow.ts), never waited for: each cycle shows the depth a
 //           wake resolved to (deltas laid over the image or the newest compaction), and the compactions that ended
@@ -46,11 +47,14 @@ export interface SleepWakeOptions {
   compactAfter: number;
   /** the base's format: a chunked squashfs image (woken with lazy-overlay-restore), or file-level (files-overlay-restore) */
   base: SleepWakeBase;
-  /** the sleep's preset: overlay-delta (the Worker relays it in parts) or overlay-delta-put (the sandbox PUTs it once) */
+  /**
+   * the sleep's preset: overlay-delta (the Worker relays it in parts), overlay-delta-put (the sandbox PUTs it once),
+   * or files-cas (a file-level base only: the sleep is a layer of the woken snapshot's index, no compaction needed)
+   */
   sleep: SleepWakeSleep;
 }
 
-export const SLEEPS = ["overlay-delta", "overlay-delta-put"] as const;
+export const SLEEPS = ["overlay-delta", "overlay-delta-put", "files-cas"] as const;
 export type SleepWakeSleep = (typeof SLEEPS)[number];
 
 export type SleepWakeBase = "squashfs-chunked" | "files-cas";
@@ -67,6 +71,7 @@ const FIRST_USE = {
 } as const;
 
 export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => void = (l) => console.error(l)): Promise<number> {
+  if (o.sleep === "files-cas" && o.base !== "files-cas") throw new Error("--sleep files-cas needs --base files-cas (a layer lies over a file-level index)");
   await requireTools(["rclone", "sync", "node", ...(o.dataset === "npm-workspace" ? ["npm", "git"] : [])]);
   const stackDir = join(STATE, "sleep-wake", "stack");
   rmSync(stackDir, { recursive: true, force: true });
@@ -133,10 +138,12 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const written = await applyCycleChange(workspace(sandbox), k, o.changeBytes, baseChoices);
         changed += written;
         await sh("sync");
-        const sleep = await snap.backup(sandbox, o.sleep, latest, { compactAfter: o.compactAfter });
-        const uploaded = sleep.raw.transfer?.bytes as number;
+        const sleep = await snap.backup(sandbox, o.sleep, latest, o.sleep === "files-cas" ? {} : { compactAfter: o.compactAfter });
+        // a file-level sleep's step bytes are its index: its pack goes beside it
+        const uploaded = (sleep.raw.transfer?.bytes as number) + ((sleep.raw.transfer?.files as { pack?: { bytes: number } } | undefined)?.pack?.bytes ?? 0);
         const manifestBytes = (sleep.raw.archive?.manifest as { manifestBytes?: number } | undefined)?.manifestBytes ?? 0;
-        const depth = ((sleep.raw.archive as { layer?: { depth?: number } } | undefined)?.layer?.depth) ?? 0;
+        // An overlay delta's depth over its image or compaction; a file-level sleep's, its index's over the whole one.
+        const depth = o.sleep === "files-cas" ? ((sleep.raw.transfer?.files as { chain?: unknown[] } | undefined)?.chain?.length ?? 0) : ((sleep.raw.archive as { layer?: { depth?: number } } | undefined)?.layer?.depth) ?? 0;
         const rebase = false;
         const startedCompaction = await watch.afterSleep(sleep.snapshotId!, k);
         // What slept: what the change touched hashed again, the rest as the woken tree's full digest found it.

@@ -3,6 +3,7 @@
 // time, bytes uploaded), the chain's depth as recorded, the compactions that ended, and the store against the base
 // plus the sum of the changes; then the compactions, the garbage collection at the end, and issue 24's targets, met
 // or missed, with the measured figure. Pure.
+import { FILES_MAX_DEPTH } from "../../../container/contract/protocol.ts";
 import { stats } from "../../../src/matrix/median.ts";
 import type { CompactionRun } from "./compaction-watch.ts";
 
@@ -93,7 +94,7 @@ export function sleepWakeMarkdown(r: SleepWakeResults): string {
     "",
     `Usable is request → the first-use marker answering at the target, seen from the host; its transfer step brings the ${files ? "base's (or compaction's) file-level index" : "image's (or compaction's) index"} and downloads and extracts each delta laid over it. *Woke at depth* is how many deltas the wake laid: the chain resolved through its newest compaction. A sleep ${r.compactAfter ?? "–"} deltas deep over its image or compaction, or whose deltas there hold 8 MiB, starts a compaction in the background (one at a time per chain) (the tree woken in a compactor sandbox and ${compactedAs}); no cycle waits for it. *Compactions ended* lists those seen ended during the cycle (Ck: started after cycle k's sleep; its wall time and the bytes it uploaded, counted in the store, not in *uploaded*).`,
     "",
-    `The tree: ${mb(r.bytes)} MB, ${r.entries} entries; base ${files ? `files-cas, its pack` : "squashfs-chunked image"} ${mb(r.base.imageBytes)} MB in ${s(r.base.ms)} s, store after it ${mb(r.base.storedBytes)} MB. Each cycle wakes the latest snapshot (${wake}) in a fresh sandbox, runs \`${r.firstUse}\`, changes ${mb(r.changeBytes)} MB of new files plus an edit, a delete and a directory deleted and made again, and sleeps (${r.sleep ?? "overlay-delta"}). A chain holds at most ${r.maxDepth} deltas after its image or newest compaction.`,
+    `The tree: ${mb(r.bytes)} MB, ${r.entries} entries; base ${files ? `files-cas, its pack` : "squashfs-chunked image"} ${mb(r.base.imageBytes)} MB in ${s(r.base.ms)} s, store after it ${mb(r.base.storedBytes)} MB. Each cycle wakes the latest snapshot (${wake}) in a fresh sandbox, runs \`${r.firstUse}\`, changes ${mb(r.changeBytes)} MB of new files plus an edit, a delete and a directory deleted and made again, and sleeps (${r.sleep ?? "overlay-delta"}). ${r.sleep === "files-cas" ? `Each sleep is a layer of the woken snapshot's index (what the wake's upper holds); *chain depth* is its layers over a whole index, at most ${FILES_MAX_DEPTH}, past which a sleep writes the whole index again. No compaction: nothing is extracted at a wake.` : `A chain holds at most ${r.maxDepth} deltas after its image or newest compaction.`}`,
     "",
     "| cycle | woke at depth | usable (s) | of which transfer (s) | first use (s) | complete (s) | woken tree | sleep (s) | uploaded (MB) | changed (MB) | chain depth | compactions ended | store (MB) | store ÷ (base + changes) |",
     "| --: | --: | --: | --: | --: | --: | --- | --: | --: | --: | --: | --- | --: | --: |",

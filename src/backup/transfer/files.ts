@@ -25,13 +25,13 @@ import { INDEX_PREFIX, nameOfKey, packKey } from "../../chunks/pack-keys.ts";
 import { signedChain } from "../../snapshots/index-chain.ts";
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
-import { AgentCallError } from "../../sandbox/agent-client.ts";
+import { AgentCallError, type AgentClient } from "../../sandbox/agent-client.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
 import type { FilesRecord } from "../../snapshots/records.ts";
 import { DEFAULT_TENANT } from "../../snapshots/tenant.ts";
 import type { BackupStrategy } from "../../strategies/registry.ts";
 import { compactionIds } from "../../compaction/compaction-params.ts";
-import { filesParent } from "../files-parent.ts";
+import { filesParent, type FilesParent } from "../files-parent.ts";
 import { selectionOf } from "../selection.ts";
 import { checkManifestBounds } from "../manifest-bounds.ts";
 import type { BackupParams } from "../backup-params.ts";
@@ -61,6 +61,25 @@ function compactorBase(p: BackupParams): { file: string; layers: string[] } | un
   return { file: where.image, layers: [...Array.from({ length: p.compactLayers }, (_, i) => where.chainLayer(i + 1)), where.upper] };
 }
 
+/**
+ * A wake's overlay (files-overlay-restore, named by the lineage: files-parent.ts): the parent's tree — files-mount
+ * serving its index, each overlay delta the wake laid extracted over it — under the wake's upper, where every write
+ * since lands. So, as for a compaction, the engine reads only the names those layers hold and writes a layer of the
+ * parent's index: a sleep costs what changed since the wake. Only while that overlay is still at the path (the agent's
+ * mount table: an overlay over this restore's own lower); else the whole tree is walked, as for any tree. What the
+ * sandbox answers here can only misdescribe its own tree: the packs it may name are still only its parent's.
+ */
+async function wakeBase(agent: AgentClient, p: BackupParams, parent: FilesParent | undefined): Promise<{ file: string; layers: string[]; restoreId: string } | undefined> {
+  const wake = parent?.wake;
+  if (!wake || p.compacts) return undefined;
+  const where = sandboxPaths.overlay(wake.restoreId);
+  const laid = (await agent.mounts()).mounts.some((m) => m.path === p.path && m.kind === "overlay" && m.source === where.lower);
+  if (!laid) return undefined;
+  // The wake kept the index it mounted (where.image); a backup since keeps its own (indexOut).
+  const file = wake.by === "restore" ? where.image : sandboxPaths.filesIndex(parent!.id);
+  return { file, layers: [...Array.from({ length: wake.deltas }, (_, i) => where.chainLayer(i + 1)), where.upper], restoreId: wake.restoreId };
+}
+
 /** The sandbox's kept copy of a chain's index object, named by the snapshot that wrote it (files-pack's indexOut). */
 function keptCopy(key: string): { file?: string } {
   const named = nameOfKey(INDEX_PREFIX, key);
@@ -77,6 +96,7 @@ export const filesTransfer: BackupTransfer = {
     const tenant = p.tenant ?? DEFAULT_TENANT;
     const parentStarted = performance.now();
     const parent = await filesParent(d, p);
+    const overWake = await wakeBase(agent, p, parent);
     const parentMs = since(parentStarted);
     // Compressed chunks are never much larger than the files they come from: the tar bound covers them. With a
     // parent, its tree's totals give that bound, grown by a quarter, without the metadata walk a count takes (~0.1 s
@@ -88,10 +108,12 @@ export const filesTransfer: BackupTransfer = {
     // The parent's index as kept here, else the store's; and, when this tree was restored from it here, the restored
     // tree's stat keys (the engine takes them only if they belong to that index).
     const base = parent ? {
-      url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256, stat: sandboxPaths.filesStats(parent.id), ...(compactorBase(p) ?? { file: sandboxPaths.filesIndex(parent.id) }),
+      url: await d.presigner.url(parent.key, "GET"), sha256: parent.indexSha256, stat: sandboxPaths.filesStats(parent.id),
+      ...(compactorBase(p) ?? (overWake ? { file: overWake.file, layers: overWake.layers } : { file: sandboxPaths.filesIndex(parent.id) })),
       ...(parent.chain.length ? { chain: (await signedChain(d.presigner, parent.chain)).chain!.map((o, i) => ({ ...o, ...keptCopy(parent.chain[i]!.key) })) } : {}),
     } : undefined;
     // A layer only over an index that outlives its snapshot (a parent recorded before file-indexes/ keeps its own).
+    // A compaction (compactorBase) flattens its chain: a whole index.
     const layer = !!parent && nameOfKey(INDEX_PREFIX, parent.key) !== null && !compactorBase(p);
     // A parent the engine cannot use (its kept index and the store's both unusable: 400 naming base) is dropped:
     // nothing was PUT, and the backup reads every file instead.
@@ -137,6 +159,7 @@ export const filesTransfer: BackupTransfer = {
     return {
       ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls, attempts, sizeBy: sized.by, tarMax: sized.tarMax,
       parentMs, engineMs: up.ms, walkMs: up.walkMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
+      ...(overWake && !baseDropped ? { overWake: { restoreId: overWake.restoreId, deltas: overWake.layers.length - 1 } } : {}),
       files, manifest,
     };
   },

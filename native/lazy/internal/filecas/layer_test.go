@@ -264,7 +264,8 @@ func TestACompactionOverALayeredBaseKeepsTheLayersChunks(t *testing.T) {
 	base.Layers = []string{layer, upper}
 	dir := t.TempDir()
 	sink := &memSink{}
-	res, err := Backup(Options{Root: merged, Index: filepath.Join(dir, "i.zst"), Name: "c1", AvgChunk: avg, Selection: selection, Base: base, Layer: true}, sink)
+	// (a compaction asks for a whole index: the Worker gives no layer)
+	res, err := Backup(Options{Root: merged, Index: filepath.Join(dir, "i.zst"), Name: "c1", AvgChunk: avg, Selection: selection, Base: base}, sink)
 	must(t, err)
 	x, err := Decode(bytes.NewReader(must2(os.ReadFile(filepath.Join(dir, "i.zst")))), DefaultLimits)
 	must(t, err)

@@ -110,8 +110,9 @@ func descendInto(layered map[string]struct{}) func(string) bool {
 }
 
 // graft emits the base's entries below dir, a directory no layer touched (the walk did not go below it): they follow
-// dir's own entry in the base, which is in walk order. old is the base's entry for dir.
-func (r *reader) graft(prior []Entry, at *int, old *Entry, dir string, emit *emitter) (Counts, error) {
+// dir's own entry in the base, which is in walk order. old is the base's entry for dir. A layer (lay) holds none of
+// them: each is its base's, met.
+func (r *reader) graft(prior []Entry, at *int, old *Entry, dir string, emit *emitter, lay *layering) (Counts, error) {
 	var took Counts
 	if old == nil || old.Type != "dir" {
 		return took, unusable(fmt.Sprintf("%s is a directory no layer holds, so the base's, but the base has no directory there", dir))
@@ -130,7 +131,10 @@ func (r *reader) graft(prior []Entry, at *int, old *Entry, dir string, emit *emi
 			took.Files++
 			took.Bytes += o.Size
 		}
-		emit.add(e, true)
+		if lay != nil {
+			lay.met[*at] = true
+		}
+		emit.add(e, lay == nil)
 	}
 	return took, nil
 }

@@ -141,3 +141,56 @@ func manifestOrder(t *testing.T, b []byte) []string {
 	}
 	return out
 }
+
+// A sleep of a woken tree: over an overlay, a layer holds only the names its layers touched (the grafted and the
+// unchanged ones are the base's), names what they removed, and composes with the base into the whole index a
+// compaction of the same tree writes.
+func TestALayerOverAnOverlayHoldsOnlyWhatItsLayersTouched(t *testing.T) {
+	root := tree(t)
+	first, err := backup(t, root, "s1", nil)
+	must(t, err)
+	merged, layer, upper := overlayOver(t, root, func(layer string) {
+		must(t, os.MkdirAll(filepath.Join(layer, "d"), 0o755))
+		must(t, os.WriteFile(filepath.Join(layer, "d/new.txt"), []byte("new in the delta"), 0o644))
+		must(t, syscall.Mknod(filepath.Join(layer, "a.txt"), syscall.S_IFCHR, 0))
+	})
+	// and a change made through the merged tree after the wake, as a sleep finds it in the upper
+	must(t, os.WriteFile(filepath.Join(merged, "later.txt"), []byte("written after the wake"), 0o600))
+	base := baseOf(first)
+	base.Layers = []string{layer, upper}
+	l := layerPass(t, merged, "s2", base, readFile(t, base.File))
+	if l.res.Depth != 1 {
+		t.Fatalf("depth %d, not a layer", l.res.Depth)
+	}
+	got := paths(l.object.Entries)
+	if want := []string{"d/new.txt", "later.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("the layer holds %v, not %v", got, want)
+	}
+	if !slices.Equal(l.object.Layer.Removed, []string{"a.txt"}) {
+		t.Fatalf("removed %v", l.object.Layer.Removed)
+	}
+	whole, err := backup(t, merged, "s3", base)
+	must(t, err)
+	if a, b := manifestByPath(t, manifestOf(t, l.composed, nil)), manifestByPath(t, whole.manifest); len(a) != len(b) {
+		t.Fatalf("composed %d entries, the whole index %d", len(a), len(b))
+	} else {
+		for path, w := range b {
+			g := a[path]
+			g.Stat, w.Stat = pack.Stat{}, pack.Stat{}
+			if g != w {
+				t.Errorf("%s: composed %+v, whole %+v", path, g, w)
+			}
+		}
+	}
+	files := restoreInMemory(t, l.composed, map[string][]byte{"s1": first.pack, "s2": l.pack})
+	if string(files["later.txt"]) != "written after the wake" || string(files["d/new.txt"]) != "new in the delta" || files["a.txt"] != nil {
+		t.Fatal("the layer's names do not read back")
+	}
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	must(t, err)
+	return b
+}

@@ -47,8 +47,8 @@ type Options struct {
 	Level     int
 	Selection *pack.Selection
 	Base      *BaseSource
-	// Layer: over a base, write the index as a layer over it (layer.go) unless the base is MaxDepth deep or the tree
-	// is an overlay over it (a compaction writes a whole index).
+	// Layer: over a base, write the index as a layer over it (layer.go) unless the base is MaxDepth deep. Over an
+	// overlay (Base.Layers, lower.go) too: a sleep of a woken tree; a compaction asks for a whole index.
 	Layer bool
 	// Stats: where the tree's own lstat keys are written when a layer keeps its parent's for entries whose only
 	// change is their key (a restored tree): the next backup here takes them (stats.go), bound to this index.
@@ -141,7 +141,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 			return
 		}
 		var stored []pack.Stat
-		layer := opts.Layer && len(opts.Base.Layers) == 0 && depth < MaxDepth
+		layer := opts.Layer && depth < MaxDepth
 		if layer {
 			stored = make([]pack.Stat, len(x.Entries))
 			for i := range x.Entries {
@@ -375,9 +375,9 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter, lay *la
 			case e.Type == "file": // a later name of a file with several links
 				e.Link, e.Size = w.Link(), sizeOf[w.Link()]
 			case e.Type == "dir" && r.layered != nil && !touched(r.layered, w.Path()):
-				// Not walked below (lower.go): everything beneath is the base's, entry for entry.
-				emit.add(e, true)
-				took, err := r.graft(prior, &at, old, w.Path(), emit)
+				// Not walked below (lower.go): everything beneath is the base's, entry for entry (in a layer, none of it).
+				emit.add(e, lay == nil || lay.inLayer(&e, old, at-1))
+				took, err := r.graft(prior, &at, old, w.Path(), emit, lay)
 				reused.Files += took.Files
 				reused.Bytes += took.Bytes
 				if err != nil {
