@@ -22,6 +22,7 @@ package filecas
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -41,6 +42,7 @@ func DecodeChain(objects [][]byte, l Limits) (x *Index, depth int, err error) {
 	if len(objects)-1 > MaxDepth {
 		return nil, 0, refused("chain", fmt.Sprintf("%d layers over the whole index; at most %d are read", len(objects)-1, MaxDepth))
 	}
+	var layers []*Index
 	for i, body := range objects {
 		o, err := decodeObject(bytes.NewReader(body), l)
 		if err != nil {
@@ -59,7 +61,11 @@ func DecodeChain(objects [][]byte, l Limits) (x *Index, depth int, err error) {
 		case o.Layer.Depth != i:
 			return nil, 0, refused("chain", fmt.Sprintf("layer %d says it is at depth %d", i, o.Layer.Depth))
 		}
-		if x, err = compose(x, o); err != nil {
+		layers = append(layers, o)
+	}
+	if len(layers) > 0 {
+		var err error
+		if x, err = compose(x, layers); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -91,45 +97,89 @@ func ReadChain(n int, read func(i int) ([]byte, error)) ([][]byte, int, error) {
 	return bodies, -1, nil
 }
 
-// compose lays layer over parent (neither validated yet: the caller validates what they make).
-func compose(parent, layer *Index) (*Index, error) {
-	removed := make(map[string]struct{}, len(layer.Layer.Removed))
-	for _, p := range layer.Layer.Removed {
-		removed[p] = struct{}{}
-	}
-	x := &Index{Version: Version, AvgChunk: layer.AvgChunk}
-	x.Packs = append(append(make([]Pack, 0, len(parent.Packs)+len(layer.Packs)), parent.Packs...), layer.Packs...)
-	x.Chunks = append(append(make([]Chunk, 0, len(parent.Chunks)+len(layer.Chunks)), parent.Chunks...), layer.Chunks...)
-	x.Entries = make([]Entry, 0, len(parent.Entries)+len(layer.Entries))
-	p, n := parent.Entries, layer.Entries
-	for i := 1; i < len(n); i++ {
-		if walkOrder(n[i-1].Path, n[i].Path) >= 0 {
-			return nil, refused("entries", fmt.Sprintf("the layer lists %q after %q: not in walk order", n[i].Path, n[i-1].Path))
-		}
-	}
-	for len(p) > 0 || len(n) > 0 {
-		c := 1 // only the layer's entries are left
-		switch {
-		case len(n) == 0:
-			c = -1
-		case len(p) > 0:
-			if c = walkOrder(p[0].Path, n[0].Path); c == 0 && p[0].Path != n[0].Path {
-				return nil, refused("entries", fmt.Sprintf("%q and %q cannot be ordered (not UTF-8)", p[0].Path, n[0].Path))
+// compose lays the layers, lowest first, over the whole index x (none validated yet: the caller validates what they
+// make). Their net change is folded first — by path, the last layer's entry, or removed — and applied in one pass
+// over x's entries: a layer's new names are placed by binary search in x's walk order. Merging layer by layer made a
+// copy of every entry per layer and compared most paths once each (a wake 8 layers deep read its index in ~5× the
+// time of a whole one: BenchmarkDecodeChain).
+func compose(x *Index, layers []*Index) (*Index, error) {
+	upsert := map[string]*Entry{}
+	removed := map[string]struct{}{}
+	packs, chunks := len(x.Packs), len(x.Chunks)
+	for _, layer := range layers {
+		n := layer.Entries
+		for i := 1; i < len(n); i++ {
+			if walkOrder(n[i-1].Path, n[i].Path) >= 0 {
+				return nil, refused("entries", fmt.Sprintf("the layer lists %q after %q: not in walk order", n[i].Path, n[i-1].Path))
 			}
 		}
-		switch {
-		case c < 0:
-			if _, gone := removed[p[0].Path]; !gone {
-				x.Entries = append(x.Entries, p[0])
-			}
-			p = p[1:]
-		case c == 0: // the layer's entry replaces its parent's
-			p = p[1:]
-			fallthrough
-		default:
-			x.Entries = append(x.Entries, n[0])
-			n = n[1:]
+		// A layer's removals are of the index beneath it; its own entries stand.
+		for _, p := range layer.Layer.Removed {
+			delete(upsert, p)
+			removed[p] = struct{}{}
+		}
+		for i := range n {
+			upsert[n[i].Path] = &n[i]
+			delete(removed, n[i].Path)
+		}
+		packs, chunks = packs+len(layer.Packs), chunks+len(layer.Chunks)
+	}
+	out := &Index{Version: Version, AvgChunk: layers[len(layers)-1].AvgChunk, Packs: make([]Pack, 0, packs), Chunks: make([]Chunk, 0, chunks)}
+	out.Packs, out.Chunks = append(out.Packs, x.Packs...), append(out.Chunks, x.Chunks...)
+	for _, layer := range layers {
+		out.Packs, out.Chunks = append(out.Packs, layer.Packs...), append(out.Chunks, layer.Chunks...)
+	}
+	// The names x lacks, each with the place in x's entries it goes before.
+	type added struct {
+		at int
+		e  *Entry
+	}
+	var adds []added
+	for path, e := range upsert {
+		at, found, err := placeOf(x.Entries, path)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			adds = append(adds, added{at, e})
 		}
 	}
-	return x, nil
+	slices.SortFunc(adds, func(a, b added) int {
+		if a.at != b.at {
+			return a.at - b.at
+		}
+		return walkOrder(a.e.Path, b.e.Path)
+	})
+	out.Entries = make([]Entry, 0, len(x.Entries)+len(adds))
+	for i := range x.Entries {
+		for len(adds) > 0 && adds[0].at == i {
+			out.Entries = append(out.Entries, *adds[0].e)
+			adds = adds[1:]
+		}
+		e := &x.Entries[i]
+		if _, gone := removed[e.Path]; gone {
+			continue
+		}
+		if u, ok := upsert[e.Path]; ok {
+			e = u
+		}
+		out.Entries = append(out.Entries, *e)
+	}
+	for _, a := range adds {
+		out.Entries = append(out.Entries, *a.e)
+	}
+	return out, nil
+}
+
+// placeOf finds path among entries in walk order: its index if there, else where it would go.
+func placeOf(entries []Entry, path string) (int, bool, error) {
+	var err error
+	at, found := slices.BinarySearchFunc(entries, path, func(e Entry, p string) int {
+		c := walkOrder(e.Path, p)
+		if c == 0 && e.Path != p && err == nil {
+			err = refused("entries", fmt.Sprintf("%q and %q cannot be ordered (not UTF-8)", e.Path, p))
+		}
+		return c
+	})
+	return at, found, err
 }
