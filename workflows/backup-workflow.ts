@@ -9,7 +9,7 @@ import { contentCheckMode, startContentCheck } from "../src/restore/background-c
 import { readSnapshot } from "../src/snapshots/records.ts";
 import { depsFrom } from "../src/deps.ts";
 import { CLEANUP_STEP } from "../src/phases/phase-names.ts";
-import { reportProgress } from "../src/snapshots/progress.ts";
+import { progressReporter } from "../src/snapshots/progress.ts";
 import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findBackup } from "../src/strategies/registry.ts";
@@ -36,8 +36,9 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     const d = depsFrom(this.env);
     const configs = stepConfigs(this.env);
     const progress: RunProgress = { id: p.snapshotId, kind: "backup", status: "running", strategy: s.name, startedAt: p.startedAt ?? event.timestamp.toISOString(), steps: {}, snapshotId: p.snapshotId };
-    const run = stepRunner(step, { configs, afterStep: (steps) => reportProgress(d.kv, { ...progress, steps }) });
-    await reportProgress(d.kv, progress);
+    const reporter = progressReporter(d.kv);
+    const run = stepRunner(step, { configs, afterStep: (steps) => reporter.report({ ...progress, steps }) });
+    reporter.report(progress);
     let sent;
     try {
       sent = await runBackupPhases(run, d, p, s);
@@ -47,7 +48,7 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
       const cleaned = await step.do(CLEANUP_STEP, configs.cleanup, () => cleanupBackup(d, p, s));
       if (!cleaned.recorded) {
         await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.snapshotId);
-        await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
+        await reporter.final({ ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
         throw e;
       }
       sent = run.steps.transfer as TransferResult;
@@ -55,7 +56,7 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     // Recorded: the snapshot is good. Nothing from here on may undo it.
     // The path is free for the next run (best-effort: a lease left behind is taken over once this run has ended).
     await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.snapshotId);
-    await reportProgress(d.kv, { ...progress, steps: run.steps, status: "complete" });
+    await reporter.final({ ...progress, steps: run.steps, status: "complete" });
     // An image's content checked against its manifest once, off every restore's path (background-check.ts).
     if (contentCheckMode(this.env, p.contentCheck) === "background") {
       await step.do("content check", configs.record, async () => {

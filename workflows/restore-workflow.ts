@@ -9,7 +9,7 @@ import { CLEANUP_STEP } from "../src/phases/phase-names.ts";
 import type { RestoreParams, RestoreProbeResult } from "../src/restore/restore-params.ts";
 import { cleanupRestore } from "../src/restore/restore-phases.ts";
 import { runRestorePhases } from "../src/restore/run-restore.ts";
-import { reportProgress } from "../src/snapshots/progress.ts";
+import { progressReporter } from "../src/snapshots/progress.ts";
 import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findRestore } from "../src/strategies/registry.ts";
@@ -43,8 +43,9 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
     const d = depsFrom(this.env);
     const configs = stepConfigs(this.env);
     const progress: RunProgress = { id: p.restoreId, kind: "restore", status: "running", strategy: s.name, startedAt: p.startedAt ?? event.timestamp.toISOString(), steps: {}, snapshotId: p.snapshotId };
-    const run = stepRunner(step, { configs, afterStep: (steps) => reportProgress(d.kv, { ...progress, steps }) });
-    await reportProgress(d.kv, progress);
+    const reporter = progressReporter(d.kv);
+    const run = stepRunner(step, { configs, afterStep: (steps) => reporter.report({ ...progress, steps }) });
+    reporter.report(progress);
     let probed: RestoreProbeResult | undefined;
     try {
       await runRestorePhases(run, d, p, s, { onProbed: (x) => (probed = x) });
@@ -56,14 +57,14 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
       if (!cleaned.recorded) {
         await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
         await endOwnSandbox(step, d, p);
-        await reportProgress(d.kv, { ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
+        await reporter.final({ ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });
         throw e;
       }
     }
     // The path is free for the next run (best-effort: a lease left behind is taken over once this run has ended).
     await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
     await endOwnSandbox(step, d, p);
-    await reportProgress(d.kv, { ...progress, steps: run.steps, status: "complete" });
+    await reporter.final({ ...progress, steps: run.steps, status: "complete" });
     return { restoreId: p.restoreId, snapshotId: p.snapshotId, strategy: s.name, steps: run.steps, totalMs: totalMs(run.steps), ...wallAndOverhead(run.steps) };
   }
 }

@@ -63,8 +63,8 @@ export async function phase<T>(fn: () => Promise<T>): Promise<T> {
 export interface StepRunnerOptions {
   /** "backup" / "restore": step names "backup probe", … (a benchmark cell runs both sequences) */
   prefix?: "backup" | "restore" | "compaction";
-  /** after each step: best-effort progress (it must never fail the run; see reportProgress) */
-  afterStep?: (steps: Record<string, StepResult>) => Promise<void>;
+  /** after each step: best-effort progress (it must never fail the run; see reportProgress, progressReporter) */
+  afterStep?: (steps: Record<string, StepResult>) => Promise<void> | void;
   /** the step settings (stepConfigs(env)); production's by default */
   configs?: Record<PhaseName, WorkflowStepConfig>;
 }

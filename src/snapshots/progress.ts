@@ -13,3 +13,21 @@ export async function reportProgress(kv: KVNamespace, progress: RunProgress): Pr
     console.warn(`progress of ${progress.id} not written: ${e instanceof Error ? e.message : String(e)}`);
   }
 }
+
+/**
+ * A run's progress writes, in order and off its path: a `running` write is queued behind the one before and not
+ * waited for (each was an awaited KV put between two steps: a wake waited for three of them before it was usable);
+ * `final` waits for the queue, then writes the outcome. Best-effort as reportProgress is.
+ */
+export function progressReporter(kv: KVNamespace): { report(progress: RunProgress): void; final(progress: RunProgress): Promise<void> } {
+  let queue: Promise<void> = Promise.resolve();
+  return {
+    report(progress) {
+      queue = queue.then(() => reportProgress(kv, progress));
+    },
+    async final(progress) {
+      await queue;
+      await reportProgress(kv, progress);
+    },
+  };
+}

@@ -101,3 +101,63 @@ it("a file-level chain: wakes equal what slept, and its compaction reads only th
   for (const id of [d2.id, d1.id, base.snapshotId, first.snapshotId]) expect((await api("DELETE", `/api/snapshots/${id}`)).status, id).toBe(200);
   await wake("fchain-w5", 2);
 });
+
+// A wake that sleeps as files-cas: the backup of the overlay reads only the names the wake's upper holds and stores a
+// layer of the woken snapshot's index (files.ts wakeBase, filecas lower.go), so the next wake mounts a chain of index
+// objects with nothing to extract. Once the overlay is gone from the path, the lineage's wake is not believed: the
+// tree there is walked whole.
+it("a file-level sleep of a wake reads only what changed since the wake, and stores a layer", { timeout: 300_000 }, async () => {
+  const src = freshSandbox("fsleep-src");
+  used.push(src);
+  await agent(src, "POST", "/v1/datasets", { path: PATH, kind: "node-modules", seed: 33, files: 150, bytes: 3 * 2 ** 20 });
+  const base = await run("backup", { sandboxId: src, path: PATH, strategy: "files-cas" });
+  let slept = await walk(src);
+  const files = Object.keys(slept).filter((p) => slept[p]!.type === "file");
+  const record = async (id: string) => (await api("GET", `/api/snapshots/${id}`)).json;
+  const rb = await record(base.snapshotId);
+
+  const w1 = freshSandbox("fsleep-w1");
+  used.push(w1);
+  const woke = await run("restore", { snapshotId: base.snapshotId, sandboxId: w1, path: PATH, strategy: "files-overlay-restore" });
+  expect(await walk(w1)).toEqual(slept);
+  await put(w1, `${PATH}/${files[0]}`, "edited after the wake\n");
+  await put(w1, `${PATH}/s1/new.txt`, "n".repeat(40_000));
+  await del(w1, files[1]!);
+  const s1 = await run("backup", { sandboxId: w1, path: PATH, strategy: "files-cas" });
+  expect(s1.steps.transfer.overWake).toEqual({ restoreId: woke.id, deltas: 0 });
+  const r1 = await record(s1.snapshotId);
+  expect(r1.files.parent).toBe(base.snapshotId);
+  expect(r1.files.read.files).toBe(2);
+  expect(r1.files.chain).toEqual([{ key: rb.archive.key, sha256: rb.archive.sha256 }]);
+  expect(r1.archive.bytes).toBeLessThan(rb.archive.bytes / 4);
+  slept = await walk(w1);
+
+  // The same overlay sleeps again: its parent is the sleep before, and only the new name is read.
+  await put(w1, `${PATH}/s2/later.txt`, "l".repeat(20_000));
+  const s2 = await run("backup", { sandboxId: w1, path: PATH, strategy: "files-cas" });
+  const r2 = await record(s2.snapshotId);
+  expect(r2.files.parent).toBe(s1.snapshotId);
+  expect(r2.files.read.files).toBe(1);
+  expect(r2.files.chain).toHaveLength(2);
+  slept = await walk(w1);
+
+  // Each wakes exact: lazily over its chain, and extracted whole.
+  const w2 = freshSandbox("fsleep-w2");
+  used.push(w2);
+  const again = await run("restore", { snapshotId: s2.snapshotId, sandboxId: w2, path: PATH, strategy: "files-overlay-restore" });
+  expect(again.steps.transfer.layers).toBe(1);
+  expect(await walk(w2)).toEqual(slept);
+  const x = freshSandbox("fsleep-x");
+  used.push(x);
+  await run("restore", { snapshotId: s2.snapshotId, sandboxId: x, path: PATH, strategy: "files-extract", deepVerify: true });
+  expect(await walk(x)).toEqual(slept);
+
+  // The overlay taken down: what is at the path now (its empty mount point) is what the next backup stores, however
+  // the lineage still names the wake.
+  await agent(w2, "DELETE", `/v1/mounts?path=${encodeURIComponent(PATH)}`);
+  const bare = await run("backup", { sandboxId: w2, path: PATH, strategy: "files-cas" });
+  expect(bare.steps.transfer.overWake).toBeUndefined();
+  const rbare = await record(bare.snapshotId);
+  expect(rbare.files.parent).toBe(s2.snapshotId);
+  expect(rbare.manifest.files).toBe(0);
+});

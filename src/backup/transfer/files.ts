@@ -20,6 +20,8 @@
 //              the npm workspace. The record lists the chain its index needs (files.chain, whole index first,
 //              the parent's last), which readers fetch with it and the collector keeps. A parent FILES_MAX_DEPTH
 //              layers deep, or a compaction, gets a whole index.
+//   a wake     a tree woken by files-overlay-restore and still laid there: only the names the wake's layers hold
+//              are walked and read (wakeBase, filecas lower.go), so a sleep costs what changed since the wake.
 import type { FilesFormat } from "../../../container/contract/protocol.ts";
 import { INDEX_PREFIX, nameOfKey, packKey } from "../../chunks/pack-keys.ts";
 import { signedChain } from "../../snapshots/index-chain.ts";
