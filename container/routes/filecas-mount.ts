@@ -8,6 +8,7 @@ import { filesWorkName, mountFiles } from "../mounts/filecas-mount.ts";
 import * as P from "../contract/protocol.ts";
 import { checkSandboxPath } from "../system/path-confinement.ts";
 import { checkedChain } from "./index-chain.ts";
+import { clearPaths } from "./images.ts";
 import type { Routes } from "./route.ts";
 
 export const filecasMountRoutes: Routes = {
@@ -18,6 +19,7 @@ export const filecasMountRoutes: Routes = {
     const index = await c.path(body.index.file, "index.file");
     const indexUrl = body.index.url === undefined ? undefined : c.storeUrl(body.index.url, "index.url");
     if (!indexUrl && !(await stat(index).catch(() => null))?.isFile()) throw new AgentError("not_found", "index.file: no file there", "index.file");
+    if (body.clear) await clearPaths(c, body.clear, "clear.");
     const workPath = body.work ?? lazyWorkPath(filesWorkName());
     const cachePath = body.cache ?? SANDBOX_DIRS.chunkCache;
     return mountFiles(c.agent.mounts, c.sandboxId, {

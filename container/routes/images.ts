@@ -66,27 +66,29 @@ export const imageRoutes: Routes = {
 
   // A retried step clears what its earlier attempt may have left (mounts, then files) in one round trip rather
   // than one per path: on the first attempt there is nothing to clear, and each call costs the step its latency.
-  "POST /v1/clear": async (c) => {
-    const started = performance.now();
-    const body = await c.json(P.ClearBody);
-    const unmounted: string[] = [];
-    for (const [i, value] of body.unmount.entries()) {
-      const field = `unmount[${i}]`;
-      const done = await unmountPath(c.agent.mounts, c.sandboxId, await c.path(value, field), checkSandboxPath(value, field)).catch((e: unknown) => {
-        if (e instanceof AgentError && e.code === "not_found") return [];
-        throw e;
-      });
-      unmounted.push(...done);
-    }
-    for (const [i, value] of body.remove.entries()) {
-      const field = `remove[${i}]`;
-      const target = await c.path(value, field);
-      await refuseIfMounted(target, field, c.root.hostRoot, c.agent.mounts, c.sandboxId);
-      await rm(target, { recursive: true, force: true });
-    }
-    return { unmounted, removed: body.remove.length, ms: Math.round(performance.now() - started) };
-  },
+  "POST /v1/clear": async (c) => clearPaths(c, await c.json(P.ClearBody)),
 };
+
+/** POST /v1/clear's work, also done first by a mount or swap asked to (`clear`): fields are named under `prefix`. */
+export async function clearPaths(c: Ctx, body: z.infer<typeof P.ClearBody>, prefix = "") {
+  const started = performance.now();
+  const unmounted: string[] = [];
+  for (const [i, value] of body.unmount.entries()) {
+    const field = `${prefix}unmount[${i}]`;
+    const done = await unmountPath(c.agent.mounts, c.sandboxId, await c.path(value, field), checkSandboxPath(value, field)).catch((e: unknown) => {
+      if (e instanceof AgentError && e.code === "not_found") return [];
+      throw e;
+    });
+    unmounted.push(...done);
+  }
+  for (const [i, value] of body.remove.entries()) {
+    const field = `${prefix}remove[${i}]`;
+    const target = await c.path(value, field);
+    await refuseIfMounted(target, field, c.root.hostRoot, c.agent.mounts, c.sandboxId);
+    await rm(target, { recursive: true, force: true });
+  }
+  return { unmounted, removed: body.remove.length, ms: Math.round(performance.now() - started) };
+}
 
 /** POST /v1/overlay's work, also done by a swap that lays the overlay at its target (routes/swaps.ts). */
 export async function layOverlay(c: Ctx, body: z.infer<typeof P.OverlayBody>) {

@@ -7,7 +7,7 @@ import type { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
 import * as P from "../contract/protocol.ts";
 import { remountLazy } from "./chunks.ts";
-import { layOverlay } from "./images.ts";
+import { clearPaths, layOverlay } from "./images.ts";
 import { swapJournalPath } from "../contract/sandbox-layout.ts";
 import { swapSite } from "../extract/swap-site.ts";
 import { commitSwap, planSwap, readJournal, rollbackSwap, swapIn } from "../extract/tree-swap.ts";
@@ -19,6 +19,7 @@ export const swapRoutes: Routes = {
   "POST /v1/swap/plan": async (c) => planSwap(await siteOf(c)),
   "POST /v1/swap/in": async (c) => {
     const body = await c.json(P.SwapInBody);
+    if (body.clear) await clearPaths(c, body.clear, "clear.");
     const swapped = await swapIn(await swapSite(c, body), { mountedAfter: body.mount !== undefined });
     if (!body.mount) return swapped;
     const made = await mountAtTarget(c, body.target, body.mount).catch(underMount);

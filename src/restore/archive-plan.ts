@@ -74,7 +74,7 @@ export const archivePlan: RestorePlan = {
     }
     // The sandbox's tools and its target, asked at once (a lazy restore's usable time waits for this step); failures
     // answered in the order they were asked before: what the sandbox cannot run first.
-    const [tools, target] = await Promise.allSettled([agent.probe(), checkTarget(c)]);
+    const [tools, target] = await Promise.allSettled([c.asked?.tools ?? agent.probe(), c.asked?.target ?? checkTarget(c)]);
     checkStrategyRuns(s, settled(tools), p.sandboxId);
     settled(target);
     const layers: Layer[] = [{ id: snapshot.id, format: snapshot.format, archive: snapshot.archive, deletedKey: snapshot.delta?.deletedKey, manifest: storedManifest(snapshot.manifest) }];

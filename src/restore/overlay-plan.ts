@@ -74,7 +74,7 @@ export const overlayPlan: RestorePlan = {
   async probe(c, snapshot) {
     // Three independent questions (the sandbox's tools, its target, the chain's records), asked at once: a wake waits
     // for this step. Failures are answered in the order they were asked before: what the sandbox cannot run first.
-    const [probed, target, chain] = await Promise.allSettled([c.agent.probe(), checkTarget(c), overlayLayers(c, snapshot)]);
+    const [probed, target, chain] = await Promise.allSettled([c.asked?.tools ?? c.agent.probe(), c.asked?.target ?? checkTarget(c), overlayLayers(c, snapshot)]);
     checkStrategyRuns(c.s, settled(probed), c.p.sandboxId);
     settled(target);
     const layers = settled(chain);
@@ -101,7 +101,9 @@ export const overlayPlan: RestorePlan = {
     const filesBase = isFiles(base!);
     const imageAt = baseMountPoint(p.restoreId, layers);
     const unmount = filesBase ? [where.lower, ...(deltas.length ? [where.chainImage] : [])] : [];
-    if (deltas.length || unmount.length) await agent.clear({ unmount, remove: deltas.length ? [where.chainLayers] : [] });
+    // A file-level base alone: files-mount clears its mountpoint first, in its own call.
+    const clearInMount = filesBase && !deltas.length;
+    if (deltas.length || (unmount.length && !clearInMount)) await agent.clear({ unmount, remove: deltas.length ? [where.chainLayers] : [] });
     let mounted: Awaited<ReturnType<typeof startFilesMount>> | undefined;
     let next = 0;
     let opaque = 0;
@@ -130,7 +132,7 @@ export const overlayPlan: RestorePlan = {
     // A file-level base's index is fetched by files-mount itself (checked against its record's SHA-256, kept at
     // where.image): one process from the store to the decoder.
     const baseIn = filesBase
-      ? startFilesMount(c, base!, imageAt).then((m) => ((mounted = m), base!.archive.bytes))
+      ? startFilesMount(c, base!, imageAt, clearInMount ? { unmount, remove: [] } : undefined).then((m) => ((mounted = m), base!.archive.bytes))
       : agent.downloadFromUrl({ url: await url(base!), output: where.image }).then((g) => ((baseInMs = since(t)), check(base!, g)));
     const [baseBytes, ...deltaBytes] = await Promise.all([
       baseIn.then((bytes) => ((baseDoneMs = since(t)), bytes)),
@@ -157,6 +159,18 @@ export const overlayPlan: RestorePlan = {
       const lowers = [...layers.slice(1).map((_, i) => where.chainLayer(i + 1)).reverse(), where.chainImage];
       return (await agent.mountOverlayStack({ path: where.lower, lowers })).ms;
     };
+    if (isFiles(base) && !chained) {
+      // The transfer mounted the base at the lower: one call clears what an earlier attempt left (its upper, its
+      // staged directory) and lays the overlay at the target. A base whose mount went since (an agent restart: a
+      // 404 naming the lower) is started again, and the swap asked again.
+      let restarted: Awaited<ReturnType<typeof startFilesMount>> | undefined;
+      const swapped = await swapInOverlay(c, probed, { remove: [swap.staged, where.upper], unmount: [] }).catch(async (e) => {
+        if (!(e instanceof AgentCallError && e.status === 404 && e.field === "mount.lower")) throw e;
+        restarted = await startFilesMount(c, base, imageAt);
+        return swapInOverlay(c, probed);
+      });
+      return { ms: since(t), bytes: 0, ...(restarted ? { baseMountMs: restarted.ms, remountedBase: true } : {}), upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+    }
     if (isFiles(base)) {
       // The transfer mounted the base (files-mount at imageAt). A retry finds the earlier attempt's stack and upper
       // (taken down and emptied); a mount gone since (an agent restart) is started again.
@@ -232,12 +246,12 @@ function baseMountPoint(restoreId: string, layers: Layer[]): string {
  * against its SHA-256. A compaction's wake
  * reads only the names its layers changed (filecas lower.go): no prefetch, and nothing to wait for.
  */
-async function startFilesMount(c: RestoreContext, base: Layer, at: string) {
+async function startFilesMount(c: RestoreContext, base: Layer, at: string, clear?: { unmount: string[]; remove: string[] }) {
   // (A probe from before packKeys: the record read again.)
   const [keys, indexUrl, chain] = await Promise.all([base.packKeys ?? filesSnapshot(c, base.id).then(packKeysOf), c.d.presigner.url(base.archive.key, "GET"), signedChain(c.d.presigner, base.chain)]);
   const index = { file: sandboxPaths.overlay(c.p.restoreId).image, sha256: base.archive.sha256, url: indexUrl, ...chain };
   try {
-    return await c.agent.filesMount({ index, urls: signedPacks(c, keys), mountpoint: at, work: sandboxPaths.lazy(c.p.restoreId).work, prefetch: c.p.compactor ? 0 : PREFETCH });
+    return await c.agent.filesMount({ index, urls: signedPacks(c, keys), mountpoint: at, work: sandboxPaths.lazy(c.p.restoreId).work, prefetch: c.p.compactor ? 0 : PREFETCH, ...(clear ? { clear } : {}) });
   } catch (e) {
     // The index the store gave is not the one the record vouches for: fetch again (a retry), as for any archive.
     if (e instanceof AgentCallError && e.code === "verify_failed" && e.field === "index") throw new SnapflowError("transfer_damaged", `the index of ${base.id} arrived damaged: ${e.message}`);
@@ -251,11 +265,11 @@ async function startFilesMount(c: RestoreContext, base: Layer, at: string) {
  * swapped in for it. Either way the agent's swap lays the overlay at the target in the same call, and answers a
  * retry's overlay, already there, as made; a lower whose mount went (an agent restart) is a 404 naming it.
  */
-async function swapInOverlay(c: RestoreContext, probed: RestoreProbeResult): ReturnType<RestorePlan["swapIn"]> {
+async function swapInOverlay(c: RestoreContext, probed: RestoreProbeResult, clear?: { unmount: string[]; remove: string[] }): ReturnType<RestorePlan["swapIn"]> {
   const { p, agent } = c;
   const where = sandboxPaths.overlay(p.restoreId);
   if (!isLazy(probed.layers[0]!)) await agent.unmount(probed.swap.staged).catch(() => {});
-  return agent.swapIn(p.path, p.restoreId, { mount: { kind: "overlay", lower: where.lower, upper: where.upper, how: "kernel" } });
+  return agent.swapIn(p.path, p.restoreId, { mount: { kind: "overlay", lower: where.lower, upper: where.upper, how: "kernel" }, ...(clear ? { clear } : {}) });
 }
 
 /** Is this restore's overlay (over its own lower) mounted at the target? */

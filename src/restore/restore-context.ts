@@ -9,4 +9,9 @@ export interface RestoreContext {
   p: RestoreParams;
   s: RestoreStrategy;
   agent: AgentClient;
+  /**
+   * The probe's questions to the sandbox (its tools; whether the target may be written), asked as the probe starts,
+   * beside its store reads (the lease, the record): a plan's probe takes their answers rather than asking again.
+   */
+  asked?: { tools: ReturnType<AgentClient["probe"]>; target: Promise<void> };
 }

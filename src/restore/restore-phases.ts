@@ -33,19 +33,30 @@ import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { planOf } from "./plans.ts";
 import { settled } from "../phases/settled.ts";
 import { checkRestoreSpace } from "./space-check.ts";
+import { checkTarget } from "./target-check.ts";
 
 const contextOf = (d: Deps, p: RestoreParams, s: RestoreStrategy): RestoreContext => ({ d, p, s, agent: new AgentClient(d.transport, p.sandboxId) });
 
 export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy): Promise<RestoreProbeResult> {
   const t = performance.now();
   const c = contextOf(d, p, s);
+  // Asked at once, while the store is read; each answer is taken (and its failure reported) where the plan's probe
+  // needs it, and none is left unhandled if the probe ends before.
+  c.asked = { tools: c.agent.probe(), target: checkTarget(c) };
+  for (const asked of Object.values(c.asked)) (asked as Promise<unknown>).catch(() => {});
+  // Where the probe's time goes, each part ending at (ms since the step began): a wake waits for all of it.
+  const parts: Record<string, number> = {};
+  const mark = (part: string) => (parts[part] = since(t));
   // The lease first, then the record: a delete either sees the lease or this probe sees no record (restore-leases.ts).
   await takeLease(d.store, p.snapshotId, p.restoreId);
+  mark("lease");
   let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown; contentCheck?: string; replacing?: boolean };
   try {
     const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
+    mark("record");
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
     planned = { ...(await planOf(s).probe(c, snapshot)), contentCheck: contentCheckReason(snapshot, p) };
+    mark("plan");
     // Before anything is written: can the sandbox hold the new tree beside the old one (and a staged archive)? And
     // whether the swap will replace anything: a fresh sandbox's /workspace exists (the agent makes its roots) but
     // holds nothing, and without `replace` the target was found empty; the swap's own hadTarget means "existed".
@@ -54,8 +65,10 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     const space = settled(spaced);
     const target = settled(stated);
     planned = { ...planned, space, replacing: !!target?.exists && (target.type !== "dir" || (target.entries ?? 0) > 0) };
+    mark("space");
     // Last: a journal that says where the new tree goes, so a cleanup after any later failure finds it.
     const journal = await c.agent.planSwap(p.path, p.restoreId);
+    mark("swapPlan");
     planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };
   } catch (e) {
     // The restore never started: it holds nothing.
@@ -65,7 +78,7 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const ms = since(t);
   // Dropping caches (sync first) is preparation, not probing: its time is reported apart from the step's.
   const caches = p.dropCaches ? await c.agent.dropCaches() : undefined;
-  return { ms, bytes: 0, ...planned, swap: planned.swap!, ...(caches ? { cachesDropped: caches.dropped, cacheDropMs: caches.ms, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
+  return { ms, bytes: 0, ...planned, probeParts: parts, swap: planned.swap!, ...(caches ? { cachesDropped: caches.dropped, cacheDropMs: caches.ms, ...(caches.reason ? { cacheReason: caches.reason } : {}) } : {}) };
 }
 
 export function transferPhase(d: Deps, p: RestoreParams, s: RestoreStrategy, probed: RestoreProbeResult): Promise<StepResult> {

@@ -50,8 +50,8 @@ export const sdkPlan: RestorePlan = {
     if (snapshot.format.kind !== "squashfs" || snapshot.format.chunks) {
       throw new SnapflowError("bad_request", `strategy ${s.name} restores squashfs images; snapshot ${p.snapshotId} is ${formatName(snapshot.format)}`, { field: "strategy" });
     }
-    checkStrategyRuns(s, await agent.probe(), p.sandboxId, c.d.transport.kind);
-    await checkTarget(c);
+    checkStrategyRuns(s, await (c.asked?.tools ?? agent.probe()), p.sandboxId, c.d.transport.kind);
+    await (c.asked?.target ?? checkTarget(c));
     const { id, format, archive, manifest } = snapshot;
     return { snapshot: { id, format, archive, manifest }, layers: [{ id, format, archive }] };
   },

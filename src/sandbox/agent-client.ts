@@ -324,7 +324,7 @@ export class AgentClient {
     return this.json(A.SwapJournalAnswer, "plan the swap", "/v1/swap/plan", { target, id }, "POST", "short");
   }
   /** `mount`: nothing was built beside the target; the agent mounts this tree at it, in the same call (SwapInBody). */
-  swapIn(target: string, id: string, o: { mount?: z.input<typeof P.SwapMount> } = {}) {
+  swapIn(target: string, id: string, o: { mount?: z.input<typeof P.SwapMount>; clear?: z.input<typeof P.ClearBody> } = {}) {
     return this.json(z.looseObject({ swapped: z.literal(true), hadTarget: z.boolean(), unmounted: z.array(z.string()), ms: z.number(), mountAtMs: z.number().optional(), mounted: A.MountEntryAnswer.optional() }), "swap the new tree in", "/v1/swap/in", { target, id, ...o }, "POST", "short");
   }
   commitSwap(target: string, id: string) {

@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { afterAll, expect, it } from "vitest";
 import { MAX_OVERLAY_CHAIN } from "../../container/contract/protocol.ts";
-import { agent, api, freshSandbox, putFile as put, runWorkflow as run } from "./helpers.ts";
+import { agent, api, armAgentFault, firedAgentFaults, freshSandbox, putFile as put, runWorkflow as run } from "./helpers.ts";
 
 const PATH = "/workspace/app";
 const used: string[] = [];
@@ -160,4 +160,28 @@ it("a file-level sleep of a wake reads only what changed since the wake, and sto
   const rbare = await record(bare.snapshotId);
   expect(rbare.files.parent).toBe(s2.snapshotId);
   expect(rbare.manifest.files).toBe(0);
+});
+
+// A wake's materialize finds its base's mount gone (the helper stopped, as an agent restart stops it) when it lays the
+// overlay: the swap's 404 naming the lower starts files-mount again, and the wake completes, exact.
+it("a wake whose file-level base went between transfer and materialize mounts it again", { timeout: 120_000 }, async () => {
+  const src = freshSandbox("fgone-src");
+  used.push(src);
+  await agent(src, "POST", "/v1/datasets", { path: PATH, kind: "node-modules", seed: 35, files: 40, bytes: 400_000 });
+  const base = await run("backup", { sandboxId: src, path: PATH, strategy: "files-cas" });
+  const work = freshSandbox("fgone-w");
+  used.push(work);
+  // The swap's request held at the agent's door while the test takes the base's mount down.
+  await armAgentFault(work, { method: "POST", match: "/v1/swap/in", action: "stall", afterBytes: 0, ms: 3000, times: 1 });
+  const woke = run("restore", { snapshotId: base.snapshotId, sandboxId: work, path: PATH, strategy: "files-overlay-restore" });
+  for (let i = 0; !(await firedAgentFaults(work, "/v1/swap/in")).length; i++) {
+    if (i > 200) throw new Error("the swap was never asked");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const lazy = (await agent(work, "GET", "/v1/mounts")).mounts.filter((m: { kind: string }) => m.kind === "lazy");
+  expect(lazy).toHaveLength(1);
+  await agent(work, "DELETE", `/v1/mounts?path=${encodeURIComponent(lazy[0].path)}`);
+  const done = await woke;
+  expect(done.steps.materialize.remountedBase).toBe(true);
+  expect(await walk(work)).toEqual(await walk(src));
 });

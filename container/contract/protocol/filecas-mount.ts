@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PACK_NAME } from "./filecas-pack.ts";
 import { IndexChain, Sha256Hex } from "./trees.ts";
+import { ClearBody } from "./images.ts";
 
 // The lazy restore from a file-level index (issue 24; native/lazy/internal/filesfs):
 //   POST   /v1/files/mount    FilesMountBody   serve the index's tree read-only at `mountpoint` over FUSE (snapflow-lazy
@@ -31,6 +32,8 @@ export const FilesMountBody = z.object({
   cache: z.string().optional(),
   /** parallel background Range GETs; 0 fetches on demand only */
   prefetch: z.number().int().min(0).max(64).default(16),
+  /** what an earlier attempt may have left, cleared first as POST /v1/clear would (a round trip fewer) */
+  clear: ClearBody.optional(),
 }).strict();
 export type FilesMountBody = z.infer<typeof FilesMountBody>;
 

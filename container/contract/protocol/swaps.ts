@@ -2,6 +2,7 @@
 // Part of the agent's protocol (../protocol.ts re-exports every part): both sides import it.
 import { z } from "zod";
 import { SquashfsFormat } from "./formats.ts";
+import { ClearBody } from "./images.ts";
 
 /** A restore's swap (tree-swap.ts): the target it restores into and the restore's id, which names its journal and trees. */
 export const SwapBody = z.object({
@@ -24,7 +25,8 @@ export const SwapMount = z.discriminatedUnion("kind", [
  * the agent mounts it at the target. What it mounts over must still be there (an agent restart takes it): else a
  * 404 naming `mount.work` or `mount.lower`, with the swap done (repeating the call repeats only the mount).
  */
-export const SwapInBody = SwapBody.extend({ mount: SwapMount.optional() });
+/** `clear`: what an earlier attempt may have left, cleared first as POST /v1/clear would (a round trip fewer). */
+export const SwapInBody = SwapBody.extend({ mount: SwapMount.optional(), clear: ClearBody.optional() });
 
 /** A swap's journal (tree-swap.ts): how far the swap of a restore's new tree into its target got. */
 export type SwapState = "staging" | "swapping" | "swapped" | "committed";
