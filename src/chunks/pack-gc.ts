@@ -14,7 +14,8 @@
 // Per-pack liveness, no repacking: a pack goes only when no kept snapshot needs any chunk in it. A pack that is
 // mostly dead stays whole while one chunk of it is live; the bound on that waste is the lineage's compaction (a new
 // full backup, with no parent, writes a pack of its own and frees the old ones once the older snapshots expire), and
-// a chain written whole again (at FILES_MAX_DEPTH) names only the chunks its entries use.
+// a chain written whole again (a compaction; layers past FILES_MAX_DEPTH that outgrew their rebase) names only the
+// chunks its entries use.
 import type { Deps } from "../deps.ts";
 import type { ListedObject } from "../store/object-store.ts";
 import type { SnapshotRecord } from "../snapshots/records.ts";

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { afterAll, expect, it } from "vitest";
-import { MAX_OVERLAY_CHAIN } from "../../container/contract/protocol.ts";
+import { FILES_MAX_DEPTH, MAX_OVERLAY_CHAIN } from "../../container/contract/protocol.ts";
 import { agent, api, armAgentFault, firedAgentFaults, freshSandbox, putFile as put, runWorkflow as run } from "./helpers.ts";
 
 const PATH = "/workspace/app";
@@ -184,4 +184,35 @@ it("a wake whose file-level base went between transfer and materialize mounts it
   const done = await woke;
   expect(done.steps.materialize.remountedBase).toBe(true);
   expect(await walk(work)).toEqual(await walk(src));
+});
+
+// Sleeps past FILES_MAX_DEPTH: the ninth layer lies over the chain's whole index (depth 1), holding what the eight
+// between changed, and wakes exact — lazily and extracted.
+it("a sleep over a chain FILES_MAX_DEPTH deep stores a layer over the whole index, not the whole index", { timeout: 300_000 }, async () => {
+  const src = freshSandbox("frebase-src");
+  used.push(src);
+  await agent(src, "POST", "/v1/datasets", { path: PATH, kind: "node-modules", seed: 37, files: 600, bytes: 2 * 2 ** 20 });
+  const base = await run("backup", { sandboxId: src, path: PATH, strategy: "files-cas" });
+  const rb = (await api("GET", `/api/snapshots/${base.snapshotId}`)).json;
+  const w = freshSandbox("frebase-w");
+  used.push(w);
+  await run("restore", { snapshotId: base.snapshotId, sandboxId: w, path: PATH, strategy: "files-overlay-restore" });
+  let last: any;
+  for (let i = 1; i <= FILES_MAX_DEPTH + 1; i++) {
+    await put(w, `${PATH}/sleeps/${i}.txt`, `sleep ${i}\n`.repeat(100));
+    if (i === 4) await del(w, "package.json");
+    const s = await run("backup", { sandboxId: w, path: PATH, strategy: "files-cas" });
+    last = (await api("GET", `/api/snapshots/${s.snapshotId}`)).json;
+    expect(last.files.read.files, `sleep ${i}`).toBe(1);
+    expect(last.files.chain, `sleep ${i}`).toHaveLength(i <= FILES_MAX_DEPTH ? i : 1);
+  }
+  expect(last.files.chain).toEqual([{ key: rb.archive.key, sha256: rb.archive.sha256 }]);
+  expect(last.archive.bytes).toBeLessThan(rb.archive.bytes / 4);
+  const slept = await walk(w);
+  for (const strategy of ["files-overlay-restore", "files-extract"]) {
+    const x = freshSandbox("frebase-x");
+    used.push(x);
+    await run("restore", { snapshotId: last.id, sandboxId: x, path: PATH, strategy, deepVerify: strategy === "files-extract" });
+    expect(await walk(x), strategy).toEqual(slept);
+  }
 });

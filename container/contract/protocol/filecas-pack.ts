@@ -53,8 +53,9 @@ export const FilesPackBody = z
     }).strict()
       .refine((b) => b.file !== undefined || b.url !== undefined, "names a file, a url or both").optional(),
     /**
-     * write the index as a layer over the base's (only what changed; native/lazy/internal/filecas/layer.go) unless the
-     * base is FILES_MAX_DEPTH layers deep; then a whole index (over `base.layers`, a wake's sleep, too)
+     * write the index as a layer over the base's (only what changed; native/lazy/internal/filecas/layer.go); over a base
+     * FILES_MAX_DEPTH layers deep, a layer over the whole index beneath it (depth 1), or a whole index once those
+     * layers outgrow a quarter of it (over `base.layers`, a wake's sleep, too)
      */
     layer: z.boolean().optional(),
     /** where the tree's own stat keys are kept when the layer keeps its parent's for entries only their keys changed (a restored tree) */

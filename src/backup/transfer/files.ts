@@ -18,11 +18,13 @@
 //   layer      over a parent whose index is under file-indexes/ (pack-keys.ts), the engine stores only what changed,
 //              as a layer over the parent's index (filecas layer.go): ~0.1 MB instead of the whole 2.9 MB index of
 //              the npm workspace. The record lists the chain its index needs (files.chain, whole index first,
-//              the parent's last), which readers fetch with it and the collector keeps. A parent FILES_MAX_DEPTH
-//              layers deep, or a compaction, gets a whole index.
+//              the parent's last), which readers fetch with it and the collector keeps. Over a parent
+//              FILES_MAX_DEPTH layers deep the layer lies over the chain's whole index instead (holding what every
+//              layer between changed), unless those layers together outgrow a quarter of it: then, as for a
+//              compaction, a whole index.
 //   a wake     a tree woken by files-overlay-restore and still laid there: only the names the wake's layers hold
 //              are walked and read (wakeBase, filecas lower.go), so a sleep costs what changed since the wake.
-import type { FilesFormat } from "../../../container/contract/protocol.ts";
+import { FILES_MAX_DEPTH, type FilesFormat } from "../../../container/contract/protocol.ts";
 import { INDEX_PREFIX, nameOfKey, packKey } from "../../chunks/pack-keys.ts";
 import { signedChain } from "../../snapshots/index-chain.ts";
 import { SnapflowError } from "../../errors.ts";
@@ -139,10 +141,13 @@ export const filesTransfer: BackupTransfer = {
       if (!!own !== up.parts.length > 0 || (own && own.bytes !== up.pack?.bytes)) throw new SnapflowError("transfer_damaged", `the engine uploaded ${up.parts.length} parts, and its index ${own ? `names a pack of ${own.bytes} bytes` : "names no pack"} of this backup's`);
       return up;
     });
-    // A layer lies over its parent's index, one deeper than the parent's own chain: nothing else is a chain the
+    // A layer lies over its parent's index, one deeper than the parent's own chain; over a parent FILES_MAX_DEPTH
+    // deep, over the whole index at the chain's foot (depth 1: filecas rebaseOver). Nothing else is a chain the
     // record can vouch for.
-    const chain = up.depth > 0 && layer && parent && !baseDropped ? [...parent.chain, { key: parent.key, sha256: parent.indexSha256 }] : [];
-    if (up.depth !== chain.length) throw new SnapflowError("transfer_damaged", `the engine reports an index at depth ${up.depth}; over ${baseDropped || !parent ? "no base" : `its parent ${parent.id} (depth ${parent.chain.length})`} it can only be at depth ${layer && !baseDropped ? `${parent!.chain.length + 1} or 0` : "0"}`);
+    const over = layer && parent && !baseDropped ? parent : undefined;
+    const depths = over ? (over.chain.length >= FILES_MAX_DEPTH ? [1, 0] : [over.chain.length + 1, 0]) : [0];
+    if (!depths.includes(up.depth)) throw new SnapflowError("transfer_damaged", `the engine reports an index at depth ${up.depth}; over ${baseDropped || !parent ? "no base" : `its parent ${parent.id} (depth ${parent.chain.length})`} it can only be at depth ${depths.join(" or ")}`);
+    const chain = up.depth === 0 || !over ? [] : over.chain.length >= FILES_MAX_DEPTH ? [over.chain[0]!] : [...over.chain, { key: over.key, sha256: over.indexSha256 }];
     // The manifest's bounds hold as if it were stored (a reader makes it whole); the index goes from the sandbox to the
     // store bound to its SHA-256 (the store refuses other bytes). The pass writes no manifest file: it answers the
     // manifest's size and SHA-256, which the record keeps.

@@ -13,7 +13,13 @@ package filecas
 // Composed: the parent's packs then the layer's, the parent's chunks then the layer's (a layer's chunk and pack numbers
 // count on from its parent's), and the entries merged in walk order, a layer's entry replacing its parent's of the
 // same name and a removed name dropped. A chunk no entry names any more is still listed: its pack is kept until the
-// chain is written whole again (at MaxDepth, or by a compaction).
+// chain is written whole again (a compaction, or a pass over MaxDepth layers that have outgrown their rebase).
+//
+// Rebased: a pass over a base MaxDepth deep writes its layer over the chain's whole index instead (depth 1): it holds
+// every entry that differs from the whole index's (what all the layers between changed, and this pass), their chunks
+// and packs, numbered as the base numbers them, which count on from the whole index's. So a workspace that sleeps
+// as layers stores what each sleep changed, never the whole index, until the layers together outgrow a quarter of it
+// (pack_base.go rebaseOver): then a whole index.
 //
 // An entry whose only change is its lstat key (a tree restored from the index, where every inode and ctime is new)
 // keeps its parent's key: the key only decides what the next backup reads, and that sandbox keeps its tree's own keys
@@ -26,7 +32,7 @@ import (
 	"sync"
 )
 
-// MaxDepth is how many layers a chain holds over its whole index: a pass over a base this deep writes a whole index.
+// MaxDepth is how many layers a chain holds over its whole index: a pass over a base this deep rebases (above).
 // Each layer is one more GET for a reader (fetched at once: files-unpack, files-mount) and one more decode; 8 keeps a
 // wake's index read within one round trip of a whole index's while an hourly backup writes a whole index ~3× a day.
 // The agent's protocol repeats it (container/contract/protocol/trees.ts FILES_MAX_DEPTH).

@@ -2,6 +2,7 @@ package filecas
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,6 +204,7 @@ func TestARestoredTreesLayerKeepsItsParentsKeysAndTheStatsFileTheTreesOwn(t *tes
 	}
 }
 
+// Its layers, together, are not small beside the small tree's whole index: no rebase (below), a whole index.
 func TestAPassOverABaseMaxDepthDeepWritesAWholeIndex(t *testing.T) {
 	root := tree(t)
 	a, err := backup(t, root, "s0", nil)
@@ -226,6 +228,52 @@ func TestAPassOverABaseMaxDepthDeepWritesAWholeIndex(t *testing.T) {
 	must(t, err)
 	if res.Depth != 0 || res.Read.Files != 1 || len(x.Entries) != len(a.index.Entries) {
 		t.Fatalf("over a base %d deep: depth %d, %d files read, %d entries", MaxDepth, res.Depth, res.Read.Files, len(x.Entries))
+	}
+}
+
+// A base MaxDepth deep whose layers are small beside the whole index: the pass's layer lies over the whole index
+// (depth 1) and holds what every layer between changed, names removed in them included; composed, it is the tree a
+// whole index of the same pass gives, and every file reads back, the ones written by layers between too.
+func TestAPassOverABaseMaxDepthDeepRebasesOntoTheWholeIndex(t *testing.T) {
+	root := tree(t)
+	for i := range 400 { // a whole index the layers are small beside
+		must(t, os.WriteFile(filepath.Join(root, "d", fmt.Sprintf("n%03d.js", i)), []byte(fmt.Sprintf("module.exports = %d\n", i)), 0o644))
+	}
+	a, err := backup(t, root, "s0", nil)
+	must(t, err)
+	chain := [][]byte{a.indexRaw}
+	base := baseOf(a)
+	packs := map[string][]byte{"s0": a.pack}
+	for i := 1; i <= MaxDepth; i++ {
+		must(t, os.WriteFile(filepath.Join(root, fmt.Sprintf("c%d.bin", i)), random(int64(i), 5000+i), 0o644))
+		if i == 3 {
+			must(t, os.Remove(filepath.Join(root, "d/n007.js")))
+		}
+		l := layerPass(t, root, fmt.Sprintf("s%d", i), base, chain...)
+		packs[fmt.Sprintf("s%d", i)] = l.pack
+		base = layerBase(t, l, chain...)
+		chain = append(chain, l.raw)
+	}
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("the last"), 0o644))
+	l := layerPass(t, root, "s9", base, chain[0])
+	packs["s9"] = l.pack
+	if l.res.Depth != 1 || l.object.Layer.Parent != sum(chain[0]) {
+		t.Fatalf("over a base %d deep: depth %d, over %s", MaxDepth, l.res.Depth, l.object.Layer.Parent)
+	}
+	if !slices.Equal(l.object.Layer.Removed, []string{"d/n007.js"}) {
+		t.Fatalf("removed %v", l.object.Layer.Removed)
+	}
+	if got := paths(l.object.Entries); len(got) > MaxDepth+4 {
+		t.Fatalf("the rebased layer holds %d entries: %v", len(got), got)
+	}
+	whole, err := backup(t, root, "s10", base)
+	must(t, err)
+	if withoutKeys(t, manifestOf(t, l.composed, nil)) != withoutKeys(t, whole.manifest) {
+		t.Fatal("the rebased chain does not compose to the tree")
+	}
+	files := restoreInMemory(t, l.composed, packs)
+	if string(files["a.txt"]) != "the last" || !bytes.Equal(files["c3.bin"], random(3, 5003)) || files["d/n007.js"] != nil {
+		t.Fatal("the rebased chain does not read back")
 	}
 }
 

@@ -110,8 +110,8 @@ func descendInto(layered map[string]struct{}) func(string) bool {
 }
 
 // graft emits the base's entries below dir, a directory no layer touched (the walk did not go below it): they follow
-// dir's own entry in the base, which is in walk order. old is the base's entry for dir. A layer (lay) holds none of
-// them: each is its base's, met.
+// dir's own entry in the base, which is in walk order. old is the base's entry for dir. A layer (lay) holds those
+// that differ from the index it lies over: none, over the base; over a rebase, what the layers between changed.
 func (r *reader) graft(prior []Entry, at *int, old *Entry, dir string, emit *emitter, lay *layering) (Counts, error) {
 	var took Counts
 	if old == nil || old.Type != "dir" {
@@ -131,10 +131,7 @@ func (r *reader) graft(prior []Entry, at *int, old *Entry, dir string, emit *emi
 			took.Files++
 			took.Bytes += o.Size
 		}
-		if lay != nil {
-			lay.met[*at] = true
-		}
-		emit.add(e, lay == nil)
+		emit.add(e, lay == nil || lay.inLayer(&e))
 	}
 	return took, nil
 }

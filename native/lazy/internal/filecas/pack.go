@@ -47,8 +47,9 @@ type Options struct {
 	Level     int
 	Selection *pack.Selection
 	Base      *BaseSource
-	// Layer: over a base, write the index as a layer over it (layer.go) unless the base is MaxDepth deep. Over an
-	// overlay (Base.Layers, lower.go) too: a sleep of a woken tree; a compaction asks for a whole index.
+	// Layer: over a base, write the index as a layer over it (layer.go); over a base MaxDepth deep, over the whole
+	// index beneath it (rebased), or a whole index once the layers outgrow that. Over an overlay (Base.Layers,
+	// lower.go) too: a sleep of a woken tree; a compaction asks for a whole index.
 	Layer bool
 	// Stats: where the tree's own lstat keys are written when a layer keeps its parent's for entries whose only
 	// change is their key (a restored tree): the next backup here takes them (stats.go), bound to this index.
@@ -135,17 +136,27 @@ func Backup(opts Options, out Sink) (Result, error) {
 			based <- baseRead{table: newChunkTable(nil, false)}
 			return
 		}
-		x, depth, err := readBase(opts.Base)
+		x, depth, bodies, err := readBase(opts.Base)
 		if err != nil {
 			based <- baseRead{err: err}
 			return
 		}
+		over, overSha, overDepth := x, opts.Base.Sha256, depth
+		if opts.Layer && depth >= MaxDepth {
+			whole, err := rebaseOver(bodies)
+			if err != nil {
+				based <- baseRead{err: unusable(err.Error())}
+				return
+			}
+			over, overSha, overDepth = whole, opts.Base.Chain[0].Sha256, 0
+		}
 		var stored []pack.Stat
-		layer := opts.Layer && depth < MaxDepth
+		layer := opts.Layer && over != nil
 		if layer {
-			stored = make([]pack.Stat, len(x.Entries))
-			for i := range x.Entries {
-				stored[i] = x.Entries[i].Stat
+			// the keys as the index laid over holds them, before a stats file replaces the base's
+			stored = make([]pack.Stat, len(over.Entries))
+			for i := range over.Entries {
+				stored[i] = over.Entries[i].Stat
 			}
 		}
 		if opts.Base.Stat != "" {
@@ -154,7 +165,11 @@ func Backup(opts Options, out Sink) (Result, error) {
 				return
 			}
 		}
-		based <- baseRead{index: x, depth: depth, stored: stored, table: newChunkTable(x, layer)}
+		table := newChunkTable(x, layer)
+		if layer {
+			table.from = [2]int{len(over.Chunks), len(over.Packs)}
+		}
+		based <- baseRead{index: x, depth: depth, over: over, overSha: overSha, overDepth: overDepth, stored: stored, table: table}
 	}()
 	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)
 	if err != nil {
@@ -197,7 +212,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 	}
 	var lay *layering
 	if read.stored != nil {
-		lay = &layering{stored: read.stored, met: make([]bool, len(base.Entries))}
+		lay = &layering{over: read.over, stored: read.stored, met: make([]bool, len(read.over.Entries))}
 	}
 	reused, err := r.entries(walk, base, emit, lay)
 	r.close()
@@ -218,7 +233,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 	var x *Index
 	if lay != nil {
 		x = table.layer(avg, opts.Name, written)
-		x.Layer = &Layer{Parent: opts.Base.Sha256, Depth: read.depth + 1, Removed: lay.removed(base)}
+		x.Layer = &Layer{Parent: read.overSha, Depth: read.overDepth + 1, Removed: lay.removed()}
 	} else {
 		x = table.index(avg, opts.Name, written)
 	}
@@ -283,33 +298,40 @@ func Backup(opts Options, out Sink) (Result, error) {
 	return res, nil
 }
 
-// layering is what a pass writing a layer (layer.go) keeps: the base's entries it met, and the tree's own keys of
-// the files whose entries keep the base's.
+// layering is what a pass writing a layer (layer.go) keeps: the index the layer lies over (the base, or the whole
+// index beneath a base MaxDepth deep), its entries the pass met, and the tree's own keys of the files whose entries
+// keep that index's.
 type layering struct {
-	// stored: the base's lstat keys as its index holds them (a stats file may have replaced them in base.Entries)
+	over *Index
+	// at: the next of over's entries to meet (both in walk order)
+	at int
+	// stored: over's lstat keys as its index holds them (a stats file may have replaced the base's)
 	stored []pack.Stat
 	met    []bool
 	keys   [][5]string
 }
 
-// removed: the base's names the walk did not meet, in walk order.
-func (l *layering) removed(base *Index) []string {
+// removed: the names of the index laid over that the pass did not meet, in walk order.
+func (l *layering) removed() []string {
 	out := []string{}
 	for i, met := range l.met {
 		if !met {
-			out = append(out, base.Entries[i].Path)
+			out = append(out, l.over.Entries[i].Path)
 		}
 	}
 	return out
 }
 
-// inLayer: whether e (the base's entry at i, old, had its name) goes into the layer. An entry whose only change is
-// its lstat key keeps the base's (so the manifest, made again from the composed index, is this pass's), and the
-// tree's own key is kept for the stats file.
-func (l *layering) inLayer(e *Entry, old *Entry, i int) bool {
+// inLayer: whether e, the pass's next entry in walk order, goes into the layer: it differs from the entry of its
+// name in the index laid over, or that has none. An entry whose only change is its lstat key keeps that index's (so
+// the manifest, made again from the composed index, is this pass's), and the tree's own key is kept for the stats
+// file.
+func (l *layering) inLayer(e *Entry) bool {
+	old := priorEntry(l.over.Entries, &l.at, e.Path)
 	if old == nil {
 		return true
 	}
+	i := l.at - 1
 	l.met[i] = true
 	if !sameButStat(e, old) {
 		return true
@@ -376,7 +398,7 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter, lay *la
 				e.Link, e.Size = w.Link(), sizeOf[w.Link()]
 			case e.Type == "dir" && r.layered != nil && !touched(r.layered, w.Path()):
 				// Not walked below (lower.go): everything beneath is the base's, entry for entry (in a layer, none of it).
-				emit.add(e, lay == nil || lay.inLayer(&e, old, at-1))
+				emit.add(e, lay == nil || lay.inLayer(&e))
 				took, err := r.graft(prior, &at, old, w.Path(), emit, lay)
 				reused.Files += took.Files
 				reused.Bytes += took.Bytes
@@ -386,7 +408,7 @@ func (r *reader) entries(walk []pack.Walked, base *Index, emit *emitter, lay *la
 				continue
 			}
 		}
-		inIndex := lay == nil || lay.inLayer(&e, old, at-1) // before e is handed on: it may take the base's key
+		inIndex := lay == nil || lay.inLayer(&e) // before e is handed on: it may take the base's key
 		emit.add(e, inIndex)
 	}
 	return reused, nil

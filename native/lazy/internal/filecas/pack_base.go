@@ -1,6 +1,7 @@
 package filecas
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,6 +47,11 @@ type baseRead struct {
 	index *Index
 	// depth: the base's layers over its whole index (layer.go)
 	depth int
+	// over: what a layer this pass writes lies over — the base, or (rebased: layer.go) the whole index beneath it —
+	// with that object's SHA-256 and its depth
+	over      *Index
+	overSha   string
+	overDepth int
 	// stored: each entry's lstat key as the base's index holds it, before a stats file's keys replaced it
 	stored []pack.Stat
 	table  *chunkTable
@@ -60,19 +66,37 @@ func unusable(why string) error {
 // its SHA-256, else the URL's object, which must; read at once, each whole within DefaultLimits.MaxCompressed (the
 // npm workspace's whole index is ~2.9 MB), then decoded, composed and validated. Anything else is base_unusable:
 // nothing has been written yet, and the caller can make a full backup.
-func readBase(b *BaseSource) (*Index, int, error) {
+func readBase(b *BaseSource) (*Index, int, [][]byte, error) {
 	objects := append(append([]ChainObject{}, b.Chain...), ChainObject{File: b.File, URL: b.URL, Sha256: b.Sha256})
 	bodies, at, err := ReadChain(len(objects), func(i int) ([]byte, error) { return readObject(&objects[i], b.Timeout, b.Retries) })
 	if err != nil && at < len(objects)-1 {
-		return nil, 0, unusable(fmt.Sprintf("chain object %d: %v", at, err))
+		return nil, 0, nil, unusable(fmt.Sprintf("chain object %d: %v", at, err))
 	} else if err != nil {
-		return nil, 0, unusable(err.Error())
+		return nil, 0, nil, unusable(err.Error())
 	}
 	x, depth, err := DecodeChain(bodies, DefaultLimits)
 	if err != nil {
-		return nil, 0, unusable(err.Error())
+		return nil, 0, nil, unusable(err.Error())
 	}
-	return x, depth, nil
+	return x, depth, bodies, nil
+}
+
+// rebaseOver: a layer over a base MaxDepth deep lies over the chain's whole index instead (depth 1), holding what
+// every layer between changed — while their objects together are at most a quarter of the whole index's (the
+// rebased layer is about their union); past that, the pass writes a whole index. The whole index, decoded (and its
+// elided hashes filled, as the composition's are) to compare with, or nil.
+func rebaseOver(bodies [][]byte) (*Index, error) {
+	if len(bodies) < 2 {
+		return nil, nil
+	}
+	layers := 0
+	for _, b := range bodies[1:] {
+		layers += len(b)
+	}
+	if layers > len(bodies[0])/4 {
+		return nil, nil
+	}
+	return Decode(bytes.NewReader(bodies[0]), DefaultLimits)
 }
 
 // readObject is one index object: the kept file when it is there and hashes to o.Sha256, else the URL's, which must.

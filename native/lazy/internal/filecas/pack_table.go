@@ -15,6 +15,8 @@ type chunkTable struct {
 	refs []*Chunk
 	// bySha: the new index of each chunk of this pass's pack
 	bySha map[string]int
+	// from: a layer's first chunk and pack, the counts of the index it lies over (the base's own, unless rebased)
+	from [2]int
 }
 
 const newPack = -1
@@ -44,13 +46,16 @@ func newChunkTable(base *Index, layer bool) *chunkTable {
 // layer is the layer's own packs and chunks: this pass's pack (when it wrote any byte) and the chunks new in it,
 // numbered after the base's (the layer's packs and chunks count on from its parent's). Its entries are left out.
 func (t *chunkTable) layer(avg int, name string, written *counted) *Index {
-	x := &Index{Version: LayerVersion, AvgChunk: avg, Packs: []Pack{}, Chunks: make([]Chunk, 0, len(t.refs)-len(t.base.Chunks))}
+	x := &Index{Version: LayerVersion, AvgChunk: avg, Packs: append([]Pack{}, t.base.Packs[t.from[1]:]...), Chunks: make([]Chunk, 0, len(t.refs)-t.from[0])}
 	if written.n > 0 {
 		x.Packs = append(x.Packs, Pack{Name: name, Bytes: written.n, Sha256: hex.EncodeToString(written.h.Sum(nil))})
 	}
-	for _, c := range t.refs[len(t.base.Chunks):] {
+	// (rebased: the base's chunks past the whole index's too, each in its own pack, numbered as the base numbers them)
+	for _, c := range t.refs[t.from[0]:] {
 		x.Chunks = append(x.Chunks, *c)
-		x.Chunks[len(x.Chunks)-1].Pack = len(t.base.Packs)
+		if c.Pack == newPack {
+			x.Chunks[len(x.Chunks)-1].Pack = len(t.base.Packs)
+		}
 	}
 	return x
 }
