@@ -172,9 +172,10 @@ export const overlayPlan: RestorePlan = {
       return { ms: since(t), bytes: 0, ...(restarted ? { baseMountMs: restarted.ms, remountedBase: true } : {}), upper: where.upper, lazy: true, ...usableNow(c, swapped) };
     }
     if (isFiles(base)) {
-      // The transfer mounted the base (files-mount at imageAt). A retry finds the earlier attempt's stack and upper
-      // (taken down and emptied); a mount gone since (an agent restart) is started again.
-      const [listed] = await Promise.all([agent.mounts(), agent.clear({ unmount: chained ? [where.lower] : [], remove: [swap.staged, where.upper] })]);
+      // Chained (the base alone went above): the transfer mounted the base (files-mount at imageAt). A retry finds
+      // the earlier attempt's stack and upper (taken down and emptied); a mount gone since (an agent restart) is
+      // started again.
+      const [listed] = await Promise.all([agent.mounts(), agent.clear({ unmount: [where.lower], remove: [swap.staged, where.upper] })]);
       const clearMs = since(t);
       const alive = listed.mounts.some((m) => m.path === imageAt && m.kind === "lazy");
       const remounted = alive ? undefined : await startFilesMount(c, base, imageAt);

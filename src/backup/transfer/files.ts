@@ -61,8 +61,14 @@ export function boundFrom(t: { files: number; dirs: number; symlinks: number; by
  */
 function compactorBase(p: BackupParams): { file: string; layers: string[] } | undefined {
   if (!p.compacts || p.compactLayers === undefined) return undefined;
-  const where = sandboxPaths.overlay(compactionIds(p.compacts).restoreId);
-  return { file: where.image, layers: [...Array.from({ length: p.compactLayers }, (_, i) => where.chainLayer(i + 1)), where.upper] };
+  const restoreId = compactionIds(p.compacts).restoreId;
+  return { file: sandboxPaths.overlay(restoreId).image, layers: wakeLayers(restoreId, p.compactLayers) };
+}
+
+/** A wake's layer directories over its base, lowest first: each overlay delta it laid, then its upper. */
+function wakeLayers(restoreId: string, deltas: number): string[] {
+  const where = sandboxPaths.overlay(restoreId);
+  return [...Array.from({ length: deltas }, (_, i) => where.chainLayer(i + 1)), where.upper];
 }
 
 /**
@@ -81,7 +87,7 @@ async function wakeBase(agent: AgentClient, p: BackupParams, parent: FilesParent
   if (!laid) return undefined;
   // The wake kept the index it mounted (where.image); a backup since keeps its own (indexOut).
   const file = wake.by === "restore" ? where.image : sandboxPaths.filesIndex(parent!.id);
-  return { file, layers: [...Array.from({ length: wake.deltas }, (_, i) => where.chainLayer(i + 1)), where.upper], restoreId: wake.restoreId };
+  return { file, layers: wakeLayers(wake.restoreId, wake.deltas), restoreId: wake.restoreId };
 }
 
 /** The sandbox's kept copy of a chain's index object, named by the snapshot that wrote it (files-pack's indexOut). */
