@@ -25,7 +25,10 @@ import { verifyFailed } from "../manifest/tree-verify.ts";
 import type { VerifiedExtract } from "./extract.ts";
 import { askEngine } from "../system/engine-answer.ts";
 
-/** Which restore the agent makes when both could: SNAPFLOW_UNPACK_ENGINE=node keeps its own (benchmarks compare the two). */
+/**
+ * Which restore, and which download to a file (engine-get.ts), the agent makes when both could:
+ * SNAPFLOW_UNPACK_ENGINE=node keeps its own (benchmarks compare the two).
+ */
 export function preferredUnpack(env: Record<string, string | undefined> = process.env): "native" | "node" {
   return env.SNAPFLOW_UNPACK_ENGINE === "node" ? "node" : "native";
 }

@@ -4,7 +4,7 @@
 // per part, complete (or abort) with what the agent answered.
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes, randomFillSync } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { createServer, request, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -470,5 +470,74 @@ describe("POST /v1/download-ranged", () => {
       expect(r.status, field).toBe(400);
       expect(r.body.error.field).toBe(field);
     }
+  });
+});
+
+describe("POST /v1/download to a file (an image restore's transfer)", () => {
+  const KEY = "random/image.bin";
+  const size = 20 * MiB + 777;
+  let object: { sha256: string };
+
+  beforeAll(async () => {
+    const bytes = randomBytes(size);
+    object = { sha256: createHash("sha256").update(bytes).digest("hex") };
+    await store.put(KEY, new Uint8Array(bytes));
+  }, 30_000);
+
+  const withEngine = async <T>(engine: "native" | "node", run: () => Promise<T>): Promise<T> => {
+    const before = process.env.SNAPFLOW_UNPACK_ENGINE;
+    process.env.SNAPFLOW_UNPACK_ENGINE = engine;
+    try {
+      return await run();
+    } finally {
+      if (before === undefined) delete process.env.SNAPFLOW_UNPACK_ENGINE;
+      else process.env.SNAPFLOW_UNPACK_ENGINE = before;
+    }
+  };
+
+  it("by the native engine: the file and its SHA-256 are the object's; the agent's own download gives the same", async () => {
+    const sb = fresh("get-file");
+    const url = await presign(settings, KEY, "GET", 900);
+    const native = await withEngine("native", () => json(call(sb, "POST", "/v1/download", { url, output: "/snapflow/images/a.img" })));
+    expect(native.status, JSON.stringify(native.body)).toBe(200);
+    expect(native.body).toMatchObject({ bytes: size, sha256: object.sha256, engine: "native", attempts: 1 });
+    const node = await withEngine("node", () => json(call(sb, "POST", "/v1/download", { url, output: "/snapflow/images/b.img" })));
+    expect(node.status, JSON.stringify(node.body)).toBe(200);
+    expect(node.body).toMatchObject({ bytes: size, sha256: object.sha256 });
+    expect(node.body.engine).toBeUndefined();
+    for (const f of ["a.img", "b.img"]) expect(createHash("sha256").update(readFileSync(join(sandboxesDir, sb, "snapflow/images", f))).digest("hex")).toBe(object.sha256);
+    // Nothing of the engine's temporary file is left beside it.
+    expect(readdirSync(join(sandboxesDir, sb, "snapflow/images")).sort()).toEqual(["a.img", "b.img"]);
+  });
+
+  it("a body cut mid-way is resumed by Range from the byte where it stopped", async () => {
+    let cut = false;
+    const proxy = await flakyProxy((req) => (!cut && req.method === "GET" && !req.headers.range ? ((cut = true), { cut: 3 * MiB }) : "pass"));
+    try {
+      const sb = fresh("get-resume");
+      const url = proxy.rewrite(await presign(settings, KEY, "GET", 900));
+      const r = await withEngine("native", () => json(call(sb, "POST", "/v1/download", { url, output: "/snapflow/images/a.img" })));
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body).toMatchObject({ bytes: size, sha256: object.sha256, engine: "native", attempts: 2 });
+      const resumed = proxy.seen.map((x) => x.match(/^GET bytes=(\d+)- pass$/)?.[1]).find((x) => x !== undefined);
+      expect(Number(resumed), proxy.seen.join("\n")).toSatisfy((at: number) => at > 0 && at <= 3 * MiB);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("a refused GET is an error answer naming the store's status; the file that was at output is left as it was", async () => {
+    const sb = fresh("get-refused");
+    const at = join(sandboxesDir, sb, "snapflow/images");
+    mkdirSync(at, { recursive: true });
+    const before = join(at, "a.img");
+    writeFileSync(before, "the image a restore mounted before");
+    const url = tamper(await presign(settings, KEY, "GET", 900));
+    const r = await withEngine("native", () => json(call(sb, "POST", "/v1/download", { url, output: "/snapflow/images/a.img" })));
+    expect(r.status).toBe(500);
+    expect(r.body.error.message).toMatch(/presigned GET answered 403/);
+    expect(r.body.error.message).not.toContain("X-Amz-Signature");
+    expect(readFileSync(before, "utf8")).toBe("the image a restore mounted before");
+    expect(readdirSync(at)).toEqual(["a.img"]);
   });
 });

@@ -58,6 +58,8 @@ const usage = `usage:
   snapflow-lazy files-pack --root DIR --manifest FILE --index FILE (--part-size N [--concurrency 4] [--retries 2] | --out FILE)
                        [--result-fd N] < JSON {name,avgChunk,level,selection,base:{file,url,sha256},urls}
                                                                  file-level backup: new chunks packed, the index; result JSON to fd N
+  snapflow-lazy get    --out FILE [--result-fd N] < JSON line {url,idleSeconds,retries}
+                                                                 one presigned GET to FILE (whole or not at all), {"bytes","sha256"}
   snapflow-lazy size   --root DIR                                 {"entries","bytes","tarMax","ms"}: a tar archive's upper bound
   snapflow-lazy version                                                           release, Go and commit, one line
   snapflow-lazy files-unpack --root DIR [--result-fd N] < JSON line {index:{file}|{url,sha256},packs,keepOwners,walk,…}
@@ -85,6 +87,7 @@ func main() {
 		"pack":     packCmd,
 		"unpack":   unpackCmd,
 		"size":     sizeCmd,
+		"get":      getCmd,
 		"version":  versionCmd,
 		// the file-level format (issue 24)
 		"files-pack":     filesPackCmd,
