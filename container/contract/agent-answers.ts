@@ -19,7 +19,7 @@ const sandboxPath = z.string().min(1).max(4096).refine((p) => p.startsWith("/") 
 export const WrittenBytesAnswer = z.looseObject({ bytes: count, sha256: SHA256, ms }) satisfies z.ZodType<P.WrittenBytes>;
 /** A download: its bytes and SHA-256; a delta's also how many opaque directories were marked (its layer manifest came
  * with it). */
-export const DownloadAnswer = WrittenBytesAnswer.extend({ opaque: count.optional() });
+export const DownloadAnswer = WrittenBytesAnswer.extend({ opaque: count.optional(), engine: z.enum(["native", "node"]).optional() });
 
 const Difference = z.looseObject({
   path: z.string(),

@@ -12,7 +12,7 @@ import { refuseIfMounted } from "../mounts/mount-guard.ts";
 import { checkImage, extractImage, makeImage } from "../images/images.ts";
 import { makeImageWithManifest } from "../images/image-with-manifest.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
-import { listMounts, mountImage, mountOverlay, mountOverlayStack, unmountPath } from "../mounts/mounts.ts";
+import { listMounts, mountedAt, mountImage, mountOverlay, mountOverlayStack, unmountPath } from "../mounts/mounts.ts";
 import * as P from "../contract/protocol.ts";
 import { overlayLayer } from "../contract/sandbox-layout.ts";
 import { checkSandboxPath } from "../system/path-confinement.ts";
@@ -68,6 +68,22 @@ export const imageRoutes: Routes = {
   // than one per path: on the first attempt there is nothing to clear, and each call costs the step its latency.
   "POST /v1/clear": async (c) => clearPaths(c, await c.json(P.ClearBody)),
 };
+
+/**
+ * A whole image file mounted at `path` by a restore's swap (SwapMount "image"): checked as POST /v1/materialize checks
+ * it, then mounted. Asked again (a retried swap), the same image already mounted there is the answer, not a second mount.
+ */
+export async function mountImageAt(c: Ctx, r: { archive: string; path: string; format: P.ImageFormat; how: "mount-kernel" | "mount-fuse" }) {
+  const started = performance.now();
+  const file = await c.path(r.archive, "archive");
+  const dir = await c.path(r.path, "path");
+  const source = checkSandboxPath(r.archive, "archive");
+  const there = await mountedAt(c.agent.mounts, c.sandboxId, dir, (e) => e.kind === "image" && e.source === source);
+  if (there) return { ms: 0, mounted: there };
+  await checkImage(file, r.format);
+  const mounted = await mountImage(c.agent.mounts, c.sandboxId, { file, source, dir, path: checkSandboxPath(r.path, "path"), format: r.format, how: r.how });
+  return { ms: Math.round(performance.now() - started), mounted };
+}
 
 /** POST /v1/clear's work, also done first by a mount or swap asked to (`clear`): fields are named under `prefix`. */
 export async function clearPaths(c: Ctx, body: z.infer<typeof P.ClearBody>, prefix = "") {

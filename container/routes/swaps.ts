@@ -7,7 +7,7 @@ import type { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
 import * as P from "../contract/protocol.ts";
 import { remountLazy } from "./chunks.ts";
-import { clearPaths, layOverlay } from "./images.ts";
+import { clearPaths, layOverlay, mountImageAt } from "./images.ts";
 import { swapJournalPath } from "../contract/sandbox-layout.ts";
 import { swapSite } from "../extract/swap-site.ts";
 import { commitSwap, planSwap, readJournal, rollbackSwap, swapIn } from "../extract/tree-swap.ts";
@@ -33,9 +33,10 @@ export const swapRoutes: Routes = {
   },
 };
 
-/** The tree a swap was asked to lay at its target: what POST /v1/lazy/remount or POST /v1/overlay would make there. */
+/** The tree a swap was asked to lay at its target: what POST /v1/lazy/remount, /v1/overlay or /v1/materialize would make there. */
 function mountAtTarget(c: Ctx, target: string, m: z.infer<typeof P.SwapMount>): Promise<{ ms: number; mounted: P.MountEntry }> {
   if (m.kind === "lazy-image") return remountLazy(c, { work: m.work, path: target, format: m.format });
+  if (m.kind === "image") return mountImageAt(c, { archive: m.archive, path: target, format: m.format, how: m.how });
   return layOverlay(c, { lower: m.lower, path: target, how: m.how, upper: m.upper, lowerMounted: true });
 }
 

@@ -32,6 +32,11 @@ function materializationFor(s: RestoreStrategy) {
   return MATERIALIZATIONS[s.materialize];
 }
 const materializationOf = (c: RestoreContext) => materializationFor(c.s);
+/** The materialization's way of making its tree at the target, when this restore may use it (Materialization.atTarget). */
+const atTargetOf = (c: RestoreContext, probed: RestoreProbeResult) => {
+  const at = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c).atTarget;
+  return at && (at.when?.(probed) ?? true) ? at : undefined;
+};
 
 const manifestUrl = (c: RestoreContext, snapshotId: string) => c.d.presigner.url(manifestKey(snapshotId), "GET");
 const storedManifest = (m: SnapshotRecord["manifest"]) => ({ key: m.key, ...(m.sha256 ? { sha256: m.sha256 } : {}), ...(m.layerOf ? { layerOf: m.layerOf } : {}), ...(m.fromIndex ? { fromIndex: m.fromIndex } : {}) });
@@ -101,7 +106,9 @@ export const archivePlan: RestorePlan = {
     // target itself is not touched: verify swaps the new tree in (tree-swap.ts).
     if (path.piped) await agent.deleteFile(probed.swap.staged);
     let bytes = 0;
+    let agentMs = 0;
     let verified: unknown;
+    let engine: string | undefined;
     for (const [i, layer] of probed.layers.entries()) {
       // A delta's deletions go first: extracting it afterwards restores the mtimes of the directories they touched.
       if (i > 0 && layer.deletedKey) {
@@ -115,19 +122,23 @@ export const archivePlan: RestorePlan = {
         throw new SnapflowError("transfer_damaged", `archive of ${layer.id} arrived damaged: ${got.bytes} bytes sha256 ${got.sha256}, expected ${layer.archive.bytes} bytes sha256 ${layer.archive.sha256}`);
       }
       bytes += got.bytes;
+      agentMs += got.ms;
+      engine = got.engine;
     }
     const last = probed.layers.at(-1)!;
-    return { ms: since(t), bytes, sha256: last.archive.sha256, layers: probed.layers.length, ...(path.piped ? { extractedWhileReceiving: true } : {}), ...(verified ? { verified } : {}) };
+    // agentMs: the sandbox's own time for the bytes (the rest of the step is signing, the call and its answer)
+    return { ms: since(t), bytes, sha256: last.archive.sha256, layers: probed.layers.length, agentMs, ...(engine ? { engine } : {}), ...(path.piped ? { extractedWhileReceiving: true } : {}), ...(verified ? { verified } : {}) };
   },
 
   async materialize(c, probed) {
     if (RESTORE_TRANSFERS[c.s.path].piped) return { ms: 0, bytes: 0, overlapped: true };
     const t = performance.now();
     const m = materializationOf(c);
+    const atTarget = atTargetOf(c, probed);
     const dir = probed.swap.staged;
     // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree. A tree made at
     // the target clears an earlier attempt's leftovers itself, while it prepares (Materialization.atTarget).
-    if (!m.atTarget) {
+    if (!atTarget) {
       await m.undo(c, dir);
       await c.agent.deleteFile(dir);
     }
@@ -135,17 +146,18 @@ export const archivePlan: RestorePlan = {
     const format = probed.snapshot.format;
     if (format.kind === "tar" && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
     // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
-    const made = await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
-    // A tree made at the target (a lazy mount) goes in now, usable at once; verify walks it there (afterSwap).
-    if (!m.atTarget) return made;
+    const made = atTarget?.prepare ? atTarget.prepare(c, format, probed) : await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
+    // A tree made at the target (a lazy mount, a trusted image) goes in now, usable at once; verify checks it there (afterSwap).
+    if (!atTarget) return made;
     const swapped = await swapInArchive(c, probed);
     return { ...made, ...usableNow(c, swapped), ms: since(t) };
   },
 
   swapIn: (c, probed) => swapInArchive(c, probed),
 
-  async afterSwap(c, _probed, check) {
-    const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
+  async afterSwap(c, probed, check) {
+    // Only a tree that went in before its check is checked here; the others were, beside the target.
+    const m = atTargetOf(c, probed) ? materializationOf(c) : undefined;
     return m?.afterSwap ? m.afterSwap(c, check) : {};
   },
 
@@ -169,12 +181,13 @@ async function swapInArchive(c: RestoreContext, probed: RestoreProbeResult): Ret
   const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
   const format = probed.snapshot.format;
   const materializeAt = async (dir: string) => m!.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
-  if (m?.atTarget) {
+  const atTarget = atTargetOf(c, probed);
+  if (atTarget) {
     // Nothing was mounted beside the target: an empty directory goes in, and the agent makes the tree at the target,
     // once, in the same call.
-    const mount = m.atTarget.mount(c, format);
+    const mount = atTarget.mount(c, format);
     const explained = async (e: unknown): Promise<never> => {
-      throw m.atTarget?.failed ? await m.atTarget.failed(c, e) : e;
+      throw atTarget.failed ? await atTarget.failed(c, e) : e;
     };
     const swapped = await c.agent.swapIn(c.p.path, c.p.restoreId, { mount }).catch(goneIs404).catch(explained);
     if (swapped) return { ...swapped, remounted: "over what still ran" as const };

@@ -139,6 +139,9 @@ describe("an image's manifest is not taken on the source sandbox's word elsewher
       await lyingManifest(b.snapshotId, "a.txt");
       const ended = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app", strategy }, "errored");
       expect(ended.error).toMatch(/restored tree differs from snapshot .*a\.txt \(sha256\)/);
+      // A mount due its content check was checked beside the target, never laid at it first.
+      if (strategy === "presigned-squashfs-mount") expect(ended.steps.materialize).toMatchObject({ how: "mount-kernel", mounted: expect.stringMatching(/snapflow-new-/) });
+      if (strategy === "presigned-squashfs-mount") expect(ended.steps.materialize.swappedIn).toBeUndefined();
       // Nothing recorded as checked; the target is left as it was (absent).
       expect((await getJson<SnapshotRecord>(depsFrom(env).store, snapshotRecordKey(b.snapshotId)))!.contentChecked).toBeUndefined();
       expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app")).exists).toBe(false);
@@ -165,6 +168,10 @@ describe("an image's manifest is not taken on the source sandbox's word elsewher
     used.push(dst3);
     const mounted = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst3, path: "/workspace/app", strategy: "presigned-squashfs-mount" });
     expect(mounted.steps.verify.verified).toMatchObject({ metadata: "image", by: expect.stringMatching(/the mount is not walked/) });
+    // A trusted image is mounted once, straight at the target, by materialize's swap: nothing beside it, no remount.
+    expect(mounted.steps.materialize).toMatchObject({ swappedIn: true, remounted: "over what still ran", mountAtMs: expect.any(Number) });
+    expect(mounted.steps.verify.remounted).toBe("over what still ran");
+    expect((await agent(dst3, "GET", "/v1/mounts")).mounts).toEqual([expect.objectContaining({ path: "/workspace/app", kind: "image", how: "mount-kernel" })]);
     expect((await agent(dst3, "POST", "/v1/manifest", { path: "/workspace/app" })).entries.map((e: { path: string }) => e.path)).toEqual(["a.txt"]);
     await api("DELETE", `/api/sandboxes/${dst3}/mounts?path=/workspace/app`);
     // Into its own sandbox, a snapshot can only lie to itself: no hashing.

@@ -5,6 +5,8 @@ export interface WrittenBytes {
   bytes: number;
   sha256: string;
   ms: number;
+  /** which code moved the bytes: the native engine (snapflow-lazy) or the agent's own; absent: the agent's own */
+  engine?: "native" | "node";
 }
 
 // ---- Shapes the agent answers with (types only; the agent makes them, the Worker reads them). ----

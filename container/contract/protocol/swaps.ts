@@ -1,7 +1,7 @@
 // A restore's swap of the new tree into the target (tree-swap.ts).
 // Part of the agent's protocol (../protocol.ts re-exports every part): both sides import it.
 import { z } from "zod";
-import { SquashfsFormat } from "./formats.ts";
+import { ImageFormat, SquashfsFormat } from "./formats.ts";
 import { ClearBody } from "./images.ts";
 
 /** A restore's swap (tree-swap.ts): the target it restores into and the restore's id, which names its journal and trees. */
@@ -12,12 +12,14 @@ export const SwapBody = z.object({
 
 /**
  * A tree the swap lays at the target itself, right after it: the image from a lazy mount whose helper still serves
- * (LazyRemountBody without its path), or an overlay over a lower that must still be mounted (OverlayBody with
- * `lowerMounted`). One call instead of two on the way to usable.
+ * (LazyRemountBody without its path), an overlay over a lower that must still be mounted (OverlayBody with
+ * `lowerMounted`), or a whole image file already checked against its record (MaterializeBody's mount, without its
+ * path). One call instead of two on the way to usable.
  */
 export const SwapMount = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("lazy-image"), work: z.string(), format: SquashfsFormat }).strict(),
   z.object({ kind: z.literal("overlay"), lower: z.string(), upper: z.string(), how: z.enum(["kernel", "fuse"]) }).strict(),
+  z.object({ kind: z.literal("image"), archive: z.string(), format: ImageFormat, how: z.enum(["mount-kernel", "mount-fuse"]) }).strict(),
 ]);
 
 /**

@@ -5,6 +5,7 @@ import type { z } from "zod";
 import type { ArchiveFormat, SwapMount } from "../../../container/contract/protocol.ts";
 import type { StepResult } from "../../snapshots/records.ts";
 import type { RestoreContext } from "../restore-context.ts";
+import type { RestoreProbeResult } from "../restore-params.ts";
 
 export interface Materialization {
   /**
@@ -32,6 +33,10 @@ export interface Materialization {
    */
   readonly atTarget?: {
     mount(c: RestoreContext, format: ArchiveFormat): z.input<typeof SwapMount>;
+    /** Whether this restore may make its tree at the target before its check (absent: always); else as without atTarget. */
+    when?(probed: RestoreProbeResult): boolean;
+    /** What materialize does instead of `materialize` when nothing need run before the swap's mount (absent: materialize). */
+    prepare?(c: RestoreContext, format: ArchiveFormat, probed: RestoreProbeResult): StepResult;
     /** The error to fail with when the swap's mount failed with `e` (a lazy mount names the chunks it could not have). */
     failed?(c: RestoreContext, e: unknown): Promise<unknown>;
   };
