@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,5 +112,42 @@ func TestFilesMountRefusesAnIndexWithANameOutsideTheTreeBeforeMounting(t *testin
 	}
 	if _, err := os.Stat(mnt); !os.IsNotExist(err) {
 		t.Fatalf("the mountpoint was made before the index was checked: %v", err)
+	}
+}
+
+// A fetched index is hashed while it is decoded: one whose SHA-256 is not the record's is refused (verify_failed)
+// however well it decodes, nothing is mounted, and it is not kept at --index.
+func TestFilesMountRefusesAFetchedIndexThatIsNotTheRecordsAndKeepsNothing(t *testing.T) {
+	_, good, urls, _ := filesSetup(t)
+	body, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	defer srv.Close()
+	dir := t.TempDir()
+	indexURLs := filepath.Join(dir, "index-url.json")
+	if err := os.WriteFile(indexURLs, []byte(`{"index":"`+srv.URL+`/index"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept, mnt := filepath.Join(dir, "kept", "index.zst"), filepath.Join(dir, "mnt")
+	if err := os.MkdirAll(filepath.Dir(kept), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Bounded: a helper that mounted what it should have refused would serve until stopped.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	defer func() {
+		if mounted(mnt) {
+			_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	}()
+	out, err := exec.CommandContext(ctx, binary, "files-mount", "--index", kept, "--index-url", indexURLs, "--index-sha256", strings.Repeat("0", 64),
+		"--urls", urls, "--cache", t.TempDir(), "--mountpoint", mnt, "--retries", "0").Output()
+	if err == nil || !strings.Contains(string(out), `"code":"verify_failed"`) || mounted(mnt) {
+		t.Fatalf("exit %v, stdout %q: want verify_failed and no mount", err, out)
+	}
+	if _, err := os.Stat(kept); !os.IsNotExist(err) {
+		t.Fatalf("an index that is not the record's was kept: %v", err)
 	}
 }

@@ -152,6 +152,14 @@ func decodeObject(r io.Reader, l Limits) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeBytes(comp, l)
+}
+
+// decodeBytes is decodeObject of an object already in memory (a chain's, read whole by its caller): not copied again.
+func decodeBytes(comp []byte, l Limits) (*Index, error) {
+	if int64(len(comp)) > l.MaxCompressed {
+		return nil, refused("", fmt.Sprintf("the index object is larger than its bound (%d bytes)", l.MaxCompressed))
+	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(l.MaxJSON)))
 	if err != nil {
 		return nil, err

@@ -26,7 +26,6 @@ package filecas
 // beside the index (stats.go). Without that rule a restored tree's first backup would store every entry again.
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"sync"
@@ -42,6 +41,22 @@ const MaxDepth = 8
 // is the caller's to check against the record): each layer must name the object before it by SHA-256 and lie one
 // deeper. The composed index is validated as a whole index is; depth is the tip's (0: a whole index).
 func DecodeChain(objects [][]byte, l Limits) (x *Index, depth int, err error) {
+	return DecodeChainOf(objects, nil, l)
+}
+
+// DecodeChainOf is DecodeChain given each object's SHA-256 (shas[i], hex), which the caller checks against the bytes
+// itself (it may do so while this decodes): the layers' parents are compared with those, not hashed again. nil: each
+// object beneath a layer is hashed here.
+func DecodeChainOf(objects [][]byte, shas []string, l Limits) (x *Index, depth int, err error) {
+	if shas != nil && len(shas) != len(objects) {
+		return nil, 0, refused("chain", fmt.Sprintf("%d SHA-256s for %d objects", len(shas), len(objects)))
+	}
+	shaOf := func(i int) string {
+		if shas != nil {
+			return shas[i]
+		}
+		return sum(objects[i])
+	}
 	if len(objects) == 0 {
 		return nil, 0, refused("chain", "no index object")
 	}
@@ -50,7 +65,7 @@ func DecodeChain(objects [][]byte, l Limits) (x *Index, depth int, err error) {
 	}
 	var layers []*Index
 	for i, body := range objects {
-		o, err := decodeObject(bytes.NewReader(body), l)
+		o, err := decodeBytes(body, l)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -62,8 +77,8 @@ func DecodeChain(objects [][]byte, l Limits) (x *Index, depth int, err error) {
 			continue
 		case o.Layer == nil:
 			return nil, 0, refused("chain", fmt.Sprintf("object %d of the chain is a whole index, not a layer", i))
-		case o.Layer.Parent != sum(objects[i-1]):
-			return nil, 0, refused("chain", fmt.Sprintf("layer %d names parent %s; the object before it is %s", i, o.Layer.Parent, sum(objects[i-1])))
+		case o.Layer.Parent != shaOf(i-1):
+			return nil, 0, refused("chain", fmt.Sprintf("layer %d names parent %s; the object before it is %s", i, o.Layer.Parent, shaOf(i-1)))
 		case o.Layer.Depth != i:
 			return nil, 0, refused("chain", fmt.Sprintf("layer %d says it is at depth %d", i, o.Layer.Depth))
 		}

@@ -109,7 +109,11 @@ func readObject(o *ChainObject, timeout time.Duration, retries int) ([]byte, err
 	if o.File != "" {
 		f, err := os.Open(o.File)
 		if err == nil {
-			body, err = readCapped(f)
+			size := int64(0)
+			if st, serr := f.Stat(); serr == nil {
+				size = st.Size()
+			}
+			body, err = readCapped(f, size)
 			f.Close()
 		}
 		if err == nil && sum(body) != o.Sha256 {
@@ -139,8 +143,12 @@ func sum(b []byte) string {
 
 var errTooLarge = fmt.Errorf("is larger than its bound, %d bytes", DefaultLimits.MaxCompressed)
 
-func readCapped(r io.Reader) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r, DefaultLimits.MaxCompressed+1))
+func readCapped(r io.Reader, size int64) ([]byte, error) {
+	// Into a buffer of the length the store announced (within the bound), not one grown by doubling from 512 bytes:
+	// a wake reads its 2.9 MB index before its tree answers, and each doubling copied and faulted in what it held.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(size, 0), DefaultLimits.MaxCompressed)+bytes.MinRead))
+	_, err := buf.ReadFrom(io.LimitReader(r, DefaultLimits.MaxCompressed+1))
+	body := buf.Bytes()
 	if err == nil && int64(len(body)) > DefaultLimits.MaxCompressed {
 		err = errTooLarge
 	}
@@ -184,7 +192,7 @@ func getOnce(u string, timeout time.Duration) ([]byte, bool, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, resp.StatusCode >= 500 || resp.StatusCode == 429, fmt.Errorf("GET of the stored index answered %d", resp.StatusCode)
 	}
-	body, err := readCapped(resp.Body)
+	body, err := readCapped(resp.Body, resp.ContentLength)
 	if err != nil {
 		return nil, !errors.Is(err, errTooLarge), fmt.Errorf("the stored index: %v", err)
 	}
