@@ -8,6 +8,7 @@ import { indexImage, uploadChunks } from "../mounts/chunks.ts";
 import { addLazyUrls, lazyFiles, mountLazy, remountLazyImage, waitLazy } from "../mounts/lazy-mount.ts";
 import * as P from "../contract/protocol.ts";
 import { checkSandboxPath } from "../system/path-confinement.ts";
+import { clearPaths } from "./images.ts";
 import type { Ctx, Routes } from "./route.ts";
 
 async function existingFile(c: Ctx, value: string, field: string): Promise<string> {
@@ -35,6 +36,7 @@ export const chunkRoutes: Routes = {
   "POST /v1/lazy/mount": async (c) => {
     const body = await c.json(P.LazyMountBody);
     checkUrls(c, body.urls);
+    if (body.clear) await clearPaths(c, body.clear, "clear.");
     return mountLazy(c.agent.mounts, c.sandboxId, {
       index: await existingFile(c, body.index, "index"), indexPath: checkSandboxPath(body.index, "index"),
       work: await c.path(body.work, "work"), workPath: checkSandboxPath(body.work, "work"),

@@ -16,7 +16,7 @@ import { existingDir, type Ctx, type Routes } from "./route.ts";
 import { requestedSelection } from "./selection-request.ts";
 import { SANDBOX_DIRS } from "../contract/sandbox-layout.ts";
 import { treeSize } from "../transfer/tree-size.ts";
-import { EngineLacksGet, getWithEngine } from "../transfer/engine-get.ts";
+import { ENGINE_GET_MIN_BYTES, EngineLacksGet, getWithEngine } from "../transfer/engine-get.ts";
 
 /**
  * An upload's archive source: with manifestOut, single pass (the walk, less the request's selection, names tar's
@@ -58,9 +58,9 @@ async function engineDownload(c: Ctx, url: string, e: Extract<z.infer<typeof P.D
   return byEngine((into) => unpackWithEngine(bin, into, { url, manifest, field: "extract.expected", keepOwners }));
 }
 
-/** One GET to a file: by the native engine (engine-get.ts) where it can, else through Node. */
-async function downloadFile(url: string, output: string) {
-  const bin = preferredUnpack() === "native" ? await engineBinary() : null;
+/** One GET to a file: by the native engine (engine-get.ts) where it can and the object is large, else through Node. */
+async function downloadFile(url: string, output: string, size?: number) {
+  const bin = preferredUnpack() === "native" && (size === undefined || size >= ENGINE_GET_MIN_BYTES) ? await engineBinary() : null;
   const byEngine = bin ? await getWithEngine(bin, url, output).catch((err) => (err instanceof EngineLacksGet ? undefined : Promise.reject(err))) : undefined;
   return byEngine ?? downloadToFile(url, output);
 }
@@ -79,7 +79,7 @@ export const transferRoutes: Routes = {
   "POST /v1/download": async (c) => {
     const body = await c.json(P.DownloadBody);
     c.storeUrl(body.url, "url");
-    if ("output" in body) return downloadFile(body.url, await c.path(body.output, "output"));
+    if ("output" in body) return downloadFile(body.url, await c.path(body.output, "output"), body.size);
     const { format, opaque } = body.extract;
     // A delta's layer manifest is fetched while its archive comes in; its opaque directories are marked once it is in.
     const dirs = opaque ? opaqueDirsOf({ ...opaque, url: c.storeUrl(opaque.url, "extract.opaque.url") }, "extract.opaque") : undefined;

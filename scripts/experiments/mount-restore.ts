@@ -1,7 +1,8 @@
 // Where a mount restore's time goes (issue 23's "mount restore, complete and verified ≤ 0.5 s"): the npm workspace
 // backed up as squashfs-zstd-3 on a private stack of this checkout, then RUNS presigned-squashfs-mount restores into
 // fresh sandboxes, each run's wall (POST → the run's end as its record says), steps, the gaps between them and the
-// transfer's and materialize's parts printed. Emulator figures. Usage: node scripts/experiments/mount-restore.ts [RUNS]
+// transfer's and materialize's parts printed. BACKUP= and STRATEGY= pick another pair (a lazy restore:
+// BACKUP=squashfs-chunked STRATEGY=lazy-squashfs). Emulator figures. Usage: node scripts/experiments/mount-restore.ts [RUNS]
 import { execSync } from "node:child_process";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,7 +22,7 @@ try {
   const ws = join(state, "sandboxes", "src", "workspace");
   mkdirSync(ws, { recursive: true });
   execSync(`cp -a --reflink=never ${JSON.stringify(workspace + "/.")} ${JSON.stringify(ws + "/")}`);
-  const b = await api.startBackup({ sandboxId: "src", path: "/workspace", strategy: "squashfs-zstd-3" });
+  const b = await api.startBackup({ sandboxId: "src", path: "/workspace", strategy: process.env.BACKUP ?? "squashfs-zstd-3" });
   const base = await api.waitFor("backup", b.id, () => {});
   if (base.status !== "complete") throw new Error(`backup ${b.id} ${base.status}: ${base.error}`);
   const omit = new Set(["startedAt", "endedAt", "snapshot", "layers", "space", "swap", "verified", "sha256"]);

@@ -93,8 +93,8 @@ export const archivePlan: RestorePlan = {
       base = record.delta?.base;
     }
     if (layers.length > 1 && !RESTORE_TRANSFERS[s.path].piped) throw new SnapflowError("bad_request", `snapshot ${p.snapshotId} is a delta: restore it with a pipe strategy (e.g. presigned-tar-zst-pipe)`, { field: "strategy" });
-    const { id, format, archive, manifest } = snapshot;
-    return { snapshot: { id, format, archive, manifest }, layers };
+    const { id, format, archive, manifest, chunks, tenant } = snapshot;
+    return { snapshot: { id, format, archive, manifest, ...(chunks ? { chunks, ...(tenant ? { tenant } : {}) } : {}) }, layers };
   },
 
   async transfer(c, probed) {
@@ -146,6 +146,7 @@ export const archivePlan: RestorePlan = {
     const format = probed.snapshot.format;
     if (format.kind === "tar" && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
     // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
+    c.probed = probed.snapshot;
     const made = atTarget?.prepare ? atTarget.prepare(c, format, probed) : await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
     // A tree made at the target (a lazy mount, a trusted image) goes in now, usable at once; verify checks it there (afterSwap).
     if (!atTarget) return made;

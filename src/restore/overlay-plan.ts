@@ -133,7 +133,7 @@ export const overlayPlan: RestorePlan = {
     // where.image): one process from the store to the decoder.
     const baseIn = filesBase
       ? startFilesMount(c, base!, imageAt, clearInMount ? { unmount, remove: [] } : undefined).then((m) => ((mounted = m), base!.archive.bytes))
-      : agent.downloadFromUrl({ url: await url(base!), output: where.image }).then((g) => ((baseInMs = since(t)), check(base!, g)));
+      : agent.downloadFromUrl({ url: await url(base!), output: where.image }, base!.archive.bytes).then((g) => ((baseInMs = since(t)), check(base!, g)));
     const [baseBytes, ...deltaBytes] = await Promise.all([
       baseIn.then((bytes) => ((baseDoneMs = since(t)), bytes)),
       ...Array.from({ length: Math.min(EXTRACT_CONCURRENCY, deltas.length) }, () => extract().then((b) => ((deltasDoneMs = since(t)), b))),

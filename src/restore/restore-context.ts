@@ -2,7 +2,7 @@
 import type { Deps } from "../deps.ts";
 import type { AgentClient } from "../sandbox/agent-client.ts";
 import type { RestoreStrategy } from "../strategies/registry.ts";
-import type { RestoreParams } from "./restore-params.ts";
+import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 
 export interface RestoreContext {
   d: Deps;
@@ -14,4 +14,6 @@ export interface RestoreContext {
    * beside its store reads (the lease, the record): a plan's probe takes their answers rather than asking again.
    */
   asked?: { tools: ReturnType<AgentClient["probe"]>; target: Promise<void> };
+  /** The snapshot as the probe found it (its step result), for a later step that would otherwise read the record again. */
+  probed?: RestoreProbeResult["snapshot"];
 }

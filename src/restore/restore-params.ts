@@ -51,7 +51,8 @@ export type Layer = Pick<SnapshotRecord, "id" | "format" | "archive"> & {
 };
 
 export interface RestoreProbeResult extends StepResult {
-  snapshot: Pick<SnapshotRecord, "id" | "format" | "archive" | "manifest">;
+  /** `chunks` and `tenant` too for a chunked image: a lazy mount signs its first URLs from them, not from the record read again */
+  snapshot: Pick<SnapshotRecord, "id" | "format" | "archive" | "manifest"> & Partial<Pick<SnapshotRecord, "chunks" | "tenant">>;
   /** a delta snapshot: its base first, then each delta up to this one; a full snapshot: just itself */
   layers: Layer[];
   /**

@@ -247,7 +247,9 @@ export class AgentClient {
     return this.json(A.WrittenBytesAnswer, "presigned upload", "/v1/upload", body, "POST", { long: { bytes } });
   }
   downloadFromUrl(body: z.input<typeof P.DownloadBody>, bytes?: number) {
-    return this.json(A.DownloadAnswer, "presigned download", "/v1/download", body, "POST", { long: { bytes } });
+    // To a file, the size goes with the request: the agent picks its downloader by it (container/transfer/engine-get.ts).
+    const sized = "output" in body && bytes !== undefined ? { ...body, size: bytes } : body;
+    return this.json(A.DownloadAnswer, "presigned download", "/v1/download", sized, "POST", { long: { bytes } });
   }
   /** Parsed, not cast: its ETags and part hashes go into the completion the Worker sends the store. */
   /** How large a tar archive of the tree at `path` can be at most (a metadata pass: container/transfer/tree-size.ts). */

@@ -162,6 +162,30 @@ it("a lazy mount serves verified bytes; a damaged chunk's read fails with EIO; u
   expect((await call("GET", "/v1/mounts")).body.mounts).toEqual([]);
 });
 
+it("a lazy mount asked with `clear` takes down what an earlier attempt left first, in the same call", async () => {
+  const distinct = [...new Set(index.chunks.map((c) => c.sha256))];
+  const urls = Object.fromEntries(await Promise.all(distinct.map(async (d) => [d, await presigner.url(`chunks/${d}`, "GET")])));
+  const body = { index: "/snapflow/images/r1.index.json", urls, work: "/snapflow/lazy/r2", cache: "/snapflow/chunks", path: "/workspace/app2", format: FORMAT, prefetch: 0 };
+  const first = await call("POST", "/v1/lazy/mount", body);
+  expect(first.status, JSON.stringify(first.body)).toBe(200);
+  // What a retried materialize meets: the earlier attempt's mounts. Asked again as it was, the mount is refused.
+  const again = await call("POST", "/v1/lazy/mount", body);
+  expect(again.status, JSON.stringify(again.body)).toBeGreaterThanOrEqual(400);
+  const cleared = await call("POST", "/v1/lazy/mount", { ...body, clear: { unmount: ["/workspace/app2", "/snapflow/lazy/r2/fuse"], remove: ["/snapflow/lazy/r2"] } });
+  expect(cleared.status, JSON.stringify(cleared.body)).toBe(200);
+  // One tree, one helper: the earlier ones went first.
+  const mine = (await call("GET", "/v1/mounts")).body.mounts.filter((m: MountEntry) => m.path === "/workspace/app2" || m.path.startsWith("/snapflow/lazy/r2"));
+  expect(mine.map((m: MountEntry) => [m.path, m.kind])).toEqual([["/snapflow/lazy/r2/fuse", "lazy"], ["/workspace/app2", "image"]]);
+  expect(helpers(host("/snapflow/lazy/r2"))).toHaveLength(1);
+  // A clear that names a path outside the sandbox is refused, naming its field under clear, and mounts nothing.
+  const outside = await call("POST", "/v1/lazy/mount", { ...body, path: "/workspace/app3", work: "/snapflow/lazy/r3", clear: { unmount: [], remove: ["../../etc"] } });
+  expect(outside.status).toBe(400);
+  expect(outside.body.error.field).toMatch(/^clear\./);
+  expect(helpers(host("/snapflow/lazy/r3"))).toEqual([]);
+  await call("DELETE", `/v1/mounts?path=${encodeURIComponent("/snapflow/lazy/r2/fuse")}`);
+  expect(helpers(host("/snapflow/lazy/r2"))).toEqual([]);
+});
+
 it("an unmount from outside ends the helper too, and a mount that cannot read its image leaves nothing behind", async () => {
   await store.put(`chunks/${index.chunks.at(-1)!.sha256}`, new Uint8Array(index.chunks.at(-1)!.size)); // the tables
   const distinct = [...new Set(index.chunks.map((c) => c.sha256))];

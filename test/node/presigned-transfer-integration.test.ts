@@ -505,9 +505,16 @@ describe("POST /v1/download to a file (an image restore's transfer)", () => {
     expect(node.status, JSON.stringify(node.body)).toBe(200);
     expect(node.body).toMatchObject({ bytes: size, sha256: object.sha256 });
     expect(node.body.engine).toBeUndefined();
-    for (const f of ["a.img", "b.img"]) expect(createHash("sha256").update(readFileSync(join(sandboxesDir, sb, "snapflow/images", f))).digest("hex")).toBe(object.sha256);
+    // An object its record says is small is fetched by the agent itself (starting the engine would cost more).
+    const small = await withEngine("native", () => json(call(sb, "POST", "/v1/download", { url, output: "/snapflow/images/c.img", size: 28_000 })));
+    expect(small.status, JSON.stringify(small.body)).toBe(200);
+    expect(small.body).toMatchObject({ bytes: size, sha256: object.sha256 });
+    expect(small.body.engine).toBeUndefined();
+    const large = await withEngine("native", () => json(call(sb, "POST", "/v1/download", { url, output: "/snapflow/images/d.img", size })));
+    expect(large.body).toMatchObject({ bytes: size, sha256: object.sha256, engine: "native" });
+    for (const f of ["a.img", "b.img", "c.img", "d.img"]) expect(createHash("sha256").update(readFileSync(join(sandboxesDir, sb, "snapflow/images", f))).digest("hex")).toBe(object.sha256);
     // Nothing of the engine's temporary file is left beside it.
-    expect(readdirSync(join(sandboxesDir, sb, "snapflow/images")).sort()).toEqual(["a.img", "b.img"]);
+    expect(readdirSync(join(sandboxesDir, sb, "snapflow/images")).sort()).toEqual(["a.img", "b.img", "c.img", "d.img"]);
   });
 
   it("a body cut mid-way is resumed by Range from the byte where it stopped", async () => {

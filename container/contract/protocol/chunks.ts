@@ -2,6 +2,7 @@
 // Part of the agent's protocol (../protocol.ts re-exports every part): both sides import it.
 import { z } from "zod";
 import { SquashfsFormat } from "./formats.ts";
+import { ClearBody } from "./images.ts";
 
 // ---- Content-addressed chunks and lazy mounts (chunks.ts, lazy-mount.ts; the helper is native/lazy) ----
 //   POST   /v1/chunks/index   ChunkIndexBody   cut an image file into chunks → the index (also written to `output`)
@@ -76,6 +77,8 @@ export const LazyMountBody = z.object({
   prefetch: z.number().int().min(0).max(64).default(32),
   /** `urls` is a first part: more come through POST /v1/lazy/urls; until the last, a chunk without one waits for it */
   moreUrls: z.boolean().default(false),
+  /** what an earlier attempt may have left, cleared first as POST /v1/clear would (a round trip fewer) */
+  clear: ClearBody.optional(),
 }).strict();
 
 export const LazyUrlsBody = z.object({

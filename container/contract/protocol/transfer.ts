@@ -17,7 +17,8 @@ export const UploadBody = z.object({
   createOnly: z.boolean().default(false),
 });
 export const DownloadBody = z.union([
-  z.object({ url: z.string(), output: z.string() }).strict(),
+  /** size: the object's bytes as its record says (a hint: a small one is fetched by the agent itself, engine-get.ts) */
+  z.object({ url: z.string(), output: z.string(), size: z.number().int().nonnegative().optional() }).strict(),
   z.object({
     url: z.string(),
     extract: z.object({

@@ -14,6 +14,7 @@
 // credential the sandbox gets, one per chunk, as long-lived as the presigner allows (PRESIGN_EXPIRY_SECONDS): once
 // the image is complete, reads never reach the network.
 import { SnapflowError } from "../../errors.ts";
+import { AgentCallError } from "../../sandbox/agent-client.ts";
 import type { ChunkIndex, SquashfsFormat } from "../../../container/contract/protocol.ts";
 import { distinctChunks, readIndex } from "../../chunks/chunk-index.ts";
 import { chunkKey } from "../../chunks/chunk-keys.ts";
@@ -44,10 +45,10 @@ async function snapshotRecord(c: RestoreContext, snapshotId: string): Promise<Sn
   return record;
 }
 
-const indexOf = (c: RestoreContext, record: SnapshotRecord): Promise<ChunkIndex> => readIndex(c.d.store, record.archive.key, record.archive.sha256, { recorded: true });
+const indexOf = (c: RestoreContext, record: Pick<SnapshotRecord, "archive">): Promise<ChunkIndex> => readIndex(c.d.store, record.archive.key, record.archive.sha256, { recorded: true });
 
 /** GET URLs for `record`'s chunks: under the snapshot's own tenant, whoever asks (the API checked the asker is it). */
-function signed(c: RestoreContext, record: SnapshotRecord, digests: readonly string[]): Record<string, string> {
+function signed(c: RestoreContext, record: Pick<SnapshotRecord, "tenant">, digests: readonly string[]): Record<string, string> {
   const tenant = tenantOf(record);
   const urls = c.d.presigner.gets(digests.map((sha) => chunkKey(tenant, sha)));
   return Object.fromEntries(digests.map((sha, i) => [sha, urls[i]!]));
@@ -63,7 +64,8 @@ const URL_BATCH = 4096;
  * longer grows with the image; an older record's are found in its index.
  */
 export async function urlsBeforeMount(c: RestoreContext, snapshotId: string): Promise<{ urls: Record<string, string>; moreUrls: boolean; first: number; chunks: number; imageBytes: number }> {
-  const record = await snapshotRecord(c, snapshotId);
+  // The probe's result carries what the record lists (a store read fewer on the way to usable); else it is read.
+  const record = c.probed?.id === snapshotId && c.probed.chunks?.mountFirst ? c.probed : await snapshotRecord(c, snapshotId);
   const listed = record.chunks?.mountFirst;
   if (listed && record.chunks) return { urls: signed(c, record, listed), moreUrls: record.chunks.distinct > listed.length, first: listed.length, chunks: record.chunks.distinct, imageBytes: record.chunks.imageBytes };
   const index = await indexOf(c, record);
@@ -75,16 +77,33 @@ export async function urlsBeforeMount(c: RestoreContext, snapshotId: string): Pr
  * The start of every tree over a lazy mount (the lazy materializations, and a fork's lazy base): the first URLs are
  * signed (in the Worker) while `clear` takes down what an earlier attempt left (in the agent) — neither waits for the
  * other — then the agent starts snapflow-lazy over the staged `index` and, given `lower`, mounts the image there.
+ * `clear` given as the paths (`{ paths, otherwise }`) is done by the agent first in the mount's own call, a round trip
+ * fewer; if that clear fails, `otherwise` clears the hard way and the mount is asked again without one.
  */
-export async function startLazyMount(c: RestoreContext, o: { snapshotId: string; index: string; format: SquashfsFormat; lower?: string; clear: Promise<unknown> }) {
+export async function startLazyMount(c: RestoreContext, o: { snapshotId: string; index: string; format: SquashfsFormat; lower?: string; clear: Promise<unknown> | FoldedClear }) {
   const t = performance.now();
-  const [signed] = await Promise.all([urlsBeforeMount(c, o.snapshotId).then((s) => ({ ...s, ms: since(t) })), o.clear]);
+  const folded = o.clear instanceof Promise ? undefined : o.clear;
+  const [signed] = await Promise.all([urlsBeforeMount(c, o.snapshotId).then((s) => ({ ...s, ms: since(t) })), folded ? undefined : o.clear]);
   const clearMs = since(t);
   const where = sandboxPaths.lazy(c.p.restoreId);
-  const mounted = await c.agent.lazyMount({ index: o.index, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(o.lower ? { path: o.lower } : {}), format: o.format, prefetch: PREFETCH }).catch(async (e) => {
-    throw await mountFailure(c, e);
-  });
+  const mount = (clear?: FoldedClear["paths"]) =>
+    c.agent.lazyMount({ index: o.index, urls: signed.urls, moreUrls: signed.moreUrls, work: where.work, cache: where.cache, ...(o.lower ? { path: o.lower } : {}), format: o.format, prefetch: PREFETCH, ...(clear ? { clear } : {}) });
+  const mounted = await mount(folded?.paths)
+    .catch(async (e) => {
+      if (!folded || !(e instanceof AgentCallError && e.field?.startsWith("clear."))) throw e;
+      await folded.otherwise();
+      return mount();
+    })
+    .catch(async (e) => {
+      throw await mountFailure(c, e);
+    });
   return { signed, clearMs, mounted };
+}
+
+/** A clear done in the mount's own call: these paths, or when that fails, `otherwise` (a clear that works path by path). */
+export interface FoldedClear {
+  paths: { unmount: string[]; remove: string[] };
+  otherwise: () => Promise<unknown>;
 }
 
 /**
@@ -153,7 +172,8 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
     if (format.kind !== "squashfs" || !format.chunks) throw new SnapflowError("snapshot_unusable", `${formatName(format)} is not a chunked image; restore it with a strategy that reads it`, { field: "strategy" });
     // lazy-overlay's lower is the image (its fresh upper was cleared with the rest by undo); plain lazy mounts nothing yet.
     const lower = overlay ? sandboxPaths.lazy(p.restoreId).lower : undefined;
-    const { signed, clearMs, mounted } = await startLazyMount(c, { snapshotId: p.snapshotId, index: staged, format, ...(lower ? { lower } : {}), clear: undoLazy(c, dir, overlay) });
+    // What an earlier attempt left goes first, in the mount's own call.
+    const { signed, clearMs, mounted } = await startLazyMount(c, { snapshotId: p.snapshotId, index: staged, format, ...(lower ? { lower } : {}), clear: { paths: lazyLeftovers(c, dir, overlay), otherwise: () => undoLazy(c, dir, overlay) } });
     const presignMs = signed.ms;
     const ms = since(t);
     return {
@@ -173,15 +193,20 @@ export const lazyMaterialization = (overlay: boolean): Materialization => ({
   },
 });
 
+/** What a lazy tree (image or overlay) at `dir` may have left: its mounts (the tree, then the FUSE file) and its files. */
+function lazyLeftovers({ p }: RestoreContext, dir: string, overlay: boolean) {
+  const where = sandboxPaths.lazy(p.restoreId);
+  return { unmount: [dir, `${where.work}/fuse`], remove: [where.work, where.lower, ...(overlay ? [where.layer] : [])] };
+}
+
 /**
  * Takes down a lazy tree (image or overlay) at `dir`, then the FUSE file with whatever still stands on it (unmounting it
  * stops its helper), then the files: in one call when nothing resists, path by path when something does, so that one
  * mount that will not go keeps nothing else behind.
  */
-async function undoLazy({ p, agent }: RestoreContext, dir: string, overlay: boolean): Promise<void> {
-  const where = sandboxPaths.lazy(p.restoreId);
-  const unmount = [dir, `${where.work}/fuse`];
-  const remove = [where.work, where.lower, ...(overlay ? [where.layer] : [])];
+async function undoLazy(c: RestoreContext, dir: string, overlay: boolean): Promise<void> {
+  const { agent } = c;
+  const { unmount, remove } = lazyLeftovers(c, dir, overlay);
   await agent.clear({ unmount, remove }).catch(async () => {
     for (const path of unmount) await agent.unmount(path).catch(() => {});
     for (const path of remove) await agent.deleteFile(path).catch(() => {});
