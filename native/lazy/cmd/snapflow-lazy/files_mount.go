@@ -73,21 +73,23 @@ func filesMountCmd(args []string) error {
 	// The index comes from a sandbox: decoded within bounds and validated (no name leads outside the tree) before
 	// anything is mounted.
 	var x *filecas.Index
+	var tree *filesfs.Tree
 	var chain []string
 	if *chainShas != "" {
 		chain = strings.Split(*chainShas, ",")
 	}
 	if *indexURLs != "" {
-		x, err = fetchFilesIndex(*indexURLs, *indexPath, *indexSha, chain, *fetchTimeout, *retries)
+		// The tree is laid out while the index is validated (filesfs.Build reads only names, types and links, ends on
+		// any input, and nothing is mounted unless both succeed).
+		x, err = fetchFilesIndex(*indexURLs, *indexPath, *indexSha, chain, *fetchTimeout, *retries, func(x *filecas.Index) (err error) {
+			tree, err = filesfs.Build(x)
+			return err
+		})
 	} else if len(chain) > 0 {
 		err = &pack.Error{Code: "bad_request", Field: "index.chain", Message: "a layer's chain is fetched: -chain-sha256 needs -index-url"}
-	} else {
-		x, err = loadFilesIndex(*indexPath, *indexSha)
+	} else if x, err = loadFilesIndex(*indexPath, *indexSha); err == nil {
+		tree, err = filesfs.Build(x)
 	}
-	if err != nil {
-		return refusedLine(err)
-	}
-	tree, err := filesfs.Build(x)
 	if err != nil {
 		return refusedLine(err)
 	}
@@ -169,7 +171,7 @@ func refusedLine(err error) error {
 // once), checks each SHA-256, and composes and decodes them while a copy of the snapshot's own object is written at
 // path (renamed into place once whole: a compaction's backup and a remount read it there). One process and no round
 // trip through the agent between the store and the decoder.
-func fetchFilesIndex(urlsPath, path, want string, chain []string, timeout time.Duration, retries int) (*filecas.Index, error) {
+func fetchFilesIndex(urlsPath, path, want string, chain []string, timeout time.Duration, retries int, beside func(*filecas.Index) error) (*filecas.Index, error) {
 	if want == "" {
 		return nil, &pack.Error{Code: "bad_request", Field: "index.sha256", Message: "a fetched index needs the SHA-256 its record keeps"}
 	}
@@ -221,7 +223,7 @@ func fetchFilesIndex(urlsPath, path, want string, chain []string, timeout time.D
 		}
 		checked <- nil
 	}()
-	x, _, err := filecas.DecodeChainOf(bodies, shas, filecas.DefaultLimits)
+	x, _, err := filecas.DecodeChainOf(bodies, shas, filecas.DefaultLimits, beside)
 	if cerr := <-checked; cerr != nil {
 		return nil, cerr
 	}

@@ -90,3 +90,39 @@ func TestAChainComposesAsItsLayersLaidInTurn(t *testing.T) {
 		t.Fatalf("depth %d, entries %v; want %v", depth, got, want)
 	}
 }
+
+// What runs beside validation (a lazy mount's layout) sees the composed index, yet its work stands only if the index
+// is valid: a name leading outside the tree is refused whatever beside made of it, and beside's own failure is the
+// answer for a valid index. (Run with -race: beside reads what validation fills in beside it.)
+func TestWorkBesideValidationStandsOnlyForAValidIndex(t *testing.T) {
+	encode := func(paths ...string) []byte {
+		x := &Index{Version: Version, AvgChunk: avg, Packs: []Pack{}, Chunks: []Chunk{}}
+		for _, p := range paths {
+			x.Entries = append(x.Entries, Entry{Entry: pack.Entry{Path: p, Type: "dir", Mode: 0o755}})
+		}
+		var buf bytes.Buffer
+		must(t, Encode(&buf, x))
+		return buf.Bytes()
+	}
+	var seen []string
+	read := func(x *Index) error {
+		seen = seen[:0]
+		for _, e := range x.Entries {
+			seen = append(seen, e.Path)
+		}
+		return nil
+	}
+	good := encode("a", "a/b", "c")
+	x, _, err := DecodeChainOf([][]byte{good}, []string{sum(good)}, DefaultLimits, read)
+	if err != nil || x == nil || !slices.Equal(seen, []string{"a", "a/b", "c"}) {
+		t.Fatalf("a valid index: %v, beside saw %v", err, seen)
+	}
+	bad := encode("a", "a/../../etc", "c")
+	if x, _, err := DecodeChainOf([][]byte{bad}, []string{sum(bad)}, DefaultLimits, read); codeOf(err) != "path_outside_root" || x != nil || len(seen) != 3 {
+		t.Fatalf("a name outside the tree: %v (%v), beside saw %v", err, x, seen)
+	}
+	refusal := &pack.Error{Code: "bad_request", Message: "beside refused"}
+	if _, _, err := DecodeChainOf([][]byte{good}, []string{sum(good)}, DefaultLimits, func(*Index) error { return refusal }); err != refusal {
+		t.Fatalf("beside's own failure: got %v", err)
+	}
+}
