@@ -74,7 +74,12 @@ func readBase(b *BaseSource) (*Index, int, [][]byte, error) {
 	} else if err != nil {
 		return nil, 0, nil, unusable(err.Error())
 	}
-	x, depth, err := DecodeChain(bodies, DefaultLimits)
+	// Each object was checked against its SHA-256 as it was read (readObject): the layers' parents are not hashed again.
+	shas := make([]string, len(objects))
+	for i, o := range objects {
+		shas[i] = o.Sha256
+	}
+	x, depth, err := DecodeChainOf(bodies, shas, DefaultLimits, nil)
 	if err != nil {
 		return nil, 0, nil, unusable(err.Error())
 	}
