@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	rdebug "runtime/debug"
 	"syscall"
 	"time"
 
@@ -196,20 +195,3 @@ func (s *partsSink) Close() (err error) {
 }
 
 var _ io.WriteCloser = (*partsSink)(nil)
-
-// incrementalHeap: an incremental collects only once its heap nears this. Most of what it allocates is the base's
-// index, decoded and kept for the whole pass (~50 MB for the npm workspace's 31.7k entries); collecting as the heap
-// doubled from 4 MB marked it again and again. The npm workspace's incremental after no change (files-pack to a file,
-// 4 runs each): 0.21-0.28 s wall and 0.29-0.47 CPU-s with the default collector, 0.16-0.19 s and 0.24-0.30 CPU-s
-// so; peak RSS 69-84 MB then 102 MB. A full backup keeps the default: what it holds grows with the tree.
-const incrementalHeap = 256 << 20
-
-// collectOnlyNear turns the collector's proportional pacing off and bounds the heap instead (GOGC=off with a
-// GOMEMLIMIT, as the Go GC guide describes); a GOGC or GOMEMLIMIT the environment sets wins.
-func collectOnlyNear(limit int64) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	rdebug.SetMemoryLimit(limit)
-	rdebug.SetGCPercent(-1)
-}

@@ -88,6 +88,9 @@ func packCmd(args []string) error {
 	if len(req.URLs) > 0 || req.Lie {
 		return errors.New("stdin: urls and lie need --part-size")
 	}
+	if req.Delta != nil {
+		collectOnlyNear(incrementalHeap)
+	}
 	var out io.Writer = os.Stdout
 	if *outPath != "" {
 		f, err := os.Create(*outPath)
