@@ -108,7 +108,8 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   const journal = await c.agent.swapState(p.path, p.restoreId);
   if (journal.state === "none") throw new SnapflowError("snapshot_unusable", `restore ${p.restoreId}: the swap its probe planned for ${p.path} is gone (the agent's sweeper rolled it back?)`);
   const plan = planOf(s);
-  // A lazy tree went in at the end of materialize (usable at once): its walk runs at the target, in afterSwap.
+  // A tree that went in at the end of materialize (a lazy one, a trusted image: usable at once) is checked at the
+  // target, in afterSwap.
   const inAlready = steps.materialize?.swappedIn === true;
   // deferCheck (a compaction's wake: its tree is checked once its image is made, compaction-check.ts): a lazy tree is
   // not walked here; afterSwap still hands the helper its chunk URLs and waits until every chunk is local.
@@ -117,7 +118,7 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
     ? async (): Promise<StepResult> => ({ ms: 0, bytes: 0, deferred: "not walked: the compaction checks the tree once its image is made" })
     : (path = probed.swap.staged) => verifyStaged(d, p, s, probed, steps, path);
   const checked = inAlready
-    ? { ms: 0, bytes: 0, deferred: "swapped in by materialize: the metadata walk runs at the target" }
+    ? { ms: 0, bytes: 0, deferred: "swapped in by materialize: checked at the target (verified says how)" }
     : journal.state === "staging"
       ? await (plan.verify ? plan.verify(c, probed, check) : check())
       : { ms: 0, bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { by: "verified by an earlier attempt, before its swap" } };
