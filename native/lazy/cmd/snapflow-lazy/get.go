@@ -35,7 +35,7 @@ type getResult struct {
 
 // getCmd downloads one presigned URL to --out, hashing it on the way, in one process: an image restore's transfer
 // (presigned-file). The agent's own download (fetch → a hashing stream → a file) cost Node 0.5 CPU-s and ~0.45 s for
-// a 121 MB object served locally, this 0.15 CPU-s and ~0.2 s (the session-18 measurement in native/lazy/MEASUREMENTS.md).
+// a 121 MB object served locally, this 0.15 CPU-s and ~0.2 s (native/lazy/MEASUREMENTS.md "get").
 // A break resumes by Range and a silent store is abandoned (unpack.Download). The file is written beside --out and
 // renamed onto it once whole: a failed download leaves no part of itself and whatever --out was.
 func getCmd(args []string) error {
@@ -74,8 +74,10 @@ func writeWhole(path string, r io.Reader) (int64, string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return 0, "", err
 	}
+	// A name of its own, made here and now: whatever stands at it (a link planted in the sandbox's directory) is
+	// refused, not followed; the rename then replaces path itself, never what a link there points to.
 	tmp := fmt.Sprintf("%s.get-%d", path, os.Getpid())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return 0, "", err
 	}
