@@ -101,7 +101,9 @@ func rebaseOver(bodies [][]byte) (*Index, error) {
 	if layers > len(bodies[0])/4 {
 		return nil, nil
 	}
-	return Decode(bytes.NewReader(bodies[0]), DefaultLimits)
+	// A chain of one object is a whole index, validated; decoded from the bytes already read, not copied again.
+	whole, _, err := DecodeChainOf(bodies[:1], nil, DefaultLimits, nil)
+	return whole, err
 }
 
 // readObject is one index object: the kept file when it is there and hashes to o.Sha256, else the URL's, which must.
