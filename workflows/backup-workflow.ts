@@ -5,7 +5,7 @@ import { NonRetryableError } from "cloudflare:workflows";
 import type { BackupParams, TransferResult } from "../src/backup/backup-params.ts";
 import { cleanupBackup } from "../src/backup/backup-phases.ts";
 import { runBackupPhases } from "../src/backup/run-backup.ts";
-import { contentCheckMode, startContentCheck } from "../src/restore/background-check.ts";
+import { contentCheckMode, noCheckNeeded, startContentCheck } from "../src/restore/background-check.ts";
 import { readSnapshot } from "../src/snapshots/records.ts";
 import { depsFrom } from "../src/deps.ts";
 import { CLEANUP_STEP } from "../src/phases/phase-names.ts";
@@ -57,8 +57,10 @@ export class BackupWorkflow extends WorkflowEntrypoint<Env, BackupParams> {
     // The path is free for the next run (best-effort: a lease left behind is taken over once this run has ended).
     await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.snapshotId);
     await reporter.final({ ...progress, steps: run.steps, status: "complete" });
-    // An image's content checked against its manifest once, off every restore's path (background-check.ts).
-    if (contentCheckMode(this.env, p.contentCheck) === "background") {
+    // An image's content checked against its manifest once, off every restore's path (background-check.ts). A
+    // format every restore checks as it goes (tar, file-level) or a delta skips the step: it would only say so, ~15 ms
+    // after the snapshot is complete and before the run's status can say it is.
+    if (contentCheckMode(this.env, p.contentCheck) === "background" && !noCheckNeeded({ format: s.format, delta: s.delta })) {
       await step.do("content check", configs.record, async () => {
         const record = await readSnapshot(d.store, d.kv, p.snapshotId);
         return record ? await startContentCheck(this.env, d, record) : { skipped: "no record" };

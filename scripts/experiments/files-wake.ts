@@ -44,12 +44,21 @@ try {
     mkdirSync(dir);
     for (let i = 0; i < 8; i++) writeFileSync(join(dir, `f${i}.bin`), randomBytes(1_250_000));
     execSync("sync");
+    const sleepStarted = Date.now();
     const b = await api.startBackup({ sandboxId: `wake-${run}`, path: "/workspace", strategy: "files-cas" });
+    const sleepPosted = Date.now() - sleepStarted;
     const slept = await api.waitFor("backup", b.id, () => {});
+    const sleepSeen = Date.now() - sleepStarted;
     if (slept.status !== "complete") throw new Error(`backup ${b.id} ${slept.status}: ${slept.error}`);
     latest = slept.snapshotId!;
+    // as the sleep-wake bench does: a slept sandbox ends (its helper and overlay would otherwise load the next runs)
+    await api.call("DELETE", `/api/sandboxes/wake-${run}/mounts?path=${encodeURIComponent("/workspace")}`);
+    await api.destroySandbox(`wake-${run}`);
     const t = slept.steps.transfer as Record<string, unknown>;
-    log(`  sleep: steps ${JSON.stringify(Object.fromEntries(Object.entries(slept.steps).map(([k, v]) => [k, v.ms])))}; transfer ${JSON.stringify({ ...pick(t, ["ms", "parentMs", "engineMs", "walkMs", "overWake"]), files: pick(t.files, ["newBytes", "read", "reused"]), manifest: pick(t.manifest, ["storeMs"]) })}`);
+    const st = Object.entries(slept.steps).map(([k, v]) => [k, v as { startedAt?: number; endedAt?: number }] as const).filter(([, v]) => v.startedAt && v.endedAt).sort((a, b) => a[1].startedAt! - b[1].startedAt!);
+    log(`  sleep: seen ${sleepSeen} ms, POST answered in ${sleepPosted} ms, request → first step ${st[0] ? st[0][1].startedAt! - sleepStarted : "?"} ms; between steps: ${st.slice(1).map(([k, v], i) => `${k} +${v.startedAt! - st[i]![1].endedAt!} ms`).join(", ")}; record's end → seen ${st.length ? sleepStarted + sleepSeen - st.at(-1)![1].endedAt! : "?"} ms`);
+    if (process.env.FULL === "1") log(`  sleep transfer: ${JSON.stringify(t)}`);
+    log(`  sleep: steps ${JSON.stringify(Object.fromEntries(Object.entries(slept.steps).map(([k, v]) => [k, v.ms])))}; transfer ${JSON.stringify({ ...pick(t, ["ms", "parentMs", "engineMs", "walkMs", "engineAt", "overWake"]), files: pick(t.files, ["newBytes", "read", "reused"]), manifest: pick(t.manifest, ["storeMs"]) })}`);
   }
 } finally {
   await stack.stop();

@@ -24,8 +24,11 @@ export function contentCheckMode(env: object, asked?: ContentCheckMode): Content
   return (env as { IMAGE_CONTENT_CHECK?: unknown }).IMAGE_CONTENT_CHECK === "off" ? "off" : "background";
 }
 
-/** Why a recorded snapshot needs no background check, or undefined when it does. */
-export function noCheckNeeded(record: Pick<SnapshotRecord, "format" | "delta" | "contentChecked">): string | undefined {
+/**
+ * Why a recorded snapshot needs no background check, or undefined when it does. A backup asks it of its strategy
+ * before it records anything (format and delta are the strategy's too), to skip the step that would start one.
+ */
+export function noCheckNeeded(record: Pick<SnapshotRecord, "format" | "contentChecked"> & { delta?: unknown }): string | undefined {
   if (record.format.kind === "tar") return "a tar snapshot's content is checked by every restore as it streams";
   if (record.format.kind === "files") return "a file-level snapshot's content is checked by every restore as it is made (its index against the manifest, each chunk and file against the index)";
   if (record.delta) return "a delta's layers are checked by the restore of its chain";

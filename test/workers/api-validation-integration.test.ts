@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { apiErrorLine } from "../../scripts/cli/api-error-line.ts";
+import { writeProgress } from "../../src/snapshots/records.ts";
 import { api, freshSandbox, putFile, runWorkflow } from "./helpers.ts";
 
 it.each([
@@ -164,6 +165,26 @@ describe("GET /api/backups/:id?wait= holds the answer until something changes (a
     const badUntil = await api("GET", `/api/backups/${started.json.id}?wait=1&until=later`);
     expect(badUntil.status).toBe(400);
     expect(badUntil.json.error.field).toBe("until");
+  });
+
+  it("a run whose progress record says complete is answered from it, totals and all, whatever its Workflow still does", async () => {
+    // Its outcome is final once that record says so (the Workflow writes it after the snapshot's record and the
+    // lease): what the Workflow does afterwards (start a content check) must not hold a waiting client. Here the
+    // instance has ended otherwise (an unknown strategy, before it wrote anything), so only the record can say complete.
+    const id = `bk-20261127000000-${crypto.randomUUID().slice(0, 8)}`;
+    const instance = await env.BACKUP_WORKFLOW.create({ id, params: { snapshotId: id, sandboxId: "nobody", path: "/workspace", strategy: "no-such-strategy" } });
+    for (let i = 0; i < 200 && (await instance.status()).status !== "errored"; i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await instance.status()).status).toBe("errored");
+    const t = 1_795_000_000_000;
+    const steps = { probe: { ms: 10, startedAt: t, endedAt: t + 10 }, transfer: { ms: 30, startedAt: t + 15, endedAt: t + 45 }, record: { ms: 5, startedAt: t + 50, endedAt: t + 55 } };
+    await writeProgress(env.INDEX, { id, kind: "backup", status: "complete", strategy: "tar-zst-presigned-multipart", startedAt: new Date(t).toISOString(), steps, snapshotId: id });
+    for (const query of ["", "?wait=5&until=end"]) {
+      const r = await api("GET", `/api/backups/${id}${query}`);
+      expect(r.json, query).toMatchObject({ id, status: "complete", snapshotId: id, steps, totalMs: 45, wallMs: 55, overheadMs: 10 });
+    }
+    // A record still running is not taken on its word: the instance's ending is.
+    await writeProgress(env.INDEX, { id, kind: "backup", status: "running", strategy: "tar-zst-presigned-multipart", startedAt: new Date(t).toISOString(), steps: {}, snapshotId: id });
+    expect((await api("GET", `/api/backups/${id}`)).json.status).toBe("errored");
   });
 
   it("with until=end, answers only when the run has ended", async () => {

@@ -90,6 +90,10 @@ export const FilesPackResult = z
     jsonSha256: Sha256Hex,
     excluded: z.record(z.string(), count).nullable(),
     walkMs: count,
+    /** from the pass's start: its base read and decoded (beside the walk), its last file chunked, its pack's last part stored */
+    baseMs: count,
+    readMs: count,
+    storedMs: count,
     ms: count,
     index: z.object({ bytes: count, sha256: Sha256Hex, chunks: count }).strict(),
     /** the index's layers over its whole index (0: a whole index; native/lazy/internal/filecas/layer.go), and the names a layer drops */

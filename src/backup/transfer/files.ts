@@ -171,7 +171,7 @@ export const filesTransfer: BackupTransfer = {
     };
     return {
       ms: since(started), bytes: up.index.bytes, sha256: up.index.sha256, parts: up.parts.length, urls, attempts, sizeBy: sized.by, tarMax: sized.tarMax,
-      parentMs, engineMs: up.ms, walkMs: up.walkMs, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
+      parentMs, engineMs: up.ms, walkMs: up.walkMs, engineAt: { baseMs: up.baseMs, readMs: up.readMs, storedMs: up.storedMs }, ...(up.peakBufferedBytes ? { agentPeakBufferedBytes: up.peakBufferedBytes } : {}), ...(baseDropped ? { baseDropped } : {}),
       ...(overWake && !baseDropped ? { overWake: { restoreId: overWake.restoreId, deltas: overWake.layers.length - 1 } } : {}),
       files, manifest,
     };

@@ -68,9 +68,14 @@ type Sink interface {
 // Result is what a pass made, beside the manifest's summary.
 type Result struct {
 	pack.Summary
-	WalkMs int64     `json:"walkMs"`
-	Ms     int64     `json:"ms"`
-	Index  IndexMade `json:"index"`
+	WalkMs int64 `json:"walkMs"`
+	// Where the pass's time went, each from its start: the base read, decoded and tabled (BaseMs, beside the walk);
+	// the last entry read and chunked (ReadMs); the pack's last parts stored (StoredMs).
+	BaseMs   int64     `json:"baseMs"`
+	ReadMs   int64     `json:"readMs"`
+	StoredMs int64     `json:"storedMs"`
+	Ms       int64     `json:"ms"`
+	Index    IndexMade `json:"index"`
 	// Depth: the index's layers over its whole index (0: it is a whole index); Removed: the names a layer drops.
 	Depth   int `json:"depth"`
 	Removed int `json:"removed"`
@@ -169,7 +174,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 		if layer {
 			table.from = [2]int{len(over.Chunks), len(over.Packs)}
 		}
-		based <- baseRead{index: x, depth: depth, over: over, overSha: overSha, overDepth: overDepth, stored: stored, table: table}
+		based <- baseRead{index: x, depth: depth, over: over, overSha: overSha, overDepth: overDepth, stored: stored, table: table, ms: time.Since(started).Milliseconds()}
 	}()
 	pass, err := pack.NewPass(opts.Root, opts.Manifest, opts.Selection)
 	if err != nil {
@@ -217,6 +222,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 	reused, err := r.entries(walk, base, emit, lay)
 	r.close()
 	written, werr := frames.close()
+	readMs := time.Since(started).Milliseconds()
 	if eerr := emit.close(); err == nil {
 		err = eerr
 	}
@@ -257,6 +263,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 	if cerr := <-closed; err == nil {
 		err = cerr
 	}
+	storedMs := time.Since(started).Milliseconds()
 	<-statsWritten
 	if err == nil {
 		err = pass.Finish()
@@ -279,7 +286,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 		}
 		return Result{}, err
 	}
-	res := Result{Summary: pass.Summary(), WalkMs: walkMs, Index: made, Read: r.read, Reused: reused, NewChunks: frames.chunks, NewBytes: frames.raw, Selection: pass.Record()}
+	res := Result{Summary: pass.Summary(), WalkMs: walkMs, BaseMs: read.ms, ReadMs: readMs, StoredMs: storedMs, Index: made, Read: r.read, Reused: reused, NewChunks: frames.chunks, NewBytes: frames.raw, Selection: pass.Record()}
 	if written.n > 0 {
 		res.Pack = &Pack{Name: opts.Name, Bytes: written.n, Sha256: hex.EncodeToString(written.h.Sum(nil))}
 	}

@@ -56,6 +56,8 @@ type baseRead struct {
 	stored []pack.Stat
 	table  *chunkTable
 	err    error
+	// ms: when it was ready, from the pass's start
+	ms int64
 }
 
 func unusable(why string) error {
