@@ -45,7 +45,7 @@ try {
     for (let i = 0; i < 8; i++) writeFileSync(join(dir, `f${i}.bin`), randomBytes(1_250_000));
     execSync("sync");
     const sleepStarted = Date.now();
-    const b = await api.startBackup({ sandboxId: `wake-${run}`, path: "/workspace", strategy: "files-cas" });
+    const b = await api.startBackup({ sandboxId: `wake-${run}`, path: "/workspace", strategy: "files-cas", ...(process.env.PART_MIB ? { tuning: { partSizeMiB: Number(process.env.PART_MIB) } } : {}) });
     const sleepPosted = Date.now() - sleepStarted;
     const slept = await api.waitFor("backup", b.id, () => {});
     const sleepSeen = Date.now() - sleepStarted;

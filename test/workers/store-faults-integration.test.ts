@@ -77,6 +77,32 @@ describe("the store fails one part upload", () => {
   });
 });
 
+describe("the store refuses a file-level backup's index", () => {
+  // The index is PUT while the pack's upload is completed (files.ts, sendInParts' alongside): when the index is
+  // refused, the completed pack must not stay behind, and no record names either.
+  it("once: the step's retry completes, one pack and one index stored; every time: errored, nothing of it left", async () => {
+    const src = await tree(6, 63);
+    const once = await runWithFault("backup", { sandboxId: src, path: "/workspace/app", strategy: "files-cas" },
+      (id) => armStoreFault({ method: "PUT", match: `file-indexes/default/${id}`, action: "status", status: 500, times: 3 }));
+    expect(once.status).toBe("complete");
+    expect((await firedStoreFaults(`file-indexes/default/${once.snapshotId}`)).length).toBeGreaterThan(0);
+    expect(await (await testStore()).head(`packs/default/${once.snapshotId}`)).toMatchObject({ size: once.steps.transfer.files.pack.bytes });
+    expect(await openUploads(`packs/default/${once.snapshotId}`)).toEqual([]);
+
+    const src2 = await tree(6, 64);
+    const failed = await runWithFault("backup", { sandboxId: src2, path: "/workspace/app", strategy: "files-cas" },
+      (id) => armStoreFault({ method: "PUT", match: `file-indexes/default/${id}`, action: "status", status: 500, times: 1000 }), "errored");
+    expect(failed.status).toBe("errored");
+    const id = failed.snapshotId as string;
+    expect(await (await testStore()).head(`packs/default/${id}`)).toBeNull();
+    expect(await (await testStore()).head(`file-indexes/default/${id}`)).toBeNull();
+    expect(await (await testStore()).head(`snapshots/${id}/snapshot.json`)).toBeNull();
+    expect(await openUploads(`packs/default/${id}`)).toEqual([]);
+    expect((await api("GET", `/api/snapshots/${id}`)).status).toBe(404);
+    faultRow({ fault: "store answers 500 to every PUT of a file-level backup's index (stored beside the pack's completion)", phase: "backup transfer", outcome: "errored; no record, pack, index or open upload", retries: "transfer step's", ms: failed.testMs, leftovers: await leftovers(src2, "/workspace/app", id) });
+  });
+});
+
 // GETs of the archive: the restore's only (the default backup's verify does not read back what the Worker hashed).
 const archiveGets = async (snapshotId: string) => (await storeRequests(`snapshots/${snapshotId}/archive`)).filter((x) => x.startsWith("GET")).length;
 

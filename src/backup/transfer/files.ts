@@ -24,7 +24,7 @@
 //              compaction, a whole index.
 //   a wake     a tree woken by files-overlay-restore and still laid there: only the names the wake's layers hold
 //              are walked and read (wakeBase, filecas lower.go), so a sleep costs what changed since the wake.
-import { FILES_MAX_DEPTH, type FilesFormat } from "../../../container/contract/protocol.ts";
+import { FILES_MAX_DEPTH, type FilesFormat, type FilesPackResult } from "../../../container/contract/protocol.ts";
 import { INDEX_PREFIX, nameOfKey, packKey } from "../../chunks/pack-keys.ts";
 import { signedChain } from "../../snapshots/index-chain.ts";
 import { SnapflowError } from "../../errors.ts";
@@ -104,9 +104,16 @@ export const filesTransfer: BackupTransfer = {
   async transfer({ d, p, s, agent, key, started }) {
     const format = filesOnly(s);
     const tenant = p.tenant ?? DEFAULT_TENANT;
+    const pack = packKey(tenant, p.snapshotId);
+    // The pack's upload is opened while the parent is looked up (each a store round trip). Should the lookup fail,
+    // it is aborted here (and by the step's cleanup otherwise: withUploadRecords records it).
+    const opened = d.presigner.createMultipartUpload(pack);
     const parentStarted = performance.now();
-    const parent = await filesParent(d, p);
-    const overWake = await wakeBase(agent, p, parent);
+    const looked = await Promise.all([filesParent(d, p).then(async (parent) => ({ parent, overWake: await wakeBase(agent, p, parent) })), opened]).catch(async (e) => {
+      await opened.then((u) => u.abort(), () => {}).catch(() => {});
+      throw e;
+    });
+    const { parent, overWake } = looked[0];
     const parentMs = since(parentStarted);
     // Compressed chunks are never much larger than the files they come from: the tar bound covers them. With a
     // parent, its tree's totals give that bound, grown by a quarter, without the metadata walk a count takes (~0.1 s
@@ -128,7 +135,26 @@ export const filesTransfer: BackupTransfer = {
     // A parent the engine cannot use (its kept index and the store's both unusable: 400 naming base) is dropped:
     // nothing was PUT, and the backup reads every file instead.
     let baseDropped: string | undefined;
-    const { sent: up, sized, urls, attempts, storeChecksum } = await sendInParts(d, p, packKey(tenant, p.snapshotId), bound, () => agent.treeSize(p.path), async (urls, partSize, tarMax) => {
+    // What the pass answered is checked, and its index stored, while the pack's upload is completed (alongside).
+    let chain: { key: string; sha256: string }[] = [];
+    let storeMs = 0;
+    const storeIndex = async (up: FilesPackResult) => {
+      // A layer lies over its parent's index, one deeper than the parent's own chain; over a parent FILES_MAX_DEPTH
+      // deep, over the whole index at the chain's foot (depth 1: filecas rebaseOver). Nothing else is a chain the
+      // record can vouch for.
+      const over = layer && parent && !baseDropped ? parent : undefined;
+      const depths = over ? (over.chain.length >= FILES_MAX_DEPTH ? [1, 0] : [over.chain.length + 1, 0]) : [0];
+      if (!depths.includes(up.depth)) throw new SnapflowError("transfer_damaged", `the engine reports an index at depth ${up.depth}; over ${baseDropped || !parent ? "no base" : `its parent ${parent.id} (depth ${parent.chain.length})`} it can only be at depth ${depths.join(" or ")}`);
+      chain = up.depth === 0 || !over ? [] : over.chain.length >= FILES_MAX_DEPTH ? [over.chain[0]!] : [...over.chain, { key: over.key, sha256: over.indexSha256 }];
+      // The manifest's bounds hold as if it were stored (a reader makes it whole); the index goes from the sandbox to
+      // the store bound to its SHA-256 (the store refuses other bytes). The pass writes no manifest file: it answers
+      // the manifest's size and SHA-256, which the record keeps.
+      checkManifestBounds(d.config, p, { bytes: up.jsonBytes, entries: up.entries });
+      const storeStarted = performance.now();
+      await agent.uploadToUrl({ path: indexOut, url: await d.presigner.url(key, "PUT", { sha256: up.index.sha256, expiresSeconds: 60 + Math.ceil(up.index.bytes / 8e6) }) }, up.index.bytes);
+      storeMs = since(storeStarted);
+    };
+    const { sent: up, sized, urls, attempts, storeChecksum } = await sendInParts(d, p, pack, bound, () => agent.treeSize(p.path), async (urls, partSize, tarMax) => {
       const body = {
         path: p.path, indexOut, name: p.snapshotId, avgChunk: format.avgChunk, ...(format.level ? { level: format.level } : {}),
         ...(selection ? { selection } : {}), urls, partSize, concurrency: p.tuning?.concurrency ?? 4,
@@ -146,22 +172,9 @@ export const filesTransfer: BackupTransfer = {
       const own = up.packs.find((x) => x.name === p.snapshotId);
       if (!!own !== up.parts.length > 0 || (own && own.bytes !== up.pack?.bytes)) throw new SnapflowError("transfer_damaged", `the engine uploaded ${up.parts.length} parts, and its index ${own ? `names a pack of ${own.bytes} bytes` : "names no pack"} of this backup's`);
       return up;
-    });
-    // A layer lies over its parent's index, one deeper than the parent's own chain; over a parent FILES_MAX_DEPTH
-    // deep, over the whole index at the chain's foot (depth 1: filecas rebaseOver). Nothing else is a chain the
-    // record can vouch for.
-    const over = layer && parent && !baseDropped ? parent : undefined;
-    const depths = over ? (over.chain.length >= FILES_MAX_DEPTH ? [1, 0] : [over.chain.length + 1, 0]) : [0];
-    if (!depths.includes(up.depth)) throw new SnapflowError("transfer_damaged", `the engine reports an index at depth ${up.depth}; over ${baseDropped || !parent ? "no base" : `its parent ${parent.id} (depth ${parent.chain.length})`} it can only be at depth ${depths.join(" or ")}`);
-    const chain = up.depth === 0 || !over ? [] : over.chain.length >= FILES_MAX_DEPTH ? [over.chain[0]!] : [...over.chain, { key: over.key, sha256: over.indexSha256 }];
-    // The manifest's bounds hold as if it were stored (a reader makes it whole); the index goes from the sandbox to the
-    // store bound to its SHA-256 (the store refuses other bytes). The pass writes no manifest file: it answers the
-    // manifest's size and SHA-256, which the record keeps.
-    checkManifestBounds(d.config, p, { bytes: up.jsonBytes, entries: up.entries });
-    const storeStarted = performance.now();
-    await agent.uploadToUrl({ path: indexOut, url: await d.presigner.url(key, "PUT", { sha256: up.index.sha256, expiresSeconds: 60 + Math.ceil(up.index.bytes / 8e6) }) }, up.index.bytes);
+    }, { opened, alongside: storeIndex });
     const manifest = {
-      ...up.totals, manifestBytes: up.jsonBytes, ms: up.walkMs, storeMs: since(storeStarted), sha256: up.jsonSha256,
+      ...up.totals, manifestBytes: up.jsonBytes, ms: up.walkMs, storeMs, sha256: up.jsonSha256,
       fromIndex: { key, sha256: up.index.sha256, ...(chain.length ? { chain } : {}), ...(up.selection ? { selection: up.selection } : {}) },
     };
     const files: FilesRecord = {

@@ -13,6 +13,7 @@ import { R2_MULTIPART } from "../../../container/contract/r2-limits.ts";
 import type { Deps } from "../../deps.ts";
 import { SnapflowError } from "../../errors.ts";
 import { AgentCallError } from "../../sandbox/agent-client.ts";
+import type { MultipartUpload } from "../../store/object-store.ts";
 import { compositeSha256 } from "../../store/part-checksums.ts";
 import type { BackupParams } from "../backup-params.ts";
 import { partSizeOf } from "./part-size.ts";
@@ -47,26 +48,36 @@ export interface SentInParts<T, S> {
   storeChecksum?: string;
 }
 
+/**
+ * `opened`: the first attempt's upload, opened by the caller beside its own lookups (the open is a store round trip).
+ * `alongside`: what needs the pass's answer but not the completed upload (a file-level backup's index PUT), run while
+ * the upload is completed; both must succeed.
+ */
 export async function sendInParts<T extends { parts: ReportedPart[] }, S extends { tarMax: number }>(
   d: Deps, p: BackupParams, key: string, sized: S, recount: () => Promise<S>,
   send: (urls: string[], partSize: number, tarMax: number) => Promise<T>,
+  more: { opened?: Promise<MultipartUpload>; alongside?: (sent: T) => Promise<void> } = {},
 ): Promise<SentInParts<T, S>> {
   const partSize = partSizeOf(p, sized.tarMax);
   let count = urlCountFor(sized.tarMax, partSize);
   for (let attempt = 1; ; attempt++) {
-    const upload = await d.presigner.createMultipartUpload(key);
+    const upload = attempt === 1 && more.opened ? await more.opened : await d.presigner.createMultipartUpload(key);
     try {
       const fixed = p.tuning?.partUrlExpirySeconds;
       const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, fixed ?? partUrlExpirySeconds(i + 1, partSize))));
       const sent = await send(urls, partSize, sized.tarMax);
       if (!sent.parts.length) {
-        await upload.abort();
+        await Promise.all([upload.abort(), more.alongside?.(sent)]);
         return { sent, sized, urls: count, attempts: attempt };
       }
       // R2's equal-part rule, checked on what the sandbox reports before completing.
       const unequal = sent.parts.slice(0, -1).find((part) => part.bytes !== partSize);
       if (unequal) throw new SnapflowError("part_rule", `part ${unequal.partNumber} has ${unequal.bytes} bytes; every part but the last must have ${partSize}`);
-      await upload.complete(sent.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
+      const completed = upload.complete(sent.parts.map(({ partNumber, etag, sha256 }) => ({ partNumber, etag, sha256 })));
+      // Both settle before either's failure is thrown (the abort below must not race the completion).
+      const [done, beside] = await Promise.allSettled([completed, more.alongside?.(sent)]);
+      if (done.status === "rejected") throw done.reason;
+      if (beside.status === "rejected") throw beside.reason;
       return { sent, sized, urls: count, attempts: attempt, storeChecksum: await compositeSha256(sent.parts.map((part) => part.sha256)) };
     } catch (e) {
       await upload.abort().catch(() => {});
