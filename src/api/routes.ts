@@ -107,7 +107,9 @@ async function runStatus(req: Request, workflow: Workflow, kv: KVNamespace, id: 
   // until=end: a client that wants only the end (a bench timing the run) is not answered at each step, and the
   // Workflow's instance is not asked at each step either: each ask costs workerd CPU the run it watches needs.
   const eachStep = until === null;
-  const deadline = Date.now() + (typeof wait === "number" ? wait : wait.data) * 1000;
+  const seconds = typeof wait === "number" ? wait : wait.data;
+  const waits = seconds > 0;
+  const deadline = Date.now() + seconds * 1000;
   const stepsOf = (x: Record<string, unknown>) => Object.keys((x.steps as object | undefined) ?? {}).length;
   let steps: number | undefined;
   let seen: string | undefined;
@@ -117,7 +119,7 @@ async function runStatus(req: Request, workflow: Workflow, kv: KVNamespace, id: 
     const full = look % STATUS_WAIT_FULL_EVERY === 0 || !progress || progress.status !== "running" || (eachStep && now !== seen) || Date.now() >= deadline;
     seen = now;
     if (full) {
-      const status = await statusOf(workflow, kv, id);
+      const status = await statusOf(workflow, kv, id, waits);
       if (ENDED.has(String(status.status)) || Date.now() >= deadline || (eachStep && steps !== undefined && stepsOf(status) !== steps)) return json(status);
       steps = stepsOf(status);
     }
@@ -125,12 +127,16 @@ async function runStatus(req: Request, workflow: Workflow, kv: KVNamespace, id: 
   }
 }
 
-async function statusOf(workflow: Workflow, kv: KVNamespace, id: string): Promise<Record<string, unknown>> {
+/**
+ * `finalFromRecord` (a waiting request): a run writes "complete" once its outcome is final (recorded, its path free);
+ * what its Workflow does after that (start a background content check or a compaction) cannot undo it. A client
+ * waiting for the end is answered from that record alone, without the run's tail or the instance's status (~20 ms
+ * of workerd's CPU). A plain GET asks the instance, as every status of a running run does: the peers race, which
+ * polls, prices a poll on a completed run as one during it (scripts/bench/peers/model.ts Polling).
+ */
+async function statusOf(workflow: Workflow, kv: KVNamespace, id: string, finalFromRecord: boolean): Promise<Record<string, unknown>> {
   const progress = await readProgress(kv, id);
-  // A run writes "complete" once its outcome is final (recorded, its path free); what its Workflow does after that
-  // (start a background content check or a compaction) cannot undo it. Its status comes from that record alone: the
-  // instance's costs ~20 ms of workerd's CPU, and a run waited on is seen ending without its tail.
-  if (progress?.status === "complete") {
+  if (finalFromRecord && progress?.status === "complete") {
     const { error: _none, ...done } = progress;
     return { ...done, ...(await interruptionsOf(kv, id)), totalMs: totalMs(progress.steps), ...wallAndOverhead(progress.steps) };
   }
