@@ -90,62 +90,77 @@ export default async function setup(project: TestProject) {
   const store = await startObjectStore({ dir: join(dir, "s3"), bucket: "snapflow-test", log: () => {} });
   const agentSecret = randomBytes(32).toString("hex");
   const smallDisk = mountSmallDisk(join(dir, "sandboxes"));
-  // A store silent for 6 s is a stalled one here (60 s in production), so the stall tests run in seconds.
-  const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true, storeIdleSeconds: 6, argv: command.argv };
-  let agent: Awaited<ReturnType<typeof startAgent>>;
-  // Everything reaches the store through the fault proxy (test/fault-proxy.ts): the Worker's store, the URLs it
-  // presigns and so the agent. The proxy also kills and restarts the agent for tests, on the same port.
-  const proxy = await startFaultProxy(store.endpoint, {
-    "POST /__agent/kill": async (_req, res) => {
-      // The whole process group, as a sandbox that dies takes its tar and zstd with it.
-      const pid = agent.process.child.pid!;
-      process.kill(-pid, "SIGKILL");
-      await agent.process.exited;
-      agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url, port: Number(new URL(agent.url).port) });
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ killed: pid, restarted: agent.process.child.pid }));
-    },
-    // What the kernel has mounted under the sandboxes, whatever the agent's registry (in memory: a killed agent's
-    // successor does not know its mounts) says: a test in workerd cannot read /proc.
-    "GET /__mounts": async (_req, res) => {
-      const sandboxes = join(dir, "sandboxes");
-      const points = readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m.startsWith(`${sandboxes}/`));
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ mounts: points.map((m) => m.slice(sandboxes.length + 1)) }));
-    },
-    // The fidelity test's independent walk and the properties it adds to a tree (test/fixtures/fidelity-tree.py):
-    // Python's os.lstat and os.listxattr on the sandbox's host directory, nothing of snapflow's.
-    "POST /__fidelity": async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const { op, sandboxId, path } = JSON.parse(Buffer.concat(chunks).toString()) as { op: "make" | "walk" | "bad" | "shorten"; sandboxId: string; path: string };
-      if (!/^[a-z0-9-]{1,63}$/.test(sandboxId) || path.split("/").includes("..")) return void res.writeHead(400).end("bad sandbox or path");
-      const r = spawnSync("python3", [join(PROJECT, "test/fixtures/fidelity-tree.py"), op, join(dir, "sandboxes", sandboxId, path)], { encoding: "utf8", maxBuffer: 64 << 20 });
-      if (r.status !== 0) return void res.writeHead(500).end(`fidelity-tree.py ${op}: ${r.stderr}`);
-      res.writeHead(200, { "content-type": "application/json" }).end(r.stdout || "{}");
-    },
-  });
-  agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url });
-  // And every request from the Worker (and the tests' helpers) to the agent passes a second instance, so a test can
-  // cut or stall the Worker ⇄ agent connection too. The agent keeps its port across a kill, so this one address holds.
-  const agentProxy = await startFaultProxy(agent.url);
-  project.provide("stack", {
-    agentRuntime: runtime,
-    smallDisk,
-    agentUrl: agentProxy.url,
-    agentFaultProxyUrl: agentProxy.url,
-    agentSecret,
-    apiToken: randomBytes(32).toString("hex"),
-    faultProxyUrl: proxy.url,
-    s3: { endpoint: proxy.url, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
-  });
-  project.provide("hostile", hostileCorpus());
-  return async () => {
-    await agent.process.stop();
-    await agentProxy.stop();
-    await proxy.stop();
-    if ("sandboxId" in smallDisk) spawnSync("umount", ["-l", join(dir, "sandboxes", smallDisk.sandboxId)]);
-    await store.stop();
-    rmSync(dir, { recursive: true, force: true });
-  };
+  // Until the teardown is returned, a failure (an agent that does not start, say) takes down what is up: vitest runs
+  // no teardown for a setup that threw, and a mounted tmpfs and a store would outlive the run.
+  const undo: (() => unknown)[] = [
+    () => store.stop(),
+    () => "sandboxId" in smallDisk && spawnSync("umount", ["-l", join(dir, "sandboxes", smallDisk.sandboxId)]),
+    () => rmSync(dir, { recursive: true, force: true }),
+  ];
+  try {
+    // A store silent for 6 s is a stalled one here (60 s in production), so the stall tests run in seconds.
+    const agentOptions = { secret: agentSecret, sandboxesDir: join(dir, "sandboxes"), logFile: join(dir, "agent.log"), faults: true, storeIdleSeconds: 6, argv: command.argv };
+    let agent: Awaited<ReturnType<typeof startAgent>>;
+    // Everything reaches the store through the fault proxy (test/fault-proxy.ts): the Worker's store, the URLs it
+    // presigns and so the agent. The proxy also kills and restarts the agent for tests, on the same port.
+    const proxy = await startFaultProxy(store.endpoint, {
+      "POST /__agent/kill": async (_req, res) => {
+        // The whole process group, as a sandbox that dies takes its tar and zstd with it.
+        const pid = agent.process.child.pid!;
+        process.kill(-pid, "SIGKILL");
+        await agent.process.exited;
+        agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url, port: Number(new URL(agent.url).port) });
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ killed: pid, restarted: agent.process.child.pid }));
+      },
+      // What the kernel has mounted under the sandboxes, whatever the agent's registry (in memory: a killed agent's
+      // successor does not know its mounts) says: a test in workerd cannot read /proc.
+      "GET /__mounts": async (_req, res) => {
+        const sandboxes = join(dir, "sandboxes");
+        const points = readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m.startsWith(`${sandboxes}/`));
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ mounts: points.map((m) => m.slice(sandboxes.length + 1)) }));
+      },
+      // The fidelity test's independent walk and the properties it adds to a tree (test/fixtures/fidelity-tree.py):
+      // Python's os.lstat and os.listxattr on the sandbox's host directory, nothing of snapflow's.
+      "POST /__fidelity": async (req, res) => {
+        const chunks: Buffer[] = [];
+        for await (const c of req) chunks.push(c as Buffer);
+        const { op, sandboxId, path } = JSON.parse(Buffer.concat(chunks).toString()) as { op: "make" | "walk" | "bad" | "shorten"; sandboxId: string; path: string };
+        if (!/^[a-z0-9-]{1,63}$/.test(sandboxId) || path.split("/").includes("..")) return void res.writeHead(400).end("bad sandbox or path");
+        const r = spawnSync("python3", [join(PROJECT, "test/fixtures/fidelity-tree.py"), op, join(dir, "sandboxes", sandboxId, path)], { encoding: "utf8", maxBuffer: 64 << 20 });
+        if (r.status !== 0) return void res.writeHead(500).end(`fidelity-tree.py ${op}: ${r.stderr}`);
+        res.writeHead(200, { "content-type": "application/json" }).end(r.stdout || "{}");
+      },
+    });
+    undo.push(() => proxy.stop());
+    agent = await startAgent({ ...agentOptions, storeEndpoint: proxy.url });
+    undo.push(() => agent.process.stop());
+    // And every request from the Worker (and the tests' helpers) to the agent passes a second instance, so a test can
+    // cut or stall the Worker ⇄ agent connection too. The agent keeps its port across a kill, so this one address holds.
+    const agentProxy = await startFaultProxy(agent.url);
+    undo.push(() => agentProxy.stop());
+    project.provide("stack", {
+      agentRuntime: runtime,
+      smallDisk,
+      agentUrl: agentProxy.url,
+      agentFaultProxyUrl: agentProxy.url,
+      agentSecret,
+      apiToken: randomBytes(32).toString("hex"),
+      faultProxyUrl: proxy.url,
+      s3: { endpoint: proxy.url, bucket: store.bucket, accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+    });
+    project.provide("hostile", hostileCorpus());
+    return async () => {
+      await agent.process.stop();
+      await agentProxy.stop();
+      await proxy.stop();
+      if ("sandboxId" in smallDisk) spawnSync("umount", ["-l", join(dir, "sandboxes", smallDisk.sandboxId)]);
+      await store.stop();
+      rmSync(dir, { recursive: true, force: true });
+    };
+  } catch (e) {
+    for (const step of undo.reverse()) await Promise.resolve().then(step).catch(() => {});
+    throw e;
+  }
 }
 
 /** A 24 MiB tmpfs as one sandbox's root directory (the agent maps every path of that sandbox below it). */

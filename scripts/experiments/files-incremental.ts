@@ -2,10 +2,10 @@
 // as files-cas on a private stack of this checkout, then RUNS times 10 MB of new files written and files-cas again
 // (its parent the previous one), each run's steps and the transfer step's parts printed. Emulator figures.
 // ELSEWHERE=1: the runs are in another sandbox the base was restored into (files-extract), as the race's "not a fork".
-// Usage: [ELSEWHERE=1] node scripts/experiments/files-incremental.ts [RUNS]
+// KEEP=1 keeps the state directory. Usage: [ELSEWHERE=1] node scripts/experiments/files-incremental.ts [RUNS]
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNpmWorkspace } from "../bench/peers/npm-workspace.ts";
@@ -56,4 +56,7 @@ try {
   }
 } finally {
   await stack.stop();
+  // A copy of the workspace and a store (~1-2 GB) per run: kept only when asked (its logs/ show each part's side).
+  if (process.env.KEEP === "1") log(`state kept in ${state}`);
+  else rmSync(state, { recursive: true, force: true });
 }

@@ -3,10 +3,10 @@
 // run's usable time, steps, the gaps between them and the parts of the transfer and materialize steps printed.
 // SLEEP=1: each woken tree then gets 10 MB of new files and sleeps as files-cas (a layer of the woken snapshot's
 // index: files.ts wakeBase), the next run waking that; the sleep's steps and transfer parts printed.
-// Emulator figures. Usage: [SLEEP=1] node scripts/experiments/files-wake.ts [RUNS]
+// Emulator figures. KEEP=1 keeps the state directory (logs/ included). Usage: [SLEEP=1] node scripts/experiments/files-wake.ts [RUNS]
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNpmWorkspace } from "../bench/peers/npm-workspace.ts";
@@ -62,4 +62,7 @@ try {
   }
 } finally {
   await stack.stop();
+  // A copy of the workspace and a store (~1-2 GB) per run: kept only when asked (its logs/ show each part's side).
+  if (process.env.KEEP === "1") log(`state kept in ${state}`);
+  else rmSync(state, { recursive: true, force: true });
 }

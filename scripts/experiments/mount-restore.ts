@@ -2,9 +2,9 @@
 // backed up as squashfs-zstd-3 on a private stack of this checkout, then RUNS presigned-squashfs-mount restores into
 // fresh sandboxes, each run's wall (POST → the run's end as its record says), steps, the gaps between them and the
 // transfer's and materialize's parts printed. BACKUP= and STRATEGY= pick another pair (a lazy restore:
-// BACKUP=squashfs-chunked STRATEGY=lazy-squashfs). Emulator figures. Usage: node scripts/experiments/mount-restore.ts [RUNS]
+// BACKUP=squashfs-chunked STRATEGY=lazy-squashfs). Emulator figures. KEEP=1 keeps the state directory. Usage: node scripts/experiments/mount-restore.ts [RUNS]
 import { execSync } from "node:child_process";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNpmWorkspace } from "../bench/peers/npm-workspace.ts";
@@ -40,4 +40,7 @@ try {
   }
 } finally {
   await stack.stop();
+  // A copy of the workspace and a store (~1-2 GB) per run: kept only when asked (its logs/ show each part's side).
+  if (process.env.KEEP === "1") log(`state kept in ${state}`);
+  else rmSync(state, { recursive: true, force: true });
 }
