@@ -92,10 +92,11 @@ export default async function setup(project: TestProject) {
   const smallDisk = mountSmallDisk(join(dir, "sandboxes"));
   // Until the teardown is returned, a failure (an agent that does not start, say) takes down what is up: vitest runs
   // no teardown for a setup that threw, and a mounted tmpfs and a store would outlive the run.
+  // Undone last first: the directory goes once nothing writes into it.
   const undo: (() => unknown)[] = [
+    () => rmSync(dir, { recursive: true, force: true }),
     () => store.stop(),
     () => "sandboxId" in smallDisk && spawnSync("umount", ["-l", join(dir, "sandboxes", smallDisk.sandboxId)]),
-    () => rmSync(dir, { recursive: true, force: true }),
   ];
   try {
     // A store silent for 6 s is a stalled one here (60 s in production), so the stall tests run in seconds.
