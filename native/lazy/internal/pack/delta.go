@@ -131,7 +131,7 @@ func RunDelta(opts Options, d Delta, out io.Writer) (DeltaResult, error) {
 	if err != nil {
 		return fail(err)
 	}
-	p.tar = newTarWriter(a.buffered)
+	p.tar = newTarWriter(a.in)
 	archived := &archivedEntries{byPath: make(map[string]Entry, len(list))}
 	p.sink = archived
 	if err := p.archiveListed(root, walk, list, archived); err != nil {

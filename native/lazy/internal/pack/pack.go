@@ -121,7 +121,7 @@ func Run(opts Options, out io.Writer) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	p := &packer{opts: opts, sel: sel, tar: newTarWriter(a.buffered), writers: []*manifestWriter{m}, sink: m, hash: sha256.New(), buf: make([]byte, 1<<20), firstName: map[[2]uint64]linked{}}
+	p := &packer{opts: opts, sel: sel, tar: newTarWriter(a.in), writers: []*manifestWriter{m}, sink: m, hash: sha256.New(), buf: make([]byte, 1<<20), firstName: map[[2]uint64]linked{}}
 	fail := func(err error) (Result, error) {
 		m.abandon()
 		return Result{}, err
@@ -142,11 +142,14 @@ func Run(opts Options, out io.Writer) (Result, error) {
 	}, nil
 }
 
-// archiveOut is the archive's way out: tar ──▶ 1 MiB buffer ──▶ zstd ──▶ SHA-256 and count ──▶ out.
+// archiveOut is the archive's way out: tar ──▶ zstd ──▶ SHA-256 and count ──▶ out.
 type archiveOut struct {
-	hashed   *hashingWriter
-	z        io.WriteCloser // the stream encoder (--long), or frames of 4 MiB encoded on every core (frames.go)
-	buffered *bufio.Writer
+	hashed *hashingWriter
+	// the stream encoder (--long, or one thread), or frames of 8 MiB encoded on every core (frames.go)
+	z io.WriteCloser
+	// where the tar goes: the stream encoder behind a 1 MiB buffer; the frames straight, as they are a buffer already
+	// (a second one only copied every byte once more)
+	in io.Writer
 }
 
 // frameSize: each independent zstd frame's input when the archive is compressed on several cores (frames.go).
@@ -174,7 +177,7 @@ func newArchiveOut(opts Options, out io.Writer) (*archiveOut, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &archiveOut{hashed: hashed, z: z, buffered: bufio.NewWriterSize(z, 1<<20)}, nil
+		return &archiveOut{hashed: hashed, z: z, in: bufio.NewWriterSize(z, 1<<20)}, nil
 	}
 	// Independent frames, one per core at once: EncodeAll on an encoder shared by the workers (it is safe for
 	// concurrent use, up to its concurrency).
@@ -183,7 +186,7 @@ func newArchiveOut(opts Options, out io.Writer) (*archiveOut, error) {
 		return nil, err
 	}
 	z := newFrameWriter(hashed, enc, frameSize, threads)
-	return &archiveOut{hashed: hashed, z: z, buffered: bufio.NewWriterSize(z, 1<<20)}, nil
+	return &archiveOut{hashed: hashed, z: z, in: z}, nil
 }
 
 // close ends the tar stream and the zstd frame: the archive is whole.
@@ -191,8 +194,10 @@ func (a *archiveOut) close(t *tarWriter) error {
 	if err := t.close(); err != nil {
 		return err
 	}
-	if err := a.buffered.Flush(); err != nil {
-		return err
+	if b, ok := a.in.(*bufio.Writer); ok {
+		if err := b.Flush(); err != nil {
+			return err
+		}
 	}
 	return a.z.Close()
 }
