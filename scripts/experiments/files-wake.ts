@@ -38,7 +38,7 @@ try {
     log(`run ${run}: POST answered in ${posted} ms; steps ${JSON.stringify(Object.fromEntries(Object.entries(steps).map(([k, v]) => [k, v.ms])))}`);
     const timed = Object.entries(steps).map(([k, v]) => [k, v as { startedAt?: number; endedAt?: number }] as const).filter(([, v]) => v.startedAt && v.endedAt).sort((a, b) => a[1].startedAt! - b[1].startedAt!);
     log(`  request → first step ${timed[0] ? timed[0][1].startedAt! - started : "?"} ms; between steps: ${timed.slice(1).map(([k, v], i) => `${k} +${v.startedAt! - timed[i]![1].endedAt!} ms`).join(", ")}`);
-    log(`  probe ${JSON.stringify(pick(steps.probe, ["ms", "probeParts"]))} transfer ${JSON.stringify(pick(steps.transfer, ["ms", "baseMountMs", "baseReadyMs", "baseDoneMs"]))} materialize ${JSON.stringify(pick(steps.materialize, ["ms", "clearMs", "swapMs", "mountAtMs", "usableAfterMaterializeMs"]))}`);
+    log(`  probe ${JSON.stringify(pick(steps.probe, ["ms", "probeParts"]))} transfer ${JSON.stringify(pick(steps.transfer, ["ms", "baseMountMs", "baseReadyMs", "baseDoneMs", "swapMs", "mountAtMs", "usableMs"]))} materialize ${JSON.stringify(pick(steps.materialize, ["ms", "clearMs", "swapMs", "mountAtMs", "usableAfterMaterializeMs"]))}`);
     if (process.env.SLEEP !== "1") continue;
     const dir = join(state, "sandboxes", `wake-${run}`, "workspace", `change-${run}`);
     mkdirSync(dir);

@@ -15,8 +15,10 @@
 //
 // A file-level base (files-overlay-restore) is not an image: snapflow-lazy files-mount fetches its index (checked
 // against the record's SHA-256), and serves the index's tree at the image's place (beside the deltas' extraction);
-// the rest is as for a chunked base. A compaction's wake (p.compactor) fetches on demand only and waits for nothing:
-// its backup reads only the names the layers hold (filecas lower.go).
+// the rest is as for a chunked base. Alone (no tar deltas over it: a wake's layers are in its index chain), its
+// overlay goes in at the target at the end of the transfer, a step sooner than materialize: a wake waits for one
+// step fewer. A compaction's wake (p.compactor) fetches on demand only and waits for nothing: its backup reads only
+// the names the layers hold (filecas lower.go).
 import { SnapflowError } from "../errors.ts";
 import { AgentCallError } from "../sandbox/agent-client.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
@@ -82,7 +84,8 @@ export const overlayPlan: RestorePlan = {
     return { snapshot: { id, format, archive, manifest }, layers };
   },
 
-  async transfer(c, { layers }) {
+  async transfer(c, probed) {
+    const { layers } = probed;
     const { d, p, agent } = c;
     const t = performance.now();
     const where = sandboxPaths.overlay(p.restoreId);
@@ -141,7 +144,20 @@ export const overlayPlan: RestorePlan = {
     const baseMount = mounted ? { baseMountMs: mounted.ms, baseReadyMs: mounted.readyMs } : {};
     // (files-mount fetches a file-level base's index itself: no separate moment it is in)
     const timing = { ...(filesBase ? {} : { baseInMs }), baseDoneMs, ...(deltas.length ? { deltasDoneMs, deltaExtractMs } : {}) };
-    return { ms: since(t), bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}), ...baseMount, ...timing };
+    const done = { bytes: baseBytes! + deltaBytes.reduce((n, b) => n + b, 0), layers: layers.length, ...(deltas.length ? { opaque } : {}), ...baseMount, ...timing };
+    if (!clearInMount) return { ms: since(t), ...done };
+    // A file-level base alone: nothing is left to build, so its overlay goes in at the target now (one call clears
+    // what an earlier attempt left, its upper and staged directory, and lays it). A retried transfer takes the
+    // overlay down with the lower it mounts again (the agent unmounts what depends on a mount), and the swap,
+    // finding itself done with nothing at the target, lays it again. A base whose mount went in between (an agent
+    // restart: a 404 naming the lower, which no retry would mend) is started again, and the swap asked again.
+    let restarted: Awaited<ReturnType<typeof startFilesMount>> | undefined;
+    const swapped = await swapInOverlay(c, probed, { remove: [probed.swap.staged, where.upper], unmount: [] }).catch(async (e) => {
+      if (!(e instanceof AgentCallError && e.status === 404 && e.field === "mount.lower")) throw e;
+      restarted = await startFilesMount(c, base!, imageAt);
+      return swapInOverlay(c, probed);
+    });
+    return { ms: since(t), ...done, ...(restarted ? { baseMountMs: restarted.ms, remountedBase: true } : {}), upper: where.upper, lazy: true, ...usableNow(c, swapped) };
   },
 
   async materialize(c, probed) {
@@ -160,16 +176,8 @@ export const overlayPlan: RestorePlan = {
       return (await agent.mountOverlayStack({ path: where.lower, lowers })).ms;
     };
     if (isFiles(base) && !chained) {
-      // The transfer mounted the base at the lower: one call clears what an earlier attempt left (its upper, its
-      // staged directory) and lays the overlay at the target. A base whose mount went since (an agent restart: a
-      // 404 naming the lower) is started again, and the swap asked again.
-      let restarted: Awaited<ReturnType<typeof startFilesMount>> | undefined;
-      const swapped = await swapInOverlay(c, probed, { remove: [swap.staged, where.upper], unmount: [] }).catch(async (e) => {
-        if (!(e instanceof AgentCallError && e.status === 404 && e.field === "mount.lower")) throw e;
-        restarted = await startFilesMount(c, base, imageAt);
-        return swapInOverlay(c, probed);
-      });
-      return { ms: since(t), bytes: 0, ...(restarted ? { baseMountMs: restarted.ms, remountedBase: true } : {}), upper: where.upper, lazy: true, ...usableNow(c, swapped) };
+      // The transfer swapped it in (usable since): nothing is left to make. (verify's swap, repeatable, finds it in.)
+      return { ms: since(t), bytes: 0, swappedInBy: "transfer", upper: where.upper, lazy: true };
     }
     if (isFiles(base)) {
       // Chained (the base alone went above): the transfer mounted the base (files-mount at imageAt). A retry finds

@@ -6,7 +6,8 @@
 //                 the target is empty (or `replace` was asked for) and the disk can hold the new tree beside
 //                 the old one (space-check.ts); plans the swap: the new tree is built beside the target
 //   transfer    → archive bytes from the store into the sandbox: to a staging file, or piped into the
-//                 extractor (then materialize is overlapped); the SHA-256 of what arrived is checked
+//                 extractor (then materialize is overlapped); the SHA-256 of what arrived is checked (a file-level
+//                 wake's index is mounted and its overlay swapped in here: usable a step sooner)
 //   materialize → extract or mount the staged archive, beside the target (a lazy mount instead starts its helper
 //                 and swaps the tree in at once, mounted at the target: usable before it is checked or local)
 //   verify      → the agent compares the new tree with the snapshot's manifest, then swaps it in by rename
@@ -57,17 +58,18 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
     planned = { ...(await planOf(s).probe(c, snapshot)), contentCheck: contentCheckReason(snapshot, p) };
     mark("plan");
-    // Before anything is written: can the sandbox hold the new tree beside the old one (and a staged archive)? And
-    // whether the swap will replace anything: a fresh sandbox's /workspace exists (the agent makes its roots) but
-    // holds nothing, and without `replace` the target was found empty; the swap's own hadTarget means "existed".
-    // Asked at once; a shortage of space is answered first.
-    const [spaced, stated] = await Promise.allSettled([checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned), p.replace ? c.agent.stat(p.path) : undefined]);
+    // Can the sandbox hold the new tree beside the old one (and a staged archive)? And whether the swap will replace
+    // anything: a fresh sandbox's /workspace exists (the agent makes its roots) but holds nothing, and without
+    // `replace` the target was found empty; the swap's own hadTarget means "existed". Beside them, the journal that
+    // says where the new tree goes, so a cleanup after any later failure finds it: asked at once (a wake waits for
+    // this step), and rolled back if a check refuses the restore. A shortage of space is answered first.
+    const [spaced, stated, journaled] = await Promise.allSettled([checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned), p.replace ? c.agent.stat(p.path) : undefined, c.agent.planSwap(p.path, p.restoreId)]);
+    if (journaled.status === "fulfilled" && (spaced.status === "rejected" || stated.status === "rejected")) await c.agent.rollbackSwap(p.path, p.restoreId).catch(() => {});
     const space = settled(spaced);
     const target = settled(stated);
     planned = { ...planned, space, replacing: !!target?.exists && (target.type !== "dir" || (target.entries ?? 0) > 0) };
     mark("space");
-    // Last: a journal that says where the new tree goes, so a cleanup after any later failure finds it.
-    const journal = await c.agent.planSwap(p.path, p.restoreId);
+    const journal = settled(journaled);
     mark("swapPlan");
     planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };
   } catch (e) {
@@ -108,9 +110,9 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
   const journal = await c.agent.swapState(p.path, p.restoreId);
   if (journal.state === "none") throw new SnapflowError("snapshot_unusable", `restore ${p.restoreId}: the swap its probe planned for ${p.path} is gone (the agent's sweeper rolled it back?)`);
   const plan = planOf(s);
-  // A tree that went in at the end of materialize (a lazy one, a trusted image: usable at once) is checked at the
-  // target, in afterSwap.
-  const inAlready = steps.materialize?.swappedIn === true;
+  // A tree that went in at the end of materialize or of the transfer (a lazy one, a trusted image: usable at once)
+  // is checked at the target, in afterSwap.
+  const inAlready = swappedInEarly(steps);
   // deferCheck (a compaction's wake: its tree is checked once its image is made, compaction-check.ts): a lazy tree is
   // not walked here; afterSwap still hands the helper its chunk URLs and waits until every chunk is local.
   const deferred = options.deferCheck === true && inAlready;
@@ -148,11 +150,14 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
   const deep = probed.contentCheck !== undefined;
   const v = await verifyTreeAgainst(d, p, probed, path, { deep });
   if (deep && probed.contentCheck !== "deepVerify") await recordContentChecked(d, p);
-  // A lazy tree (swapped in by materialize) never had its image hashed whole: each chunk was, before any byte of it was served.
-  const lazy = steps.materialize?.swappedIn === true;
+  // A lazy tree (swapped in before verify) never had its image hashed whole: each chunk was, before any byte of it was served.
+  const lazy = swappedInEarly(steps);
   const by = deep ? `every file hashed against the manifest (${probed.contentCheck})` : lazy ? "each chunk's SHA-256 before it was served, then a metadata walk" : "the image's SHA-256 on arrival, then a metadata walk";
   return { ms: since(t), bytes: v.totals.bytes, files: v.totals.files, dirs: v.totals.dirs, symlinks: v.totals.symlinks, agentMs: v.ms, verified: { ...v.verified, by } };
 }
+
+/** Did the tree go in at the target before verify (a lazy tree, at the end of materialize or of the transfer)? */
+const swappedInEarly = (steps: Record<string, StepResult>) => steps.materialize?.swappedIn === true || steps.transfer?.swappedIn === true;
 
 /**
  * The tree at `path` compared with the snapshot's manifest (an overlay chain's resolved through its layers) by the
@@ -198,8 +203,9 @@ export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
  * complete (request → every chunk local and verified, from verify), with which chunks came on demand and which ahead.
  */
 function lazyMoments(steps: Record<string, StepResult>) {
-  // usable: the tree answering at the target (materialize swapped it in); complete: every chunk local and verified.
-  const usableMs = steps.materialize?.usableMs;
+  // usable: the tree answering at the target (materialize, or a file-level wake's transfer, swapped it in);
+  // complete: every chunk local and verified.
+  const usableMs = steps.transfer?.usableMs ?? steps.materialize?.usableMs;
   const completeMs = steps.verify?.completeMs;
   const lazy = steps.verify?.lazy;
   return usableMs === undefined && completeMs === undefined ? {} : { usableMs, completeMs, ...(lazy ? { chunks: lazy } : {}) };

@@ -32,7 +32,9 @@ export interface FirstUse {
 /** The step times and the lazy materialization's parts that add up to usableMs, from the run's step results. */
 export function toUsable(steps: Record<string, unknown>): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const step of ["probe", "transfer", "materialize"]) {
+  // A file-level wake's transfer swaps the tree in (overlay-plan.ts): materialize comes after usable.
+  const inAtTransfer = (steps.transfer as { swappedIn?: boolean } | undefined)?.swappedIn === true;
+  for (const step of inAtTransfer ? ["probe", "transfer"] : ["probe", "transfer", "materialize"]) {
     const ms = (steps[step] as { ms?: number } | undefined)?.ms;
     if (typeof ms === "number") out[`${step}Ms`] = ms;
   }
@@ -40,6 +42,10 @@ export function toUsable(steps: Record<string, unknown>): Record<string, number>
   // moment, and the agent's call around it — the deltas extracted (and the agent's extraction alone).
   const tr = (steps.transfer ?? {}) as Record<string, unknown>;
   for (const k of ["baseInMs", "baseDoneMs", "deltasDoneMs", "deltaExtractMs", "baseReadyMs", "baseMountMs"]) if (typeof tr[k] === "number") out[`transfer.${k}`] = tr[k] as number;
+  if (inAtTransfer) {
+    for (const k of ["swapMs", "mountAtMs"]) if (typeof tr[k] === "number") out[k] = tr[k] as number;
+    return out;
+  }
   const m = (steps.materialize ?? {}) as Record<string, unknown>;
   // The lazy materializations' parts, and the overlay plan's (a fork: its base's lazy mount, then the overlay).
   for (const k of ["clearMs", "signedMs", "presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "servingAfterStepMs", "baseMountMs", "baseFuseMs", "baseImageMountMs", "stackMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
