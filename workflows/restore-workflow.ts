@@ -11,6 +11,7 @@ import { cleanupRestore } from "../src/restore/restore-phases.ts";
 import { runRestorePhases } from "../src/restore/run-restore.ts";
 import { progressReporter } from "../src/snapshots/progress.ts";
 import { releaseTargetLeaseQuietly } from "../src/snapshots/target-leases.ts";
+import { releaseLease } from "../src/snapshots/restore-leases.ts";
 import type { RunProgress, StepResult } from "../src/snapshots/records.ts";
 import { findRestore } from "../src/strategies/registry.ts";
 import { wallAndOverhead } from "../src/phases/phase-runner.ts";
@@ -55,6 +56,8 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
       // cleanup only finishes the commit (success is final).
       const cleaned = touched ? await step.do(CLEANUP_STEP, configs.cleanup, () => cleanupRestore(d, p, s, touched)) : { recorded: false };
       if (!cleaned.recorded) {
+        // A probe that failed released its snapshot lease itself, unless the request took it (leasedByRequest).
+        if (!touched) await releaseLease(d.store, p.snapshotId, p.restoreId).catch((le) => console.warn(`lease of ${p.restoreId} on ${p.snapshotId} not released: ${errorMessage(le)}`));
         await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
         await endOwnSandbox(step, d, p);
         await reporter.final({ ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });

@@ -37,18 +37,18 @@ import { readMatrixStatus } from "../matrix/matrix-status.ts";
 import { MatrixSpec } from "../matrix/matrix-spec.ts";
 import { buildSummary } from "../matrix/summary.ts";
 import { startMatrix } from "../matrix/schedule.ts";
-import type { RestoreParams } from "../restore/restore-params.ts";
-import { refuseNonEmptyTarget } from "../restore/target-check.ts";
 import { AgentCallError, AgentClient } from "../sandbox/agent-client.ts";
 import { cancelRun } from "../runs/cancel-run.ts";
 import { startRunUnderLease } from "../runs/start-run.ts";
+import { releaseLease, takeLease } from "../snapshots/restore-leases.ts";
+import { startRestoreRun } from "./start-restore.ts";
 import { describeInterruption, readInterruptions } from "../runs/interruptions.ts";
 import { readProgress, readSnapshot } from "../snapshots/records.ts";
 import { totalMs, wallAndOverhead } from "../phases/phase-runner.ts";
-import { chainOver, isChainBase, readOverlayChain } from "../snapshots/overlay-chain.ts";
+import { chainOver, isChainBase } from "../snapshots/overlay-chain.ts";
 import { runDoctor } from "../doctor/doctor.ts";
-import { findBackup, formatName, restoresForSnapshot, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
-import { defaultMarks, defaultRestore } from "./default-restore.ts";
+import { findBackup, formatName, STRATEGIES, unavailableReason } from "../strategies/registry.ts";
+import { defaultMarks } from "./default-restore.ts";
 import { checkBearer, json, parseBody } from "./http.ts";
 import { checkResultsLink, RESULTS_LINK_TTL_SECONDS, resultsPageHeaders, signResultsLink } from "./results-link.ts";
 import { resultsPage } from "./results-page.ts";
@@ -251,24 +251,22 @@ const routes: [string, string, Handler][] = [
     // caller that the id exists. Snapshots from before tenants are the default tenant's.
     const snapshot = found && tenantOf(found) === body.tenant ? found : null;
     if (!snapshot) throw apiError("not_found", `snapshot ${body.snapshotId} does not exist (or did not complete)`, "snapshotId");
-    // An overlay delta is restored over its chain's image (or the compaction it resolves through): its format says
-    // which restores can mount it.
-    const base = snapshot.delta?.kind === "overlay-upper" ? (await readOverlayChain(d, snapshot)).image : null;
-    const fits = restoresForSnapshot(snapshot, base?.format);
-    // Default: the recommended path (the sandbox fetches over a presigned URL, piped into the extractor).
-    const strategy = body.strategy ?? defaultRestore(fits)?.name;
-    const kindOf = snapshot.delta ? `${snapshot.delta.kind} delta` : `${formatName(snapshot.format)} snapshot`;
-    if (!strategy || !fits.some((s) => s.name === strategy)) {
-      throw apiError("bad_request", `strategy: ${body.strategy} cannot restore a ${kindOf}; use one of: ${fits.map((s) => s.name).join(", ")}`, "strategy");
-    }
+    // The restore's lease on the snapshot (restore-leases.ts), taken now, beside this request's other checks, rather
+    // than first thing in the probe: a wake waits for the probe. Only once the snapshot is known to be the caller's
+    // (a lease on another tenant's would hold up its deletes); released if the run is not started.
     const id = newId("rs");
-    const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString() };
-    // A target that holds files without `replace` is refused here (409); the Workflow checks again before writing.
-    await startRunUnderLease(env, d, "restore", id, { sandboxId: params.sandboxId, path: params.path }, params, () => refuseNonEmptyTarget(new AgentClient(d.transport, body.sandboxId), body.path, body.replace));
-    return json({ id, status: "queued", strategy, snapshotId: body.snapshotId }, 202, { location: `/api/restores/${id}` });
+    const lease = takeLease(d.store, body.snapshotId, id);
+    lease.catch(() => {});
+    try {
+      return await startRestoreRun(env, d, body, snapshot, id, lease);
+    } catch (e) {
+      await lease.then(() => releaseLease(d.store, body.snapshotId, id), () => {}).catch(() => {});
+      throw e;
+    }
   }],
 
   ["GET", "/api/restores/:id", async (req, env, d, { id }) => runStatus(req, env.RESTORE_WORKFLOW, d.kv, idParam(id, RUN_ID, "id"))],
+
 
   ["POST", "/api/runs/:id/cancel", async (req, env, d, { id }) => {
     const runId = idParam(id, RUN_ID, "id");

@@ -37,6 +37,12 @@ export interface RestoreParams {
    * changed, so a file-level base fetches chunks on demand only and is not waited for
    */
   compactor?: boolean;
+  /**
+   * set by POST /api/restores (never by the caller: the request schema is strict): the restore's lease on its snapshot
+   * (restore-leases.ts) was taken before the Workflow was created, so the probe reads the record while it refreshes
+   * the lease rather than after, and keeps the lease when it fails (the run's failure path releases it)
+   */
+  leasedByRequest?: true;
 }
 
 /** One archive to bring: a full snapshot's, or one layer of a delta chain (its deletions beside it). */

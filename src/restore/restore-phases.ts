@@ -48,12 +48,15 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   // Where the probe's time goes, each part ending at (ms since the step began): a wake waits for all of it.
   const parts: Record<string, number> = {};
   const mark = (part: string) => (parts[part] = since(t));
-  // The lease first, then the record: a delete either sees the lease or this probe sees no record (restore-leases.ts).
-  await takeLease(d.store, p.snapshotId, p.restoreId);
+  // The lease before the record is read: a delete either sees the lease or this probe sees no record
+  // (restore-leases.ts). Taken by the request already (leasedByRequest), it is only refreshed, beside the read.
+  const leased = p.leasedByRequest ? takeLease(d.store, p.snapshotId, p.restoreId) : undefined;
+  if (!leased) await takeLease(d.store, p.snapshotId, p.restoreId);
+  leased?.catch(() => {});
   mark("lease");
   let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown; contentCheck?: string; replacing?: boolean };
   try {
-    const snapshot = await readSnapshot(d.store, d.kv, p.snapshotId);
+    const [snapshot] = await Promise.all([readSnapshot(d.store, d.kv, p.snapshotId), leased]);
     mark("record");
     if (!snapshot) throw new SnapflowError("not_found", `snapshot ${p.snapshotId} does not exist (or did not complete)`, { field: "snapshotId" });
     planned = { ...(await planOf(s).probe(c, snapshot)), contentCheck: contentCheckReason(snapshot, p) };
@@ -73,8 +76,9 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     mark("swapPlan");
     planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };
   } catch (e) {
-    // The restore never started: it holds nothing.
-    await releaseLease(d.store, p.snapshotId, p.restoreId);
+    // The restore never started: it holds nothing. (A lease the request took stays until the run ends: a retried
+    // probe reads the record beside refreshing it, so it must be there already; the run's failure path releases it.)
+    if (!p.leasedByRequest) await releaseLease(d.store, p.snapshotId, p.restoreId);
     throw e;
   }
   const ms = since(t);

@@ -1,6 +1,7 @@
-// A restore's hold on its snapshot: restoring/<snapshotId>/<restoreId>, an object with an expiry, written by the
-// restore's probe before it reads the record and removed when the restore no longer reads the store (after
-// verify, or by its cleanup). delete-snapshot.ts refuses while a live lease exists. The expiry covers a restore
+// A restore's hold on its snapshot: restoring/<snapshotId>/<restoreId>, an object with an expiry, in the store before
+// the restore's probe reads the record — written by POST /api/restores before it creates the Workflow (the probe then
+// refreshes it beside its read), or by the probe itself first for runs started otherwise — and removed when the
+// restore no longer reads the store (after verify, by its cleanup, or by the run's failure path). delete-snapshot.ts refuses while a live lease exists. The expiry covers a restore
 // whose Workflow died without cleaning up: after it, the lease no longer holds anything.
 import type { ObjectStore } from "../store/object-store.ts";
 import { listAll } from "../store/list-all.ts";

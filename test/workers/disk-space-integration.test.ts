@@ -55,6 +55,8 @@ describe.skipIf(skipped)(`a small sandbox disk (24 MiB tmpfs)${skipped ? ` — S
     expect(r.steps.transfer).toBeUndefined();
     expect((await manifest(sb, "/workspace/app")).entries).toEqual(before.entries);
     expect(await sandboxLeftovers(sb, "/workspace/app")).toEqual([]);
+    // The snapshot lease the request took is released by the run's failure path (the probe keeps it between attempts).
+    expect((await (await testStore()).list(`restoring/${snapshotId}/`)).objects).toEqual([]);
     faultRow({ fault: "new tree cannot fit beside the old one (24 MiB tmpfs)", phase: "restore probe", outcome: "failed before writing, naming path, free space, shortfall; old tree intact", retries: 0, ms, leftovers: await leftovers(sb, "/workspace/app") });
   });
 

@@ -16,7 +16,7 @@ import { depsFrom } from "../../src/deps.ts";
 import { archiveKey, putJson } from "../../src/snapshots/records.ts";
 import { DEFAULT_BACKUP, findBackup } from "../../src/strategies/registry.ts";
 import { verifyPhase } from "../../src/backup/backup-phases.ts";
-import { agent, agentRequests, api, freshSandbox, leftovers, putFile, runWorkflow } from "./helpers.ts";
+import { agent, agentRequests, api, freshSandbox, leftovers, putFile, runWorkflow, testStore } from "./helpers.ts";
 import { apiErrorLine } from "../../scripts/cli/api-error-line.ts";
 
 const page = (path: string) => exports.default.fetch(`http://snapflow.test${path}`);
@@ -277,6 +277,8 @@ describe("destructive defaults are off", () => {
       // The CLI says it with its own flag, on one line.
       expect(apiErrorLine("restore", refused.json.error)).toBe(`snapflow restore: restore target /workspace/app in sandbox ${dst} is not empty (it holds 1 entry); pass --replace to overwrite it`);
       expect(await wf.get()).toHaveLength(0);
+      // The lease the request took on the snapshot went with the refusal: nothing holds up its deletion.
+      expect((await (await testStore()).list(`restoring/${snapshotId}/`)).objects).toEqual([]);
     }
     expect(await read(dst, "/workspace/app/mine.txt")).toBe("the sandbox's own work\n");
     expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app")).entries).toBe(1);
