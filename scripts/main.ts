@@ -8,6 +8,7 @@ import { apiClient, ApiCallError, type RunStatus } from "./cli/api-client.ts";
 import { findRunningStack, freePort, portIsFree, stackDir, startStack, wranglerPort, type Stack, type StackInfo } from "./stack/stack.ts";
 import { processTree, sampleRss, type RssSample } from "./stack/rss.ts";
 import { timingTable, type Row } from "./cli/timing-table.ts";
+import { usableStep } from "../src/restore/usable-step.ts";
 
 const HELP = `Usage: npm start [-- options]
 
@@ -181,7 +182,7 @@ try {
     const rest = chunks.uploadedBytes < chunks.imageBytes ? " (the rest: chunks already in the store, or repeated in the image)" : "";
     console.log(`\nchunks: uploaded ${(chunks.uploadedBytes / 1e6).toFixed(1)} MB of the image's ${(chunks.imageBytes / 1e6).toFixed(1)} MB${rest}`);
   }
-  const usableMs = (restore.steps.materialize as { usableMs?: number } | undefined)?.usableMs;
+  const usableMs = (usableStep(restore.steps) as { usableMs?: number } | undefined)?.usableMs;
   const completeMs = (restore.steps.verify as { completeMs?: number } | undefined)?.completeMs;
   if (usableMs !== undefined) console.log(`lazy restore: usable ${usableMs} ms after the request (the tree answers at the target), complete ${completeMs ?? "?"} ms (every chunk local and verified)`);
   const v = restore.steps.verify!;

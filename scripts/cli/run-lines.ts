@@ -6,6 +6,7 @@
 // not "51074 MB/s"); a chunked backup's transfer reports the chunks it uploaded, not the few kB of its index.
 import { inFlagWords } from "./api-error-line.ts";
 import type { RunStatus } from "./api-client.ts";
+import { usableStep } from "../../src/restore/usable-step.ts";
 
 type Step = RunStatus["steps"][string];
 
@@ -42,7 +43,11 @@ function stepNote(kind: "backup" | "restore", name: string, s: Step): string {
     if (name === "record") return "snapshot recorded";
     return "";
   }
-  if (name === "transfer") return `fetched ${size(s.bytes)}${rate(s.bytes, s.ms)}${s.extractedWhileReceiving ? ", extracted while receiving" : ""}`;
+  if (name === "transfer") {
+    // A tree made at the target (or a wake's overlay) went in at the end of the transfer: no materialize step follows.
+    const inAt = s.swappedIn === true ? `; ${s.how === "lazy" ? "mounted lazily" : "in at the target"}: usable ${num(s.usableMs) ?? "?"} ms after the request` : "";
+    return `fetched ${size(s.bytes)}${rate(s.bytes, s.ms)}${s.extractedWhileReceiving ? ", extracted while receiving" : ""}${inAt}`;
+  }
   if (name === "materialize") {
     if (s.overlapped) return "done while receiving";
     if (s.how === "lazy") return `mounted lazily: usable ${num(s.usableMs) ?? "?"} ms after the request`;
@@ -84,7 +89,7 @@ export function backupResultLine(s: RunStatus, snapshot: SnapshotFacts, where: {
 /** The restore's result: what arrived where, when it was usable and when complete. */
 export function restoreResultLine(s: RunStatus, where?: { sandbox: string; path: string; hostPath?: string }): string {
   const v = s.steps.verify ?? ({ ms: 0, bytes: 0 } as Step);
-  const usable = num(s.steps.materialize?.usableMs);
+  const usable = num(usableStep(s.steps)?.usableMs);
   const complete = num(v.completeMs);
   const when = usable !== undefined ? `usable after ${seconds(usable)} (lazy), complete after ${seconds(complete ?? wall(s))}` : `in ${seconds(wall(s))}`;
   // (Followed by id alone, `status --follow`, a restore's status does not say where it went.)
@@ -94,7 +99,8 @@ export function restoreResultLine(s: RunStatus, where?: { sandbox: string; path:
 
 /** The step a run stopped in: the first of its phases it did not finish. */
 export function stoppedAt(kind: "backup" | "restore", s: RunStatus): string {
-  const phases = kind === "backup" ? ["probe", "archive", "transfer", "verify", "record"] : ["probe", "transfer", "materialize", "verify", "record"];
+  // A restore whose transfer swapped its tree in has no materialize step.
+  const phases = kind === "backup" ? ["probe", "archive", "transfer", "verify", "record"] : ["probe", "transfer", ...(s.steps.transfer?.swappedIn === true ? [] : ["materialize"]), "verify", "record"];
   return phases.find((p) => !s.steps[p]) ?? "cleanup";
 }
 

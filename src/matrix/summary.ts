@@ -23,7 +23,8 @@ export function backupCoreMs(r: RunResult): number | undefined {
 /** The part of a restore the seeds timed: getting the archive into the sandbox and extracting or mounting it. */
 export function restoreCoreMs(r: RunResult): number | undefined {
   const s = r.restore?.steps;
-  return s?.transfer && s.materialize ? s.transfer.ms + s.materialize.ms : undefined;
+  // (No materialize step when the transfer swapped the tree in: a lazy mount, a trusted image.)
+  return s?.transfer && (s.materialize || s.transfer.swappedIn === true) ? s.transfer.ms + (s.materialize?.ms ?? 0) : undefined;
 }
 
 const mbps = (bytes: number | undefined, ms: number | undefined) => (bytes && ms ? Math.round((bytes / 1e6 / (ms / 1000)) * 10) / 10 : undefined);

@@ -2,6 +2,7 @@
 // snapshot) brought by the strategy's transfer path — piped into the extractor, or to a staging file that its
 // materialization then extracts or mounts.
 import type { ArchiveFormat } from "../../container/contract/protocol.ts";
+import type { StepResult } from "../snapshots/records.ts";
 import { SnapflowError } from "../errors.ts";
 import { AgentCallError } from "../sandbox/agent-client.ts";
 import { checkStrategyRuns } from "../strategies/check-strategy-runs.ts";
@@ -127,31 +128,30 @@ export const archivePlan: RestorePlan = {
     }
     const last = probed.layers.at(-1)!;
     // agentMs: the sandbox's own time for the bytes (the rest of the step is signing, the call and its answer)
-    return { ms: since(t), bytes, sha256: last.archive.sha256, layers: probed.layers.length, agentMs, ...(engine ? { engine } : {}), ...(path.piped ? { extractedWhileReceiving: true } : {}), ...(verified ? { verified } : {}) };
+    const brought = { bytes, sha256: last.archive.sha256, layers: probed.layers.length, agentMs, ...(engine ? { engine } : {}), ...(path.piped ? { extractedWhileReceiving: true } : {}), ...(verified ? { verified } : {}) };
+    if (!atTargetOf(c, probed)) return { ms: since(t), ...brought };
+    // A tree made at the target (a lazy mount, a trusted image) needs nothing built beside it: it goes in here, usable a
+    // step sooner, and no materialize step follows (run-restore.ts). A retried transfer clears an earlier attempt's
+    // mount while it prepares, and the swap answers a tree already at the target as made.
+    const m = Date.now();
+    const made = await makeAtTarget(c, probed);
+    return { ...made, ...brought, ms: since(t), materializeMs: made.ms, usableAfterMaterializeMs: Date.now() - m };
   },
 
   async materialize(c, probed) {
     if (RESTORE_TRANSFERS[c.s.path].piped) return { ms: 0, bytes: 0, overlapped: true };
+    // (A tree made at the target went in at the end of the transfer: this step does not run for it.)
+    if (atTargetOf(c, probed)) return makeAtTarget(c, probed);
     const t = performance.now();
     const m = materializationOf(c);
-    const atTarget = atTargetOf(c, probed);
     const dir = probed.swap.staged;
-    // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree. A tree made at
-    // the target clears an earlier attempt's leftovers itself, while it prepares (Materialization.atTarget).
-    if (!atTarget) {
-      await m.undo(c, dir);
-      await c.agent.deleteFile(dir);
-    }
-    const clearMs = since(t);
-    const format = probed.snapshot.format;
-    if (format.kind === "tar" && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
+    // A retried step finds the earlier attempt's mount: take it down before clearing the staged tree.
+    await m.undo(c, dir);
+    await c.agent.deleteFile(dir);
+    const format = checkedFormat(c, probed);
     // Tar: the strategy's format picks the decompressor, as in transfer; entries are checked as they stream into tar.
     c.probed = probed.snapshot;
-    const made = atTarget?.prepare ? atTarget.prepare(c, format, probed) : await m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
-    // A tree made at the target (a lazy mount, a trusted image) goes in now, usable at once; verify checks it there (afterSwap).
-    if (!atTarget) return made;
-    const swapped = await swapInArchive(c, probed);
-    return { ...made, ...usableNow(c, swapped), ms: since(t) };
+    return m.materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, dir);
   },
 
   swapIn: (c, probed) => swapInArchive(c, probed),
@@ -177,7 +177,28 @@ export const archivePlan: RestorePlan = {
   },
 };
 
-/** The archive plan's swap (RestorePlan.swapIn); materialize calls it too, for a tree made at the target. */
+/** The snapshot's format, refused when the strategy cannot make a tree of it (a tar archive, an image strategy). */
+function checkedFormat(c: RestoreContext, probed: RestoreProbeResult): ArchiveFormat {
+  const format = probed.snapshot.format;
+  if (format.kind === "tar" && c.s.format.kind !== "tar") throw new SnapflowError("bad_request", `${c.s.name} cannot extract a ${formatName(format)} archive`, { field: "strategy" });
+  return format;
+}
+
+/**
+ * A tree its materialization makes at the target (Materialization.atTarget): what backs it started (an earlier
+ * attempt's leftovers cleared while it prepares), then swapped in, usable at once; verify checks it there (afterSwap).
+ */
+async function makeAtTarget(c: RestoreContext, probed: RestoreProbeResult): Promise<StepResult> {
+  const t = performance.now();
+  const atTarget = atTargetOf(c, probed)!;
+  const format = checkedFormat(c, probed);
+  c.probed = probed.snapshot;
+  const made = atTarget.prepare ? atTarget.prepare(c, format, probed) : await materializationOf(c).materialize(c, stagingPath(c, format), isImage(format) ? format : c.s.format, { url: await manifestUrl(c, probed.snapshot.id) }, probed.swap.staged);
+  const swapped = await swapInArchive(c, probed);
+  return { ...made, ...usableNow(c, swapped), ms: since(t) };
+}
+
+/** The archive plan's swap (RestorePlan.swapIn); makeAtTarget calls it too, for a tree made at the target. */
 async function swapInArchive(c: RestoreContext, probed: RestoreProbeResult): ReturnType<RestorePlan["swapIn"]> {
   const m = RESTORE_TRANSFERS[c.s.path].piped ? undefined : materializationOf(c);
   const format = probed.snapshot.format;

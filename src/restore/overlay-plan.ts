@@ -175,10 +175,7 @@ export const overlayPlan: RestorePlan = {
       const lowers = [...layers.slice(1).map((_, i) => where.chainLayer(i + 1)).reverse(), where.chainImage];
       return (await agent.mountOverlayStack({ path: where.lower, lowers })).ms;
     };
-    if (isFiles(base) && !chained) {
-      // The transfer swapped it in (usable since): nothing is left to make. (verify's swap, repeatable, finds it in.)
-      return { ms: since(t), bytes: 0, swappedInBy: "transfer", upper: where.upper, lazy: true };
-    }
+    // (A file-level base alone was swapped in by the transfer: this step does not run for it.)
     if (isFiles(base)) {
       // Chained (the base alone went above): the transfer mounted the base (files-mount at imageAt). A retry finds
       // the earlier attempt's stack and upper (taken down and emptied); a mount gone since (an agent restart) is

@@ -6,10 +6,11 @@
 //                 the target is empty (or `replace` was asked for) and the disk can hold the new tree beside
 //                 the old one (space-check.ts); plans the swap: the new tree is built beside the target
 //   transfer    → archive bytes from the store into the sandbox: to a staging file, or piped into the
-//                 extractor (then materialize is overlapped); the SHA-256 of what arrived is checked (a file-level
-//                 wake's index is mounted and its overlay swapped in here: usable a step sooner)
-//   materialize → extract or mount the staged archive, beside the target (a lazy mount instead starts its helper
-//                 and swaps the tree in at once, mounted at the target: usable before it is checked or local)
+//                 extractor (then materialize is overlapped); the SHA-256 of what arrived is checked. A tree
+//                 made at the target (a lazy mount over its index, a trusted image) or a file-level wake's overlay
+//                 is then swapped in here, usable before it is checked or local, and no materialize step runs
+//   materialize → extract or mount the staged archive, beside the target (a fork's lazy base instead starts
+//                 its helper and swaps the tree in at once, its overlay at the target)
 //   verify      → the agent compares the new tree with the snapshot's manifest, then swaps it in by rename
 //                 (the old tree is kept beside the target); a lazy tree is walked at the target and waited for
 //                 until every chunk is local and verified
@@ -35,6 +36,7 @@ import { planOf } from "./plans.ts";
 import { settled } from "../phases/settled.ts";
 import { checkRestoreSpace } from "./space-check.ts";
 import { checkTarget } from "./target-check.ts";
+import { usableStep } from "./usable-step.ts";
 
 const contextOf = (d: Deps, p: RestoreParams, s: RestoreStrategy): RestoreContext => ({ d, p, s, agent: new AgentClient(d.transport, p.sandboxId) });
 
@@ -124,7 +126,7 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
     ? async (): Promise<StepResult> => ({ ms: 0, bytes: 0, deferred: "not walked: the compaction checks the tree once its image is made" })
     : (path = probed.swap.staged) => verifyStaged(d, p, s, probed, steps, path);
   const checked = inAlready
-    ? { ms: 0, bytes: 0, deferred: "swapped in by materialize: checked at the target (verified says how)" }
+    ? { ms: 0, bytes: 0, deferred: `swapped in by ${steps.transfer?.swappedIn === true ? "the transfer" : "materialize"}: checked at the target (verified says how)` }
     : journal.state === "staging"
       ? await (plan.verify ? plan.verify(c, probed, check) : check())
       : { ms: 0, bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { by: "verified by an earlier attempt, before its swap" } };
@@ -161,7 +163,7 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
 }
 
 /** Did the tree go in at the target before verify (a lazy tree, at the end of materialize or of the transfer)? */
-const swappedInEarly = (steps: Record<string, StepResult>) => steps.materialize?.swappedIn === true || steps.transfer?.swappedIn === true;
+const swappedInEarly = (steps: Record<string, StepResult>) => usableStep(steps)?.swappedIn === true;
 
 /**
  * The tree at `path` compared with the snapshot's manifest (an overlay chain's resolved through its layers) by the
@@ -209,7 +211,7 @@ export async function recordPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
 function lazyMoments(steps: Record<string, StepResult>) {
   // usable: the tree answering at the target (materialize, or a file-level wake's transfer, swapped it in);
   // complete: every chunk local and verified.
-  const usableMs = steps.transfer?.usableMs ?? steps.materialize?.usableMs;
+  const usableMs = usableStep(steps)?.usableMs;
   const completeMs = steps.verify?.completeMs;
   const lazy = steps.verify?.lazy;
   return usableMs === undefined && completeMs === undefined ? {} : { usableMs, completeMs, ...(lazy ? { chunks: lazy } : {}) };

@@ -168,8 +168,10 @@ describe("an image's manifest is not taken on the source sandbox's word elsewher
     used.push(dst3);
     const mounted = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst3, path: "/workspace/app", strategy: "presigned-squashfs-mount" });
     expect(mounted.steps.verify.verified).toMatchObject({ metadata: "image", by: expect.stringMatching(/the mount is not walked/) });
-    // A trusted image is mounted once, straight at the target, by materialize's swap: nothing beside it, no remount.
-    expect(mounted.steps.materialize).toMatchObject({ swappedIn: true, remounted: "over what still ran", mountAtMs: expect.any(Number) });
+    // A trusted image is mounted once, straight at the target, by the swap at the end of its transfer: nothing beside
+    // it, no remount, no materialize step.
+    expect(mounted.steps.transfer).toMatchObject({ swappedIn: true, remounted: "over what still ran", mountAtMs: expect.any(Number) });
+    expect(mounted.steps.materialize).toBeUndefined();
     expect(mounted.steps.verify.remounted).toBe("over what still ran");
     expect((await agent(dst3, "GET", "/v1/mounts")).mounts).toEqual([expect.objectContaining({ path: "/workspace/app", kind: "image", how: "mount-kernel" })]);
     expect((await agent(dst3, "POST", "/v1/manifest", { path: "/workspace/app" })).entries.map((e: { path: string }) => e.path)).toEqual(["a.txt"]);

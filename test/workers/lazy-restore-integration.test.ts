@@ -68,21 +68,23 @@ describe("squashfs-chunked → lazy restores", () => {
       const dst = sandbox("dst");
       const restored = await run("restore", { snapshotId: backup.snapshotId, sandboxId: dst, path: APP, strategy });
       expect((await manifest(dst)).entries, strategy).toEqual(source.entries);
-      const m = restored.steps.materialize;
+      // Once the index is in, the transfer starts the helper (nothing mounted beside the target), then swaps the tree
+      // in, made once at the target over the running helper: usable there before verify's walk; complete last. No
+      // materialize step follows.
+      const m = restored.steps.transfer;
+      expect(restored.steps.materialize).toBeUndefined();
       expect(m.how).toBe(strategy === "lazy-squashfs" ? "lazy" : "lazy-overlay");
-      // Materialize starts the helper (nothing mounted beside the target), then swaps the tree in, made once at the
-      // target over the running helper: usable there before verify's walk; complete last.
       const v = restored.steps.verify;
       expect(m.swappedIn).toBe(true);
       expect(m.servingMs).toBeGreaterThan(0);
       expect(m.usableMs).toBeGreaterThanOrEqual(m.servingMs);
       expect(m.mountAtMs).toBeGreaterThan(0);
       expect(m.remounted).toBe("over what still ran");
-      // From the materialize step's start to usable at the target: within the step's own clock.
+      // From the materialization's start (the index in) to usable at the target: within the step's own clock.
       expect(m.usableAfterMaterializeMs).toBeGreaterThan(0);
       expect(m.usableAfterMaterializeMs).toBeLessThanOrEqual(m.endedAt - m.startedAt);
       // Verify came after it: the walk at the target, then every chunk; its swap found the tree in and kept it.
-      expect(v.deferred).toContain("swapped in by materialize");
+      expect(v.deferred).toContain("swapped in by the transfer");
       expect(v.completeMs).toBeGreaterThan(0);
       const stored = await getJson<any>(d.store, restoreRecordKey(restored.id));
       expect(stored.usableMs).toBe(m.usableMs);
@@ -96,7 +98,7 @@ describe("squashfs-chunked → lazy restores", () => {
       // The first restore outside the source sandbox hashes every file against the manifest, after usable
       // (src/restore/content-check.ts); from then on the chunks' own SHA-256s vouch for the tree.
       expect(JSON.stringify(v)).toContain(strategy === "lazy-squashfs" ? "every file hashed against the manifest (first restore outside" : "each chunk's SHA-256 before it was served, then a metadata walk");
-      console.log(`${strategy}: serving ${m.servingMs} ms, usable at the target ${m.usableMs} ms after the request (${m.usableAfterMaterializeMs} ms after materialize began; helper ready ${m.helperReadyMs} ms, mounted at the target in ${m.mountAtMs} ms), complete ${stored.completeMs} ms; ${JSON.stringify(stored.chunks.chunks)}`);
+      console.log(`${strategy}: serving ${m.servingMs} ms, usable at the target ${m.usableMs} ms after the request (${m.usableAfterMaterializeMs} ms after its materialization began; helper ready ${m.helperReadyMs} ms, mounted at the target in ${m.mountAtMs} ms), complete ${stored.completeMs} ms; ${JSON.stringify(stored.chunks.chunks)}`);
       const mounts = (await agent(dst, "GET", "/v1/mounts")).mounts;
       expect(mounts.map((x: any) => x.kind).sort()).toEqual(strategy === "lazy-squashfs" ? ["image", "lazy"] : ["image", "lazy", "overlay"]);
       if (strategy === "lazy-squashfs-overlay") {
@@ -116,7 +118,7 @@ describe("squashfs-chunked → lazy restores", () => {
     await d.store.put(snapshotRecordKey(backup.snapshotId), JSON.stringify({ ...snap, chunks: olderChunks }), { contentType: "application/json" });
     const older = sandbox("dst");
     const fromIndex = await run("restore", { snapshotId: backup.snapshotId, sandboxId: older, path: APP, strategy: "lazy-squashfs" });
-    expect(fromIndex.steps.materialize.urlsBeforeMount).toBeGreaterThan(0);
+    expect(fromIndex.steps.transfer.urlsBeforeMount).toBeGreaterThan(0);
     expect((await manifest(older)).entries).toEqual(source.entries);
   });
 
@@ -147,7 +149,8 @@ describe("squashfs-chunked → lazy restores", () => {
     const parent = await run("backup", { sandboxId: src, path: APP, strategy: "squashfs-chunked" });
     const fork = sandbox("fork");
     const opened = await run("restore", { snapshotId: parent.snapshotId, sandboxId: fork, path: APP, strategy: "lazy-squashfs-overlay" });
-    expect(opened.steps.materialize.usableMs).toBeGreaterThan(0);
+    // Made at the target over its index: usable at the end of the transfer (no materialize step).
+    expect(opened.steps.transfer.usableMs).toBeGreaterThan(0);
     await putFile(fork, `${APP}/zz-fork/changed.txt`, "the fork's own work\n".repeat(500));
     const child = await run("backup", { sandboxId: fork, path: APP, strategy: "squashfs-chunked" });
     const c = (await record(child.snapshotId)).chunks!;
@@ -328,7 +331,7 @@ describe("squashfs-chunked → lazy restores", () => {
     expect((await manifest(dst)).entries).toEqual((await manifest(src)).entries);
     // Most URLs came after the tree was usable (the tests sign the first chunk and the image's last 1 MiB before the
     // mount): the prefetch and the walk waited for them, none failed for the want of one.
-    const m = restored.steps.materialize;
+    const m = restored.steps.transfer;
     expect(m.urlsBeforeMount).toBeLessThan(m.chunks);
     expect(restored.steps.verify.urlsAfterUsable).toBe(m.chunks - m.urlsBeforeMount);
     // Left: the restore's own mounts (FUSE file and image), nothing else.

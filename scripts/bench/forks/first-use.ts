@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { LazyStatus } from "../../../container/contract/protocol.ts";
 import { STATUS_WAIT_SECONDS, type apiClient, type RunStatus } from "../../cli/api-client.ts";
 import { sh } from "../peers/shell.ts";
+import { usableStep } from "../../../src/restore/usable-step.ts";
 
 export interface FirstUse {
   restoreId: string;
@@ -32,7 +33,7 @@ export interface FirstUse {
 /** The step times and the lazy materialization's parts that add up to usableMs, from the run's step results. */
 export function toUsable(steps: Record<string, unknown>): Record<string, number> {
   const out: Record<string, number> = {};
-  // A file-level wake's transfer swaps the tree in (overlay-plan.ts): materialize comes after usable.
+  // A transfer that swapped the tree in (a lazy mount, a file-level wake: run-restore.ts) has no materialize step.
   const inAtTransfer = (steps.transfer as { swappedIn?: boolean } | undefined)?.swappedIn === true;
   for (const step of inAtTransfer ? ["probe", "transfer"] : ["probe", "transfer", "materialize"]) {
     const ms = (steps[step] as { ms?: number } | undefined)?.ms;
@@ -42,17 +43,14 @@ export function toUsable(steps: Record<string, unknown>): Record<string, number>
   // moment, and the agent's call around it — the deltas extracted (and the agent's extraction alone).
   const tr = (steps.transfer ?? {}) as Record<string, unknown>;
   for (const k of ["baseInMs", "baseDoneMs", "deltasDoneMs", "deltaExtractMs", "baseReadyMs", "baseMountMs"]) if (typeof tr[k] === "number") out[`transfer.${k}`] = tr[k] as number;
-  if (inAtTransfer) {
-    for (const k of ["swapMs", "mountAtMs"]) if (typeof tr[k] === "number") out[k] = tr[k] as number;
-    return out;
-  }
-  const m = (steps.materialize ?? {}) as Record<string, unknown>;
+  // The step that swapped the tree in: its materialization's parts (a lazy mount's, a fork's base and overlay).
+  const m = (usableStep(steps as Record<string, object>) ?? {}) as Record<string, unknown>;
   // The lazy materializations' parts, and the overlay plan's (a fork: its base's lazy mount, then the overlay).
   for (const k of ["clearMs", "signedMs", "presignMs", "fuseMs", "helperReadyMs", "imageMountMs", "mountedAfterStepMs", "servingAfterStepMs", "baseMountMs", "baseFuseMs", "baseImageMountMs", "stackMs", "overlayMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
-  // The swap at the end of a lazy materialize (usableNow), and from that step's start to usable.
+  // The swap at the end of a lazy materialization (usableNow), and from that materialization's start to usable.
   for (const k of ["swapMs", "mountAtMs", "usableAfterMaterializeMs"]) if (typeof m[k] === "number") out[k] = m[k] as number;
-  // The materialize step's whole attempt, its clearing calls included.
-  if (typeof m.startedAt === "number" && typeof m.endedAt === "number") out.materializeStepWallMs = m.endedAt - m.startedAt;
+  // The swapping step's whole attempt, its clearing calls included.
+  if (typeof m.startedAt === "number" && typeof m.endedAt === "number") out[inAtTransfer ? "transferStepWallMs" : "materializeStepWallMs"] = m.endedAt - m.startedAt;
   return out;
 }
 
@@ -85,7 +83,7 @@ export async function measureFirstUse(api: ReturnType<typeof apiClient>, o: { sn
     if (performance.now() > deadline) throw new Error(`restore ${id} still ${final.status}`);
   }
   const verify = final.steps.verify as { completeMs?: number } | undefined;
-  const materialize = final.steps.materialize as { usableMs?: number } | undefined;
+  const materialize = usableStep(final.steps) as { usableMs?: number } | undefined;
   return {
     restoreId: id, usableSeenMs, commandMs: ran.ms, firstUseDoneMs,
     atFirstUse: { imageBytes: status.bytes.total, localBytes: status.bytes.local, onDemandBytes: status.bytes.onDemand, aheadBytes: status.bytes.ahead, readBytes: status.bytes.read, onDemandChunks: status.chunks.onDemand, readChunks: status.chunks.read, chunks: status.chunks.total },

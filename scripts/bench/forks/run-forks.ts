@@ -28,6 +28,7 @@ import { BUCKET, freePort, PROJECT, startStack, STATE, type Stack } from "../../
 import { measureFirstUse, toUsable, type FirstUse } from "./first-use.ts";
 import { forksMarkdown, type ForksDataset, type ForksResults } from "./forks-report.ts";
 import { currentResultsStem } from "../results-files.ts";
+import { usableStep } from "../../../src/restore/usable-step.ts";
 
 export type ForksDatasetName = "npm-workspace" | "added-data";
 
@@ -130,7 +131,7 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
         const child = change ? await step(`fork ${i}: backup`, () => snap.backup(fork, FORK_BACKUP, parent.snapshotId!)) : undefined;
         if (child) {
           const uploadedBytes = child.raw.transfer?.bytes ?? 0;
-          d.forks.push({ ms: child.wallMs, steps: child.steps, restoreMs: opened.wallMs, usableMs: opened.raw.materialize?.usableMs as number | undefined, toUsable: toUsable(opened.raw), uploadedBytes, snapshotId: child.snapshotId! });
+          d.forks.push({ ms: child.wallMs, steps: child.steps, restoreMs: opened.wallMs, usableMs: usableStep(opened.raw)?.usableMs as number | undefined, toUsable: toUsable(opened.raw), uploadedBytes, snapshotId: child.snapshotId! });
           log(`forks: ${name}: fork ${i}: opened ${(opened.wallMs / 1000).toFixed(2)} s; backup ${(child.wallMs / 1000).toFixed(2)} s, uploaded ${(uploadedBytes / 1e6).toFixed(1)} MB`);
         }
         if (i === 1 && child) {
@@ -144,7 +145,7 @@ export async function runForks(o: ForksOptions, log: (line: string) => void = (l
         if (i === 1 && child) {
           const back = `${source}-fork-1-restored`;
           const restored = await step("fork 1: restore of its delta", () => snap.restore(child.snapshotId!, back, FORK_RESTORE));
-          if (restored) d.forkRestore = { ms: restored.wallMs, usableMs: restored.raw.materialize?.usableMs as number | undefined, completeMs: restored.raw.verify?.completeMs as number | undefined, toUsable: toUsable(restored.raw) };
+          if (restored) d.forkRestore = { ms: restored.wallMs, usableMs: usableStep(restored.raw)?.usableMs as number | undefined, completeMs: restored.raw.verify?.completeMs as number | undefined, toUsable: toUsable(restored.raw) };
           await snap.dispose(back, restored !== undefined).catch(() => {});
         }
       }
