@@ -67,7 +67,10 @@ export async function sendInParts<T extends { parts: ReportedPart[] }, S extends
       const urls = await Promise.all(Array.from({ length: count }, (_, i) => d.presigner.partUrl(upload, i + 1, fixed ?? partUrlExpirySeconds(i + 1, partSize))));
       const sent = await send(urls, partSize, sized.tarMax);
       if (!sent.parts.length) {
-        await Promise.all([upload.abort(), more.alongside?.(sent)]);
+        // Nothing was sent: the upload goes, beside the index's PUT; both settle before either's failure is thrown.
+        const [aborted, beside] = await Promise.allSettled([upload.abort(), more.alongside?.(sent)]);
+        if (aborted.status === "rejected") throw aborted.reason;
+        if (beside.status === "rejected") throw beside.reason;
         return { sent, sized, urls: count, attempts: attempt };
       }
       // R2's equal-part rule, checked on what the sandbox reports before completing.
