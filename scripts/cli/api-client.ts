@@ -19,6 +19,9 @@ export interface RunStatus {
   steps: Record<string, { ms: number; bytes: number; [k: string]: unknown }>;
   error?: string;
   totalMs?: number;
+  /** once it has ended: when it was accepted, and when its outcome was final (its last progress write) */
+  startedAt?: string;
+  endedAt?: string;
   /** what the watchdog found and did when the run was interrupted (a stack restart, a stall) */
   interrupted?: string[];
 }

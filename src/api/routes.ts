@@ -155,6 +155,7 @@ async function statusOf(workflow: Workflow, kv: KVNamespace, id: string, finalFr
     kind: progress?.kind,
     strategy: progress?.strategy,
     snapshotId: progress?.snapshotId,
+    ...(progress?.endedAt ? { startedAt: progress.startedAt, endedAt: progress.endedAt } : {}),
     steps: progress?.steps ?? {},
     // Our own message (what failed and why) is more useful than the engine's "a step threw" summary.
     error: progress?.error ?? status.error?.message,

@@ -26,8 +26,9 @@ export function progressReporter(kv: KVNamespace): { report(progress: RunProgres
       queue = queue.then(() => reportProgress(kv, progress));
     },
     async final(progress) {
+      const endedAt = new Date().toISOString();
       await queue;
-      await reportProgress(kv, progress);
+      await reportProgress(kv, { ...progress, endedAt });
     },
   };
 }

@@ -174,6 +174,8 @@ export interface RunProgress {
   status: "running" | "complete" | "errored" | "cancelled";
   strategy: string;
   startedAt: string;
+  /** when its outcome was final (the last progress write, complete or errored): a bench times a run to it */
+  endedAt?: string;
   steps: Record<string, StepResult>;
   error?: string;
   /** backup: the snapshot made; restore: the snapshot restored */

@@ -29,9 +29,9 @@ it("the CPU ratios use each row's median total, and the Worker's CPU over the ar
   expect(byName["Worker CPU-seconds per GB of archive, default backup (issue 23)"]!.value).toBeCloseTo(20, 9);
   expect(byName["snapflow default backup / floor with store (issue 23)"]!.value).toBeCloseTo(5000 / 3000, 9);
   const md = peersMarkdown({ name: "t", date: "2026-11-26", machine: "m", runs: 3, change: { bytes: 0, seed: 1, description: "" }, datasets: [d] }, "t.svg");
-  expect(md).toContain("| operation | n | median s | min s | max s | agent | engine | Worker | polls (Worker, est.) | wrangler | store | commands | total CPU-s |");
-  expect(md).toContain("| snapflow-backup | 3 | 5.00 | 4.00 | 6.00 | 1.00 | 2.00 | 2.00 | 0.10 | 0.18 | 1.00 | 0.00 | 6.00 |");
-  expect(md).toContain("| floor-store | 3 | 3.00 | 2.90 | 3.10 | 1.00 | 2.00 | 0.00 | — | 0.20 | 1.00 | 0.00 | 5.00 |");
+  expect(md).toContain("| operation | n | median s | min s | max s | seen, median s | agent | engine | Worker | polls (Worker, est.) | wrangler | store | commands | total CPU-s |");
+  expect(md).toContain("| snapflow-backup | 3 | 5.00 | 4.00 | 6.00 |  | 1.00 | 2.00 | 2.00 | 0.10 | 0.18 | 1.00 | 0.00 | 6.00 |");
+  expect(md).toContain("| floor-store | 3 | 3.00 | 2.90 | 3.10 |  | 1.00 | 2.00 | 0.00 | — | 0.20 | 1.00 | 0.00 | 5.00 |");
   expect(md).toContain("| Worker CPU-seconds per GB of archive, default backup (issue 23) | 20.00 CPU-s/GB | ≤ 0.5 CPU-s/GB | **missed** |");
 });
 
@@ -41,7 +41,17 @@ it("a results file from before the CPU columns renders them as dashes and says w
   expect(cpuRatio.value).toBeUndefined();
   expect(cpuRatio.missing).toBe("snapflow-backup not measured (CPU)");
   const md = peersMarkdown({ name: "t", date: "2026-11-25", machine: "m", runs: 1, change: { bytes: 0, seed: 1, description: "" }, datasets: [d] }, "t.svg");
-  expect(md).toContain("| snapflow-backup | 1 | 5.00 | 5.00 | 5.00 | — | — | — | — | — | — | — | — |");
+  expect(md).toContain("| snapflow-backup | 1 | 5.00 | 5.00 | 5.00 |  | — | — | — | — | — | — | — | — |");
+});
+
+it("a snapflow run is timed to its recorded end; the poll that saw it complete is the seen column", () => {
+  // ms: POST → the run's recorded end; polledMs: POST → the first 100-ms poll that saw it complete
+  const timed = (ms: number, polledMs: number): Sample => ({ ms, detail: { polledMs } });
+  const d = dataset([row("floor-store", [{ ms: 500 }]), row("snapflow-mount-restore", [timed(470, 520), timed(450, 530), timed(490, 560)])]);
+  const md = peersMarkdown({ name: "t", date: "2026-11-28", machine: "m", runs: 3, change: { bytes: 0, seed: 1, description: "" }, datasets: [d] }, "t.svg");
+  expect(md).toContain("| snapflow-mount-restore | 3 | 0.47 | 0.45 | 0.49 | 0.53 |");
+  expect(md).toContain("the run's recorded end");
+  expect(ratios(d).find((r) => r.name.startsWith("snapflow fastest mount restore"))!.value).toBeCloseTo(0.47, 9);
 });
 
 it("the file-level backup of a restored tree is judged on what it added to the store, against 11 MB", () => {

@@ -4,7 +4,9 @@
 // (`?wait=&until=end`, looked at every 20 ms), so a figure is at most ~20 ms late; by `poll` (the peers race), a status
 // GET every POLL_MS, so up to that late — the race keeps polling because its CPU accounting takes the polls' cost
 // out of the Worker's figure by counting them (model.ts), and a held request's looking-again inside the Worker
-// would not be counted. Each run's per-step milliseconds come from the API as they are.
+// would not be counted. So a run also says when it ended (its final progress write, endedAt): `endedMs`, from just
+// before the POST to that moment on the same clock, is its duration without the following's lateness (this stack
+// runs on one machine; the race times runs by it). Each run's per-step milliseconds come from the API as they are.
 import { STATUS_WAIT_SECONDS, type apiClient, type RunStatus } from "../../cli/api-client.ts";
 
 export const DEFAULT_BACKUP = "tar-zst-presigned-multipart";
@@ -27,7 +29,10 @@ export interface SnapflowRun {
   /** the status GETs it took to see it complete */
   polls: number;
   snapshotId?: string;
+  /** from just before the POST to the status answer that said complete (as late as the following) */
   wallMs: number;
+  /** from just before the POST to the run's recorded end (endedAt), when the API says it */
+  endedMs?: number;
   /** the Workflow's own total, when it reports one */
   totalMs?: number;
   steps: Record<string, number>;
@@ -42,16 +47,24 @@ const status = (api: Api, kind: SnapflowRun["kind"], id: string, wait = 0) => ap
 
 export type Following = "wait" | "poll";
 
-async function follow(api: Api, kind: SnapflowRun["kind"], id: string, t0: number, how: Following, timeoutMs = 60 * 60_000): Promise<SnapflowRun> {
+/** When a run began, on both clocks: `at` (performance.now) for the wall time seen, `wall` (Date.now) for its recorded end. */
+interface Began {
+  at: number;
+  wall: number;
+}
+const begin = (): Began => ({ at: performance.now(), wall: Date.now() });
+
+async function follow(api: Api, kind: SnapflowRun["kind"], id: string, t0: Began, how: Following, timeoutMs = 60 * 60_000): Promise<SnapflowRun> {
   for (let polls = 1; ; polls++) {
     const s = await status(api, kind, id, how === "wait" ? STATUS_WAIT_SECONDS : 0);
     if (s.status === "complete") {
-      const wallMs = Math.round(performance.now() - t0);
+      const wallMs = Math.round(performance.now() - t0.at);
+      const ended = s.endedAt ? Date.parse(s.endedAt) - t0.wall : NaN;
       const steps = Object.fromEntries(Object.entries(s.steps).map(([k, v]) => [k, v.ms]));
-      return { kind, id, polls, snapshotId: s.snapshotId, wallMs, totalMs: s.totalMs, steps, raw: s.steps };
+      return { kind, id, polls, snapshotId: s.snapshotId, wallMs, ...(Number.isFinite(ended) && ended > 0 && ended <= wallMs ? { endedMs: ended } : {}), totalMs: s.totalMs, steps, raw: s.steps };
     }
     if (s.status === "errored" || s.status === "terminated") throw new Error(`snapflow ${kind} ${id} ${s.status}: ${s.error ?? "no error message"}`);
-    if (performance.now() - t0 > timeoutMs) throw new Error(`snapflow ${kind} ${id} still ${s.status} after ${timeoutMs / 1000} s`);
+    if (performance.now() - t0.at > timeoutMs) throw new Error(`snapflow ${kind} ${id} still ${s.status} after ${timeoutMs / 1000} s`);
     if (how === "poll") await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }
@@ -59,14 +72,14 @@ async function follow(api: Api, kind: SnapflowRun["kind"], id: string, t0: numbe
 export function snapflowRuns(api: Api, how: Following = "wait") {
   return {
     async backup(sandboxId: string, strategy: string, baseSnapshotId?: string, extra: Record<string, unknown> = {}): Promise<SnapflowRun> {
-      const t0 = performance.now();
+      const t0 = begin();
       const b = await api.startBackup({ sandboxId, path: "/workspace", strategy, ...(baseSnapshotId ? { baseSnapshotId } : {}), ...extra });
       const run = await follow(api, "backup", b.id, t0, how);
       return { ...run, snapshotId: run.snapshotId ?? b.snapshotId };
     },
     /** into /workspace of `sandboxId`, which must be empty */
     async restore(snapshotId: string, sandboxId: string, strategy: string): Promise<SnapflowRun> {
-      const t0 = performance.now();
+      const t0 = begin();
       const r = await api.startRestore({ snapshotId, sandboxId, path: "/workspace", strategy });
       return follow(api, "restore", r.id, t0, how);
     },
