@@ -70,6 +70,18 @@ const FIRST_USE = {
   "node-modules": { marker: "node_modules", command: "find node_modules -maxdepth 3 -name package.json | sed -n 1,50p | xargs cat > /dev/null", keep: [] as string[] },
 } as const;
 
+/**
+ * The bench's own walks of a woken tree (tree-digest.ts) bounded: one of 100 cycles once never settled (2026-11-28,
+ * cycle 100: the mount answered reads from a shell, the bench's process sat idle with no I/O pending), and a bench
+ * that waits for ever writes no results. A walk of the npm workspace takes a few seconds.
+ */
+const WALK_DEADLINE_MS = 5 * 60_000;
+function bounded<T>(work: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not end within ${WALK_DEADLINE_MS / 60_000} min`)), WALK_DEADLINE_MS)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => void = (l) => console.error(l)): Promise<number> {
   if (o.sleep === "files-cas" && o.base !== "files-cas") throw new Error("--sleep files-cas needs --base files-cas (a layer lies over a file-level index)");
   await requireTools(["rclone", "sync", "node", ...(o.dataset === "npm-workspace" ? ["npm", "git"] : [])]);
@@ -78,6 +90,10 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
   const npmWorkspace = o.dataset === "npm-workspace" ? await ensureNpmWorkspace(log) : undefined;
   let stack: Stack | undefined;
   const errors: string[] = [];
+  // Stopped by a signal: the stack goes with its mounts (the sandboxes' FUSE helpers and overlays), as at the end.
+  const onSignal = () => void Promise.resolve(stack?.stop()).then(() => removePrivateStackData(stackDir, (l) => log(`sleep-wake: ${l}`))).finally(() => process.exit(130));
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   try {
     stack = await startStack({ port: await freePort(), privateDir: stackDir, log });
     const api = apiClient(stack.apiUrl, stack.apiToken);
@@ -132,7 +148,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command });
         // The deltas the wake laid over its image or compaction: the depth as resolved.
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
-        const woken = await digestTree(workspace(sandbox));
+        const woken = await bounded(digestTree(workspace(sandbox)), `cycle ${k}: the woken tree's walk`);
         const diff = compareDigests(slept, woken.digest);
         if (diff.count) errors.push(`cycle ${k}: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
         const written = await applyCycleChange(workspace(sandbox), k, o.changeBytes, baseChoices);
@@ -147,7 +163,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const rebase = false;
         const startedCompaction = await watch.afterSleep(sleep.snapshotId!, k);
         // What slept: what the change touched hashed again, the rest as the woken tree's full digest found it.
-        slept = (await digestTree(workspace(sandbox), woken)).digest;
+        slept = (await bounded(digestTree(workspace(sandbox), woken), `cycle ${k}: the slept tree's walk`)).digest;
         latest = sleep.snapshotId!;
         made.push(latest);
         const compactionsEnded = await watch.ended(k);
@@ -183,7 +199,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const sandbox = `${source}-after-gc`;
         const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command });
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
-        const diff = compareDigests(slept, (await digestTree(workspace(sandbox))).digest);
+        const diff = compareDigests(slept, (await bounded(digestTree(workspace(sandbox)), "after gc: the woken tree's walk")).digest);
         if (diff.count) errors.push(`after gc: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
         await snap.dispose(sandbox, true).catch(() => api.destroySandbox(sandbox).catch(() => {}));
         results.gc = { storedBefore: before, storedAfter: after, deleted: gc.deleted.length, kept: gc.kept, wake: { usableSeenMs: woke.usableSeenMs, resolvedDepth, differences: diff.count } };
@@ -200,6 +216,8 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     log(`sleep-wake: wrote ${stem}.{json,md}`);
     return errors.length ? 1 : 0;
   } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     await stack?.stop();
     await removePrivateStackData(stackDir, (l) => log(`sleep-wake: ${l}`));
   }
