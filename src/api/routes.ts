@@ -268,7 +268,6 @@ const routes: [string, string, Handler][] = [
 
   ["GET", "/api/restores/:id", async (req, env, d, { id }) => runStatus(req, env.RESTORE_WORKFLOW, d.kv, idParam(id, RUN_ID, "id"))],
 
-
   ["POST", "/api/runs/:id/cancel", async (req, env, d, { id }) => {
     const runId = idParam(id, RUN_ID, "id");
     // No options yet: an empty body (or none) only, so that a later option is not silently ignored by an old Worker.

@@ -133,14 +133,15 @@ export const archivePlan: RestorePlan = {
     // A tree made at the target (a lazy mount, a trusted image) needs nothing built beside it: it goes in here, usable a
     // step sooner, and no materialize step follows (run-restore.ts). A retried transfer clears an earlier attempt's
     // mount while it prepares, and the swap answers a tree already at the target as made.
-    const m = Date.now();
+    const making = Date.now();
     const made = await makeAtTarget(c, probed);
-    return { ...made, ...brought, ms: since(t), materializeMs: made.ms, usableAfterMaterializeMs: Date.now() - m };
+    return { ...made, ...brought, ms: since(t), materializeMs: made.ms, usableAfterMaterializeMs: Date.now() - making };
   },
 
   async materialize(c, probed) {
     if (RESTORE_TRANSFERS[c.s.path].piped) return { ms: 0, bytes: 0, overlapped: true };
-    // (A tree made at the target went in at the end of the transfer: this step does not run for it.)
+    // A tree made at the target goes in at the end of the transfer, and this step does not run for it; a run whose
+    // transfer came before that (one in flight across a deploy) makes it here.
     if (atTargetOf(c, probed)) return makeAtTarget(c, probed);
     const t = performance.now();
     const m = materializationOf(c);
