@@ -19,7 +19,7 @@ import { removeDependant } from "../snapshots/dependants.ts";
 import { setFilesLineage } from "../snapshots/files-lineage.ts";
 import { DEFAULT_TENANT } from "../snapshots/tenant.ts";
 import { archiveKey, chunkRecordOf, deletedKey, indexSnapshot, manifestKey, readSnapshot, recordSnapshot, type SnapshotRecord, type StepResult } from "../snapshots/records.ts";
-import { abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
+import { abortListedUploads, abortRecordedUploads, withUploadRecords } from "../store/upload-records.ts";
 import type { BackupStrategy } from "../strategies/registry.ts";
 import { ARCHIVE_PLANS, archivePlanOf, stagedArchive } from "./archive-plans.ts";
 import type { ArchiveResult, BackupParams, TransferResult } from "./backup-params.ts";
@@ -161,6 +161,8 @@ export async function cleanupBackup(d: Deps, p: BackupParams, s: BackupStrategy)
   // A file-level backup's own pack is named by it and no record names it yet (the lineage moves only at the record),
   // so nothing else can need it: it goes now rather than at the collector's next run.
   const pack = s.format.kind === "files" ? [packKey(p.tenant ?? DEFAULT_TENANT, p.snapshotId)] : [];
+  // And whatever upload at its own keys is still listed open (a late part PUT revives an aborted one on SeaweedFS).
+  await abortListedUploads(d.presigner, [storedArchiveKey(p, s), ...pack]).catch((e) => console.warn(`open uploads of ${p.snapshotId} not listed: ${e instanceof Error ? e.message : String(e)}`));
   await d.store.delete([storedArchiveKey(p, s), manifestKey(p.snapshotId), deletedKey(p.snapshotId), ...pack]);
   if (p.baseSnapshotId) await removeDependant(d.store, p.baseSnapshotId, p.snapshotId);
   await removeStaging(d, p, s, false);

@@ -88,3 +88,20 @@ export async function abortRecordedUploads(store: ObjectStore, snapshotId: strin
   for (const r of open) await tracked(store, snapshotId, store.resumeMultipartUpload(r.key, r.uploadId)).abort();
   return open.length;
 }
+
+/**
+ * The store's open uploads at exactly these keys (a backup's own archive or pack), found by listing rather than by
+ * record, and aborted: a part PUT still in flight when its upload was aborted can leave the upload listed again on
+ * SeaweedFS (seen in cancel-run-integration: the record gone with the first abort, the upload open 1.5 s later).
+ */
+export async function abortListedUploads(presigner: Presigner, keys: string[]): Promise<number> {
+  let n = 0;
+  for (const key of keys) {
+    for (const u of await presigner.listUploads(key)) {
+      if (u.key !== key) continue;
+      await presigner.resumeMultipartUpload(u.key, u.uploadId).abort();
+      n++;
+    }
+  }
+  return n;
+}
