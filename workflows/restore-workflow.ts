@@ -57,7 +57,7 @@ export class RestoreWorkflow extends WorkflowEntrypoint<Env, RestoreParams> {
       const cleaned = touched ? await step.do(CLEANUP_STEP, configs.cleanup, () => cleanupRestore(d, p, s, touched)) : { recorded: false };
       if (!cleaned.recorded) {
         // A probe that failed released its snapshot lease itself, unless the request took it (leasedByRequest).
-        if (!touched) await releaseLease(d.store, p.snapshotId, p.restoreId).catch((le) => console.warn(`lease of ${p.restoreId} on ${p.snapshotId} not released: ${errorMessage(le)}`));
+        if (!touched && p.leasedByRequest) await releaseLease(d.store, p.snapshotId, p.restoreId).catch((le) => console.warn(`lease of ${p.restoreId} on ${p.snapshotId} not released: ${errorMessage(le)}`));
         await releaseTargetLeaseQuietly(d.store, p.sandboxId, p.path, p.restoreId);
         await endOwnSandbox(step, d, p);
         await reporter.final({ ...progress, steps: run.steps, status: "errored", error: errorMessage(e) });

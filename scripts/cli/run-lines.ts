@@ -6,7 +6,7 @@
 // not "51074 MB/s"); a chunked backup's transfer reports the chunks it uploaded, not the few kB of its index.
 import { inFlagWords } from "./api-error-line.ts";
 import type { RunStatus } from "./api-client.ts";
-import { usableStep } from "../../src/restore/usable-step.ts";
+import { swappedInByTransfer, usableStep } from "../../src/restore/usable-step.ts";
 
 type Step = RunStatus["steps"][string];
 
@@ -100,7 +100,7 @@ export function restoreResultLine(s: RunStatus, where?: { sandbox: string; path:
 /** The step a run stopped in: the first of its phases it did not finish. */
 export function stoppedAt(kind: "backup" | "restore", s: RunStatus): string {
   // A restore whose transfer swapped its tree in has no materialize step.
-  const phases = kind === "backup" ? ["probe", "archive", "transfer", "verify", "record"] : ["probe", "transfer", ...(s.steps.transfer?.swappedIn === true ? [] : ["materialize"]), "verify", "record"];
+  const phases = kind === "backup" ? ["probe", "archive", "transfer", "verify", "record"] : ["probe", "transfer", ...(swappedInByTransfer(s.steps) ? [] : ["materialize"]), "verify", "record"];
   return phases.find((p) => !s.steps[p]) ?? "cleanup";
 }
 

@@ -8,6 +8,7 @@ import { BREAKDOWN_HEAD, breakdownCells, SUMMARY_HEAD, summaryCells } from "./su
 
 export type { RunResult, Summary, SummaryRow } from "./summary-types.ts";
 import type { RunResult, Summary, SummaryRow } from "./summary-types.ts";
+import { swappedInByTransfer } from "../restore/usable-step.ts";
 
 /**
  * The part of a backup the seeds timed: making the archive and moving it (archive step less its source manifest,
@@ -24,7 +25,7 @@ export function backupCoreMs(r: RunResult): number | undefined {
 export function restoreCoreMs(r: RunResult): number | undefined {
   const s = r.restore?.steps;
   // (No materialize step when the transfer swapped the tree in: a lazy mount, a trusted image.)
-  return s?.transfer && (s.materialize || s.transfer.swappedIn === true) ? s.transfer.ms + (s.materialize?.ms ?? 0) : undefined;
+  return s?.transfer && (s.materialize || swappedInByTransfer(s)) ? s.transfer.ms + (s.materialize?.ms ?? 0) : undefined;
 }
 
 const mbps = (bytes: number | undefined, ms: number | undefined) => (bytes && ms ? Math.round((bytes / 1e6 / (ms / 1000)) * 10) / 10 : undefined);

@@ -36,7 +36,7 @@ import { planOf } from "./plans.ts";
 import { settled } from "../phases/settled.ts";
 import { checkRestoreSpace } from "./space-check.ts";
 import { checkTarget } from "./target-check.ts";
-import { usableStep } from "./usable-step.ts";
+import { swappedInByTransfer, usableStep } from "./usable-step.ts";
 
 const contextOf = (d: Deps, p: RestoreParams, s: RestoreStrategy): RestoreContext => ({ d, p, s, agent: new AgentClient(d.transport, p.sandboxId) });
 
@@ -52,9 +52,9 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   const mark = (part: string) => (parts[part] = since(t));
   // The lease before the record is read: a delete either sees the lease or this probe sees no record
   // (restore-leases.ts). Taken by the request already (leasedByRequest), it is only refreshed, beside the read.
-  const leased = p.leasedByRequest ? takeLease(d.store, p.snapshotId, p.restoreId) : undefined;
-  if (!leased) await takeLease(d.store, p.snapshotId, p.restoreId);
-  leased?.catch(() => {});
+  const leased = takeLease(d.store, p.snapshotId, p.restoreId);
+  if (p.leasedByRequest) leased.catch(() => {});
+  else await leased;
   mark("lease");
   let planned: Awaited<ReturnType<ReturnType<typeof planOf>["probe"]>> & { swap?: RestoreProbeResult["swap"]; space?: unknown; contentCheck?: string; replacing?: boolean };
   try {
@@ -126,7 +126,7 @@ export async function verifyPhase(d: Deps, p: RestoreParams, s: RestoreStrategy,
     ? async (): Promise<StepResult> => ({ ms: 0, bytes: 0, deferred: "not walked: the compaction checks the tree once its image is made" })
     : (path = probed.swap.staged) => verifyStaged(d, p, s, probed, steps, path);
   const checked = inAlready
-    ? { ms: 0, bytes: 0, deferred: `swapped in by ${steps.transfer?.swappedIn === true ? "the transfer" : "materialize"}: checked at the target (verified says how)` }
+    ? { ms: 0, bytes: 0, deferred: `swapped in by ${swappedInByTransfer(steps) ? "the transfer" : "materialize"}: checked at the target (verified says how)` }
     : journal.state === "staging"
       ? await (plan.verify ? plan.verify(c, probed, check) : check())
       : { ms: 0, bytes: probed.snapshot.manifest.bytes, files: probed.snapshot.manifest.files, verified: { by: "verified by an earlier attempt, before its swap" } };

@@ -5,6 +5,7 @@ import type { PhaseRunner } from "../phases/phase-runner.ts";
 import type { RestoreStrategy } from "../strategies/registry.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { releaseLease } from "../snapshots/restore-leases.ts";
+import { swappedInByTransfer } from "./usable-step.ts";
 import { materializePhase, probePhase, recordPhase, transferPhase, verifyPhase } from "./restore-phases.ts";
 
 export interface RestoreRunOptions {
@@ -19,10 +20,10 @@ export interface RestoreRunOptions {
 export async function runRestorePhases(run: PhaseRunner, d: Deps, p: RestoreParams, s: RestoreStrategy, options: RestoreRunOptions = {}): Promise<RestoreProbeResult> {
   const probed = await run.run("probe", () => probePhase(d, p, s));
   options.onProbed?.(probed);
-  const brought = await run.run("transfer", () => transferPhase(d, p, s, probed));
+  await run.run("transfer", () => transferPhase(d, p, s, probed));
   // A tree swapped in by the transfer (one made at the target, a file-level wake's overlay) has nothing left to
   // materialize: a wake or a lazy restore waits for one step fewer.
-  if (brought.swappedIn !== true) await run.run("materialize", () => materializePhase(d, p, s, probed));
+  if (!swappedInByTransfer(run.steps)) await run.run("materialize", () => materializePhase(d, p, s, probed));
   const record = options.record ?? true;
   // Without a record step the old tree goes as soon as the new one is in (the cell's result is its record).
   await run.run("verify", () => verifyPhase(d, p, s, probed, { ...run.steps }, { commit: !record, deferCheck: options.deferCheck }));

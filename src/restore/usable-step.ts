@@ -3,6 +3,8 @@
 // materialize step follows then, run-restore.ts), else materialize (a fork's lazy base; for the others, the step that
 // made the tree beside the target). Its `usableMs`, `swappedIn` and the mount's parts are what benches and the CLI show.
 export function usableStep<S extends object>(steps: Record<string, S | undefined>): S | undefined {
-  const transfer = steps.transfer as (S & { swappedIn?: unknown }) | undefined;
-  return transfer?.swappedIn === true ? transfer : steps.materialize;
+  return swappedInByTransfer(steps) ? steps.transfer : steps.materialize;
 }
+
+/** Did the transfer swap the tree in (so that no materialize step ran)? */
+export const swappedInByTransfer = (steps: Record<string, object | undefined>): boolean => (steps.transfer as { swappedIn?: unknown } | undefined)?.swappedIn === true;

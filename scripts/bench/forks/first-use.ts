@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { LazyStatus } from "../../../container/contract/protocol.ts";
 import { STATUS_WAIT_SECONDS, type apiClient, type RunStatus } from "../../cli/api-client.ts";
 import { sh } from "../peers/shell.ts";
-import { usableStep } from "../../../src/restore/usable-step.ts";
+import { swappedInByTransfer, usableStep } from "../../../src/restore/usable-step.ts";
 
 export interface FirstUse {
   restoreId: string;
@@ -34,7 +34,7 @@ export interface FirstUse {
 export function toUsable(steps: Record<string, unknown>): Record<string, number> {
   const out: Record<string, number> = {};
   // A transfer that swapped the tree in (a lazy mount, a file-level wake: run-restore.ts) has no materialize step.
-  const inAtTransfer = (steps.transfer as { swappedIn?: boolean } | undefined)?.swappedIn === true;
+  const inAtTransfer = swappedInByTransfer(steps as Record<string, object>);
   for (const step of inAtTransfer ? ["probe", "transfer"] : ["probe", "transfer", "materialize"]) {
     const ms = (steps[step] as { ms?: number } | undefined)?.ms;
     if (typeof ms === "number") out[`${step}Ms`] = ms;
