@@ -81,6 +81,7 @@ try {
       };
       lab.samples.push(sample);
       log(`${lab.label} run ${run}: ${JSON.stringify(sample)} steps ${JSON.stringify(delta.steps)}`);
+      if (process.env.DUMP) log(JSON.stringify(t));
       // The delta first: a base a delta needs cannot be deleted.
       for (const id of [delta.snapshotId!, full.snapshotId!]) await lab.api.call("DELETE", `/api/snapshots/${id}`).catch((e: Error) => log(`could not delete ${id}: ${e.message}`));
     }
