@@ -56,7 +56,7 @@ export const EngineResult = z.object({
   ms: count,
 });
 /** A delta's answer adds what the agent's pass reports of one (SinglePassResult's delta, layerOf, treeSha256). */
-const EngineDeltaResult = EngineResult.extend({
+export const EngineDeltaResult = EngineResult.extend({
   /** entries the archive holds */
   archived: count,
   layerOf: z.string().optional(),
@@ -151,8 +151,11 @@ export function settle(exited: PromiseSettledResult<void>, flowed: PromiseSettle
     archived: { entries: r.entries, tarBytes: r.tarBytes },
     engine: "native",
   };
-  if (!deltaParsed) return result;
-  const d = deltaParsed.data!;
+  return deltaParsed ? withDelta(result, deltaParsed.data!, baseFrom) : result;
+}
+
+/** A pass's result with what the engine answered of its delta (stream mode here, upload mode in engine-parts.ts). */
+export function withDelta<R extends Pick<SinglePassResult, "manifest">>(result: R, d: z.infer<typeof EngineDeltaResult>, baseFrom: "kept" | "store" | undefined): R & Required<Pick<SinglePassResult, "archived" | "delta">> {
   return {
     ...result,
     manifest: { ...result.manifest, ...(d.layerOf ? { layerOf: d.layerOf } : {}), ...(d.treeSha256 ? { treeSha256: d.treeSha256 } : {}) },

@@ -49,7 +49,7 @@ function agentSource(c: Ctx, source: Exclude<P.ManifestSource, { file: string }>
  * answered as a function the agent's pass calls as it starts its walk (read meanwhile; a failure to read it fails the
  * archive), and the kept copy's file when there is one, which the native engine reads and checks itself.
  */
-async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: string, q: { baseKept?: { id: string; sha256: string }; keepAs?: string }) {
+export async function deltaBase(c: Ctx, source: P.ManifestSource | undefined, field: string, q: { baseKept?: { id: string; sha256: string }; keepAs?: string }) {
   const dir = q.baseKept || q.keepAs ? await c.path(SANDBOX_DIRS.manifests, "keepAs") : undefined;
   let from: "kept" | "store" | undefined;
   const read = async () => {
@@ -109,7 +109,7 @@ function oneOf(a: string | undefined, b: string | undefined, names: string): P.M
   return a !== undefined ? { file: a } : b !== undefined ? { url: b } : undefined;
 }
 
-function singlePassOnly(q: { manifestOut?: string; filesFrom?: string; base?: unknown; rehash?: boolean }) {
+export function singlePassOnly(q: { manifestOut?: string; filesFrom?: string; base?: unknown; rehash?: boolean }) {
   if (q.manifestOut !== undefined && q.filesFrom !== undefined) throw new AgentError("bad_request", "filesFrom: a single-pass archive finds its own list (give base instead)", "filesFrom");
   if (q.manifestOut === undefined && (q.base !== undefined || q.rehash !== undefined)) throw new AgentError("bad_request", "manifestOut: base and rehash need a single-pass archive", "manifestOut");
 }

@@ -9,7 +9,8 @@ import type { z } from "zod";
 import * as P from "../contract/protocol.ts";
 import { extractSafely } from "../extract/safe-extract.ts";
 import { markDirs, opaqueDirsOf } from "../mounts/overlay-opaque.ts";
-import { requestedVerification } from "./archive.ts";
+import { deltaBase, requestedVerification, singlePassOnly } from "./archive.ts";
+import { AgentError } from "../http/agent-error.ts";
 import { engineBinary } from "../archive/engine-pass.ts";
 import { EngineLacksUnpack, engineCanUnpack, engineCanUnpackLayer, preferredUnpack, unpackLayerWithEngine, unpackWithEngine, type EngineManifest } from "../extract/engine-unpack.ts";
 import { existingDir, type Ctx, type Routes } from "./route.ts";
@@ -20,15 +21,19 @@ import { ENGINE_GET_MIN_BYTES, EngineLacksGet, getWithEngine } from "../transfer
 
 /**
  * An upload's archive source: with manifestOut, single pass (the walk, less the request's selection, names tar's
- * entries and the manifest comes from the stream), as GET /v1/archive makes a backup's archive.
+ * entries and the manifest comes from the stream), as GET /v1/archive makes a backup's archive; with base, a delta
+ * of it, as GET /v1/archive makes one (its kept copy here when it is the one baseKept names, else the store's).
  */
-async function archiveSource(c: Ctx, archive: { path: string; format: P.TarFormat; manifestOut?: string; keepAs?: string }): Promise<MultipartSource> {
+async function archiveSource(c: Ctx, archive: Extract<P.UploadMultipartBody["source"], { archive: unknown }>["archive"]): Promise<MultipartSource> {
   const dir = await existingDir(await c.path(archive.path, "source.archive.path"), "source.archive.path");
+  singlePassOnly(archive);
+  if (archive.layerOver !== undefined && !archive.base) throw new AgentError("bad_request", "source.archive.layerOver: a layer manifest needs a base (source.archive.base)", "source.archive.layerOver");
   if (archive.manifestOut === undefined) return { archive: { dir, format: archive.format } };
   const manifestOut = await c.path(archive.manifestOut, "source.archive.manifestOut");
   // keepAs: the tree's manifest stays in the sandbox for the next delta, as GET /v1/archive keeps it.
-  const keep = archive.keepAs ? { keep: { dir: await c.path(SANDBOX_DIRS.manifests, "source.archive.keepAs"), id: archive.keepAs } } : {};
-  return { archive: { dir, format: archive.format, singlePass: { manifestOut, selection: await requestedSelection(c, dir), ...keep } } };
+  const { base, baseKept, baseFrom, keep } = await deltaBase(c, archive.base, "source.archive.base", archive);
+  const delta = base ? { base, baseFrom, ...(baseKept ? { baseKept } : {}), ...(archive.layerOver ? { layerOver: archive.layerOver } : {}), ...(archive.rehash ? { rehash: true } : {}) } : {};
+  return { archive: { dir, format: archive.format, singlePass: { manifestOut, selection: await requestedSelection(c, dir), ...(keep ? { keep } : {}), ...delta } } };
 }
 
 /**

@@ -7,15 +7,17 @@
 //          │ └──manifest──▶ manifestOut
 //          └──result JSON (fd 3): {bytes, sha256, parts: [{partNumber, etag, bytes, sha256}], peakBufferedBytes, manifest…}
 //
-// It runs when the engine's stream mode would (engine-pass.ts engineRequest: zstd, no base, a selection it reads
-// alike) and the binary knows --part-size; otherwise the caller cuts the agent's own pass into parts as before
-// (presigned-multipart.ts). The store checks each part against its reported SHA-256 at completion, so an engine that
-// lied about a part (the `lie` fault) is refused there, as the agent's own cutter is.
+// It runs when the engine's stream mode would (engine-pass.ts engineRequest: zstd, a selection it reads alike, and for
+// a delta a base kept here) and the binary knows --part-size; otherwise the caller cuts the agent's own pass into
+// parts as before (presigned-multipart.ts). A delta (the 10 MB incremental) is made so too: the engine reads its kept
+// base, walks, and PUTs only what changed, where the Worker used to relay it (tar-zst-delta took the multipart path).
+// The store checks each part against its reported SHA-256 at completion, so an engine that lied about a part (the
+// `lie` fault) is refused there, as the agent's own cutter is.
 import { rm } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
-import { EngineResult, engineBinary, engineRequest, preferredEngine } from "../archive/engine-pass.ts";
+import { EngineBaseUnusable, EngineDeltaResult, EngineResult, engineBinary, engineKeptFile, engineRequest, preferredEngine, withDelta } from "../archive/engine-pass.ts";
 import type { SinglePassOptions, SinglePassResult } from "../archive/single-pass.ts";
 import type { TarFormat } from "../contract/protocol.ts";
 import { keepManifest } from "../manifest/manifest-kept.ts";
@@ -34,13 +36,15 @@ export interface EnginePartsOptions {
 
 const SHA256 = z.string().regex(/^[0-9a-f]{64}$/);
 const count = z.number().int().nonnegative();
-const EnginePartsResult = EngineResult.extend({
+const uploaded = {
   parts: z.array(z.object({ partNumber: z.number().int().min(1), etag: z.string(), bytes: count, sha256: SHA256 })).min(1),
   peakBufferedBytes: count,
   retries: count,
-});
+};
+const EnginePartsResult = EngineResult.extend(uploaded);
+const EngineDeltaPartsResult = EngineDeltaResult.extend(uploaded);
 const EnginePartsFailure = z.object({
-  error: z.object({ code: z.enum(["bad_request", "tool_failed", "url_expired", "store_refused"]), message: z.string(), field: z.string().optional() }),
+  error: z.object({ code: z.enum(["bad_request", "tool_failed", "url_expired", "store_refused", "base_unusable"]), message: z.string(), field: z.string().optional() }),
 });
 
 export interface EnginePartsAnswer {
@@ -50,6 +54,9 @@ export interface EnginePartsAnswer {
   ms: number;
   peakBufferedBytes: number;
   manifest: SinglePassResult["manifest"];
+  /** a delta's: what changed, and the entries its archive holds */
+  delta?: SinglePassResult["delta"];
+  archived?: SinglePassResult["archived"];
   engine: "native";
   uploadedBy: "engine";
 }
@@ -63,7 +70,8 @@ const LACKS_UPLOAD = /flag provided but not defined: -part-size| exited 2: usage
 /**
  * The engine's pass uploading its own parts, or undefined when it cannot make it here (the caller's own pass runs,
  * nothing having been sent). Rejects with the engine's error: too few URLs (400 naming urls), an expired URL, a part
- * the store refused, a tree that changed under the pass.
+ * the store refused, a tree that changed under the pass; EngineBaseUnusable when a delta's kept base is not the bytes
+ * its record vouches for (nothing sent: the caller's own pass reads the store's copy).
  */
 export async function enginePartsUpload(dir: string, format: TarFormat, pass: SinglePassOptions, o: EnginePartsOptions): Promise<EnginePartsAnswer | undefined> {
   const request = (pass.engine ?? preferredEngine()) === "native" ? engineRequest(format, pass) : undefined;
@@ -76,22 +84,27 @@ export async function enginePartsUpload(dir: string, format: TarFormat, pass: Si
   tool.child.stdin!.end(JSON.stringify({ ...request, urls: o.urls, ...(o.lie ? { lie: true } : {}) }));
   const [exited, said] = await Promise.allSettled([tool.done, readAll(tool.child.stdio[3] as Readable)]);
   const text = said.status === "fulfilled" ? said.value.trim() : "";
+  const keptTree = request.delta?.keep;
   try {
     const failure = text ? EnginePartsFailure.safeParse(safeJson(text)) : undefined;
-    if (failure?.success) throw new AgentError(failure.data.error.code, failure.data.error.message, failure.data.error.field);
+    if (failure?.success && failure.data.error.code === "base_unusable") throw new EngineBaseUnusable(failure.data.error.message);
+    if (failure?.success) throw new AgentError(failure.data.error.code as Exclude<typeof failure.data.error.code, "base_unusable">, failure.data.error.message, failure.data.error.field);
     if (exited.status === "rejected") {
       if (!text && LACKS_UPLOAD.test((exited.reason as Error).message)) return undefined;
       throw exited.reason;
     }
-    const parsed = EnginePartsResult.safeParse(safeJson(text));
+    const parsed = (request.delta ? EngineDeltaPartsResult : EnginePartsResult).safeParse(safeJson(text));
     if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy pack answered what is not an upload's result: ${text.slice(0, 200)}`);
     const r = parsed.data;
-    const manifest: SinglePassResult["manifest"] = { totals: r.totals, entries: r.entries, jsonBytes: r.jsonBytes, walkMs: r.walkMs, sha256: r.jsonSha256 };
-    if (pass.keep) await keepManifest(pass.keep.dir, pass.keep.id, { from: pass.manifestOut });
-    return { bytes: r.bytes, sha256: r.sha256, parts: r.parts, ms: Math.round(performance.now() - started), peakBufferedBytes: r.peakBufferedBytes, manifest, engine: "native", uploadedBy: "engine" };
+    const made = { manifest: { totals: r.totals, entries: r.entries, jsonBytes: r.jsonBytes, walkMs: r.walkMs, sha256: r.jsonSha256 } as SinglePassResult["manifest"] };
+    const result = "delta" in r ? withDelta(made, r as z.infer<typeof EngineDeltaPartsResult>, pass.baseFrom?.()) : made;
+    // The tree's whole manifest is kept for the next delta: beside a layer the engine wrote it there itself.
+    if (pass.keep) await keepManifest(pass.keep.dir, pass.keep.id, result.manifest.treeSha256 ? { moved: engineKeptFile(pass.keep) } : { from: pass.manifestOut });
+    return { bytes: r.bytes, sha256: r.sha256, parts: r.parts, ms: Math.round(performance.now() - started), peakBufferedBytes: r.peakBufferedBytes, ...result, engine: "native", uploadedBy: "engine" };
   } catch (e) {
-    // Its half-written manifest has no name (O_TMPFILE) but where the filesystem lacks it (engine-pass.ts says more).
-    await rm(`${pass.manifestOut}.tmp-${tool.child.pid}`, { force: true });
+    // Its half-written manifests have no name (O_TMPFILE) but where the filesystem lacks it (engine-pass.ts says more).
+    for (const file of [pass.manifestOut, keptTree]) if (file) await rm(`${file}.tmp-${tool.child.pid}`, { force: true });
+    if (keptTree) await rm(keptTree, { force: true }); // written, then the upload failed
     throw e;
   }
 }

@@ -44,6 +44,7 @@ import { AgentError, toolFailure } from "../http/agent-error.ts";
 import { archiveWithManifest, type SinglePassOptions, type SinglePassResult } from "../archive/archive.ts";
 import { checkUrl } from "./check-url.ts";
 import { enginePartsUpload } from "./engine-parts.ts";
+import { EngineBaseUnusable } from "../archive/engine-pass.ts";
 import { putBytes, withRetries } from "./presigned-http.ts";
 import type { TarFormat } from "../contract/protocol.ts";
 import { startTool, type RunningTool } from "../system/run-tool.ts";
@@ -83,6 +84,8 @@ export interface MultipartResult {
   peakBufferedBytes: number;
   /** single pass: the manifest written to manifestOut */
   manifest?: SinglePassResult["manifest"];
+  /** a single pass with a base: what changed (the archive holds only that), as GET /v1/archive's result has it */
+  delta?: SinglePassResult["delta"];
   /** single pass: which pass made it; "native" without relay when the engine PUT the parts itself (engine-parts.ts) */
   engine?: "native" | "node";
   /** the parts were PUT by the engine, not cut here */
@@ -93,10 +96,13 @@ export interface MultipartResult {
 interface PartSource {
   read(into: Buffer, offset: number, max: number): Promise<number>;
   /** after the last read: resolves when the source ended cleanly (tar exited 0), with a single pass's manifest */
-  finish(): Promise<{ manifest?: SinglePassResult["manifest"]; engine?: SinglePassResult["engine"] } | void>;
+  finish(): Promise<Made | void>;
   /** on failure: stop reading, kill the producer, wait for it to exit */
   abort(): Promise<void>;
 }
+
+/** What a single pass answers besides its bytes. */
+type Made = Pick<MultipartResult, "manifest" | "delta" | "engine">;
 
 /** A staged file, read straight into the part buffers (no intermediate chunks). */
 async function fileSource(path: string): Promise<PartSource> {
@@ -161,7 +167,7 @@ function singlePassSource(dir: string, format: TarFormat, options: SinglePassOpt
     read: (into, offset, max) => cut.read(into, offset, max).catch((e) => making.then(() => Promise.reject(e), (why) => Promise.reject(why))),
     finish: async () => {
       const done = await making;
-      return { manifest: done.manifest, ...(done.engine ? { engine: done.engine } : {}) };
+      return { manifest: done.manifest, ...(done.delta ? { delta: done.delta } : {}), ...(done.engine ? { engine: done.engine } : {}) };
     },
     async abort() {
       pipe.destroy();
@@ -185,7 +191,12 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
   // The engine PUTs its own parts when it can make the pass (engine-parts.ts): then no archive byte passes through here.
   if ("archive" in source && source.archive.singlePass) {
     const { dir, format, singlePass } = source.archive;
-    const native = await enginePartsUpload(dir, format, singlePass, { partSize, concurrency, retries, urls, lie });
+    const native = await enginePartsUpload(dir, format, singlePass, { partSize, concurrency, retries, urls, lie }).catch((e: unknown) => {
+      if (!(e instanceof EngineBaseUnusable)) throw e;
+      // A delta's kept base is not what its record vouches for; nothing was sent: the agent's own pass reads the store's.
+      source = { archive: { dir, format, singlePass: { ...singlePass, baseKept: undefined } } };
+      return undefined;
+    });
     if (native) return native;
   }
   const input = await openSource(source);
@@ -200,7 +211,7 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
   let held = 0; // stream bytes in memory: the part being filled + parts in flight
   let peak = 0;
   let partNumber = 0;
-  let made: { manifest?: SinglePassResult["manifest"]; engine?: SinglePassResult["engine"] } = {};
+  let made: Made = {};
 
   const takeBuffer = () => {
     const b = pool.pop();
@@ -270,5 +281,5 @@ export async function uploadMultipart(source: MultipartSource, options: Multipar
     throw failed;
   }
   parts.sort((a, b) => a.partNumber - b.partNumber);
-  return { bytes, sha256: hash.digest("hex"), parts, ms: Math.round(performance.now() - started), peakBufferedBytes: peak, uploadedBy: "agent", ...(made.manifest ? { manifest: made.manifest } : {}), ...(made.engine ? { engine: made.engine } : {}) };
+  return { bytes, sha256: hash.digest("hex"), parts, ms: Math.round(performance.now() - started), peakBufferedBytes: peak, uploadedBy: "agent", ...made };
 }

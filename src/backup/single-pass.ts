@@ -21,7 +21,7 @@ import { checkManifestBounds } from "./manifest-bounds.ts";
  * delta comes with the layers below it: layer-chain.ts). `layerOver`: the delta's manifest is stored as a layer
  * over the base, unless the chain would grow past what a reader applies (then a whole manifest starts it afresh).
  */
-export async function baseManifestSource(d: Deps, p: BackupParams): Promise<{ source: ManifestSource; layerOver?: string; baseKept?: { id: string; sha256: string } } | undefined> {
+export async function baseManifestSource(d: Deps, p: BackupParams): Promise<{ source: ManifestSource; layerOver?: string; baseKept?: { id: string; sha256: string }; totals: { files: number; dirs: number; symlinks: number; bytes: number } } | undefined> {
   if (!p.baseSnapshotId) return undefined;
   const base = await readSnapshot(d.store, d.kv, p.baseSnapshotId);
   if (!base) throw new SnapflowError("snapshot_unusable", `base snapshot ${p.baseSnapshotId} does not exist any more`);
@@ -30,7 +30,8 @@ export async function baseManifestSource(d: Deps, p: BackupParams): Promise<{ so
   // The sandbox may keep the base's whole-tree manifest (container/manifest/manifest-kept.ts): it is used when its
   // SHA-256 is the one the base's record keeps for it (a layer's record keeps the tree's beside its own).
   const treeSha256 = base.manifest.layerOf ? base.manifest.treeSha256 : base.manifest.sha256;
-  return { source, ...(depth < MAX_LAYER_CHAIN ? { layerOver: base.id } : {}), ...(treeSha256 ? { baseKept: { id: base.id, sha256: treeSha256 } } : {}) };
+  const { files, dirs, symlinks, bytes } = base.manifest;
+  return { source, ...(depth < MAX_LAYER_CHAIN ? { layerOver: base.id } : {}), ...(treeSha256 ? { baseKept: { id: base.id, sha256: treeSha256 } } : {}), totals: { files, dirs, symlinks, bytes } };
 }
 
 /** A streamed archive's single-pass query fields: where the manifest and result go, and a delta's base manifest. */

@@ -4,10 +4,17 @@
 // the bound. An upload nobody recorded (opened before records existed, or its record lost) is found by listing
 // the store's open uploads and aborted past the bound. The bound is longer than any run.
 import type { Deps } from "../deps.ts";
+import { PACK_PREFIX } from "../chunks/pack-keys.ts";
 import { listAll } from "./list-all.ts";
 import { UPLOADS_PREFIX, type UploadRecord } from "./upload-records.ts";
 
 export const UPLOAD_SWEEP_OLDER_THAN_MS = 12 * 3600_000;
+
+/**
+ * Where snapflow opens multipart uploads: a backup's archive (snapshots/<id>/…) and a file-level backup's pack
+ * (packs/<tenant>/<id>). An unrecorded upload is looked for under each.
+ */
+export const UPLOAD_PREFIXES = ["snapshots/", PACK_PREFIX] as const;
 
 /** live: its backup runs; ended: its backup's Workflow finished (any way); unknown: there is no Workflow to ask. */
 export type Owner = "live" | "ended" | "unknown";
@@ -17,7 +24,7 @@ export interface UploadSweep {
   kept: number;
 }
 
-export async function sweepUploads(d: Deps, ownerOf: (snapshotId: string) => Promise<Owner>, olderThanMs = UPLOAD_SWEEP_OLDER_THAN_MS, now = Date.now()): Promise<UploadSweep> {
+export async function sweepUploads(d: Deps, ownerOf: (snapshotId: string) => Promise<Owner>, olderThanMs = UPLOAD_SWEEP_OLDER_THAN_MS, now = Date.now(), prefixes: readonly string[] = UPLOAD_PREFIXES): Promise<UploadSweep> {
   const out: UploadSweep = { aborted: [], kept: 0 };
   const recorded = new Set<string>();
   for await (const o of listAll(d.store, UPLOADS_PREFIX)) {
@@ -35,7 +42,8 @@ export async function sweepUploads(d: Deps, ownerOf: (snapshotId: string) => Pro
     await d.store.delete(o.key);
     out.aborted.push({ key: r.key, uploadId: r.uploadId, why: owner === "ended" ? `backup ${r.snapshotId} has ended` : `older than ${olderThanMs / 3600_000} h, owner unknown` });
   }
-  for (const u of await d.presigner.listUploads("snapshots/")) {
+  const open = (await Promise.all(prefixes.map((prefix) => d.presigner.listUploads(prefix)))).flat();
+  for (const u of open) {
     if (recorded.has(u.uploadId)) continue;
     if (now - Date.parse(u.initiated) < olderThanMs) {
       out.kept++;

@@ -241,7 +241,8 @@ export const STRATEGIES: readonly Strategy[] = [
   backup({ name: "overlay-delta", format: zstd3, path: "multipart", what: "the upper directory of the workspace's overlay (what changed over its base image), tar | zstd -3 -T0", seed: SEED_R2, delta: "overlay-upper" }),
   // A sleep's delta is small: staged in the sandbox and PUT once, bound to its SHA-256, rather than relayed by the Worker.
   backup({ name: "overlay-delta-put", format: zstd3, path: "presigned-put", what: "the upper directory of the workspace's overlay, tar | zstd -3 -T0 staged in the sandbox and PUT once to a presigned URL (no byte through the Worker)", delta: "overlay-upper" }),
-  backup({ name: "tar-zst-delta", format: zstd3, path: "multipart", what: "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0", delta: "changed-files" }),
+  // The default's incremental: made by the engine from its kept base and PUT in parts by it, as the default is.
+  backup({ name: "tar-zst-delta", format: zstd3, path: "presigned-multipart", what: "the files changed since a base snapshot (from its manifest), tar | zstd -3 -T0, PUT in parts by the sandbox (no byte through the Worker)", delta: "changed-files" }),
   // The SDK's own backup (its default: squashfs, lz4), measured like every preset; restored by the squashfs presets.
   backup({ name: "sdk-backup", format: squashfs("lz4"), path: "sdk-backup", what: "the Sandbox SDK's createBackup (squashfs, lz4, its defaults)" }),
 

@@ -36,6 +36,9 @@ describe("changed-files deltas", () => {
     await remove(src, `/workspace/app/${someDir}`);
     const d1 = await run("backup", { sandboxId: src, path: "/workspace/app", strategy: "tar-zst-delta", baseSnapshotId: full.snapshotId });
     expect(d1.status, d1.error).toBe("complete");
+    // The sandbox's engine PUT the delta's parts itself (no byte through the Worker), to URLs signed for the base's
+    // tree (its record's totals: no walk to size them).
+    expect({ by: d1.steps.transfer.uploadedBy, sizeBy: d1.steps.transfer.sizeBy, sizeMs: d1.steps.transfer.sizeMs }).toEqual({ by: "engine", sizeBy: "base", sizeMs: 0 });
     const d1Record = (await api("GET", `/api/snapshots/${d1.snapshotId}`)).json;
     expect(d1Record.delta.base).toBe(full.snapshotId);
     expect(d1Record.delta.deleted).toBeGreaterThanOrEqual(2);

@@ -13,6 +13,9 @@ import { runLifecycle } from "../../src/snapshots/lifecycle-cron.ts";
 import { targetLeaseKey } from "../../src/snapshots/target-leases.ts";
 import { findBackup } from "../../src/strategies/registry.ts";
 import { withUploadRecords } from "../../src/store/upload-records.ts";
+import { UPLOAD_PREFIXES, UPLOAD_SWEEP_OLDER_THAN_MS, sweepUploads } from "../../src/store/sweep-uploads.ts";
+import { packKey } from "../../src/chunks/pack-keys.ts";
+import { DEFAULT_TENANT } from "../../src/snapshots/tenant.ts";
 import { agent, api, faultRow, freshSandbox, leftovers, namesIn, openUploads, putFile, runWorkflow, sandboxLeftovers, storeRequests, testStore } from "./helpers.ts";
 
 const manifest = (sandbox: string, path: string) => agent(sandbox, "POST", "/v1/manifest", { path });
@@ -283,6 +286,22 @@ describe("no orphans in the store", () => {
     expect((await d.store.list(`uploads/${b.snapshotId}/`)).objects).toEqual([]);
     // The good snapshot kept its objects.
     expect((await api("GET", `/api/snapshots/${b.snapshotId}`)).status).toBe(200);
+  });
+
+  it("the sweep finds an upload nobody recorded under packs/ too (a file-level backup's pack), and aborts it past the bound", async () => {
+    const d = depsFrom(env);
+    const snapshotId = `bk-20260101000000-${Math.random().toString(16).slice(2, 10)}`;
+    const key = packKey(DEFAULT_TENANT, snapshotId);
+    // Every place snapflow opens an upload is looked under (a prefix left out leaves its orphans open for good).
+    expect(UPLOAD_PREFIXES.some((prefix) => key.startsWith(prefix))).toBe(true);
+    const left = await d.presigner.createMultipartUpload(key); // not through withUploadRecords: no record
+    const owner = async () => "live" as const; // recorded uploads (other tests' runs) are kept whatever their age
+    // Younger than the bound: kept. (Only this key's prefix is listed, so nothing of another test is touched.)
+    const only = [key];
+    expect((await sweepUploads(d, owner, UPLOAD_SWEEP_OLDER_THAN_MS, Date.now(), only)).aborted).toEqual([]);
+    const late = Date.now() + UPLOAD_SWEEP_OLDER_THAN_MS + 60_000;
+    expect((await sweepUploads(d, owner, UPLOAD_SWEEP_OLDER_THAN_MS, late, only)).aborted).toEqual([{ key, uploadId: left.uploadId, why: "unrecorded, older than 12 h" }]);
+    expect(await openUploads(key)).toEqual([]);
   });
 
   it("a backup whose transfer keeps failing leaves no snapshot object, upload record or open upload", async () => {

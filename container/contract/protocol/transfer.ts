@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { R2_MULTIPART } from "../r2-limits.ts";
 import { TarFormat } from "./formats.ts";
-import { KeptId } from "./archive.ts";
+import { SinglePassFields } from "./archive.ts";
 import { ManifestTotals } from "./manifest.ts";
 import { ExtractExpectation, Ownership, StoredManifest } from "./trees.ts";
 
@@ -53,9 +53,10 @@ export const UploadMultipartBody = z
        * tar (+ compressor) of the tree at `path`, exactly as POST /v1/archive makes it, cut while it streams. With
        * `manifestOut` (what a backup sends): single pass, the manifest of exactly what was archived written there,
        * tar's entries named by the same sorted walk (less the request's selection); without it, tar's own pass in
-       * directory order, which no manifest describes (a hard link may point either way).
+       * directory order, which no manifest describes (a hard link may point either way). With `base` (and
+       * manifestOut): a delta, only what changed since that manifest, as GET /v1/archive makes one.
        */
-      z.object({ archive: z.object({ path: z.string(), format: TarFormat, manifestOut: z.string().optional(), keepAs: KeptId.optional() }).strict() }).strict(),
+      z.object({ archive: z.object({ path: z.string(), format: TarFormat, ...SinglePassFields }).strict() }).strict(),
       /** a staged file in the sandbox */
       z.object({ file: z.string() }).strict(),
     ]),
@@ -81,6 +82,7 @@ const SHA256_HEX = z.string().regex(/^[0-9a-f]{64}$/, "64 lowercase hex characte
  * What POST /v1/upload-multipart answers. The Worker parses it rather than trusting its shape: the ETags and
  * hashes go into the CompleteMultipartUpload body it sends the store, so an ETag may not carry XML.
  */
+const count = z.number().int().nonnegative();
 export const UploadMultipartResult = z.object({
   bytes: z.number().int().nonnegative(),
   sha256: SHA256_HEX,
@@ -94,7 +96,9 @@ export const UploadMultipartResult = z.object({
   ms: z.number().nonnegative(),
   peakBufferedBytes: z.number().int().nonnegative(),
   /** single pass (source.archive.manifestOut): the manifest written there, made from the archive's own stream (sha256: of the file) */
-  manifest: z.object({ totals: ManifestTotals, entries: z.number().int().nonnegative(), jsonBytes: z.number().int().nonnegative(), walkMs: z.number().nonnegative(), sha256: SHA256_HEX.optional() }).optional(),
+  manifest: z.object({ totals: ManifestTotals, entries: z.number().int().nonnegative(), jsonBytes: z.number().int().nonnegative(), walkMs: z.number().nonnegative(), sha256: SHA256_HEX.optional(), layerOf: z.string().optional(), treeSha256: SHA256_HEX.optional() }).optional(),
+  /** a delta (source.archive.base): what changed, as the single-pass answer has it */
+  delta: z.object({ changed: count, changedBytes: count, deleted: z.array(z.string()), suspects: count, suspectBytes: count, planMs: z.number().nonnegative(), baseFrom: z.enum(["kept", "store"]).optional() }).optional(),
   /** single pass: the native engine's or the agent's own */
   engine: z.enum(["native", "node"]).optional(),
   /** who PUT the parts: the engine itself (no byte through the agent), or the agent cutting a stream */

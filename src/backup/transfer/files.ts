@@ -40,17 +40,11 @@ import { selectionOf } from "../selection.ts";
 import { checkManifestBounds } from "../manifest-bounds.ts";
 import type { BackupParams } from "../backup-params.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
-import { sendInParts } from "./part-urls.ts";
+import { boundFrom, sendInParts } from "./part-urls.ts";
 
 export function filesOnly(s: BackupStrategy): FilesFormat {
   if (s.format.kind !== "files") throw new SnapflowError("bad_request", `${s.name}: the files path needs the file-level format`, { field: "strategy" });
   return s.format;
-}
-
-/** The tar bound of a tree of these totals (container/transfer/tree-size.ts), grown by a quarter. */
-export function boundFrom(t: { files: number; dirs: number; symlinks: number; bytes: number }): { tarMax: number } {
-  const entries = t.files + t.dirs + t.symlinks;
-  return { tarMax: Math.ceil(1.25 * (t.bytes + entries * (512 + 2048) + 1024)) };
 }
 
 /**

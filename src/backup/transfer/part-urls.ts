@@ -28,6 +28,15 @@ export function urlCountFor(tarMax: number, partSize: number): number {
   return Math.min(R2_MULTIPART.maxParts, Math.ceil(tarMax / partSize) + 1);
 }
 
+/**
+ * The tar bound of a tree of these totals (container/transfer/tree-size.ts), grown by a quarter: a backup over a parent
+ * or base whose record holds its tree's totals signs URLs for this, without the metadata walk a count takes.
+ */
+export function boundFrom(t: { files: number; dirs: number; symlinks: number; bytes: number }): { tarMax: number } {
+  const entries = t.files + t.dirs + t.symlinks;
+  return { tarMax: Math.ceil(1.25 * (t.bytes + entries * (512 + 2048) + 1024)) };
+}
+
 /** The sandbox's answer that the archive needs more parts than it was given URLs for. */
 const tooFewUrls = (e: unknown) => e instanceof AgentCallError && e.status === 400 && e.field === "urls";
 

@@ -1,6 +1,7 @@
 // presigned-multipart: the sandbox PUTs the archive's parts in parallel to presigned part URLs; the Worker only opens
 // the upload (over the S3 API, which the URLs address), signs URLs and completes or aborts. No archive byte crosses
-// the Worker. The default backup takes this path (registry.ts DEFAULT_BACKUP).
+// the Worker. The default backup takes this path (registry.ts DEFAULT_BACKUP), and so does its incremental
+// (tar-zst-delta): the sandbox's pass is then a delta against the base's manifest, kept there or the store's.
 //
 // Who cuts the parts: the native engine itself (`snapflow-lazy pack --part-size`, container/transfer/engine-parts.ts)
 // when it can make the pass, so no byte crosses the agent either; else the agent cuts its own single pass's stream
@@ -8,7 +9,7 @@
 //
 // How many URLs (part-urls.ts sendInParts, shared with the file-level pack): all are signed up front (the sandbox
 // cannot ask the Worker for more mid-stream), so this step first asks the sandbox for a bound on the tar archive (POST /v1/tree-size: a metadata pass, ~0.1 s natively for 31.7k
-// entries; container/transfer/tree-size.ts) and signs URLs for it, plus one spare part for a tree that grows a little
+// entries; container/transfer/tree-size.ts) — a delta takes its base's totals instead, no walk — and signs URLs for it, plus one spare part for a tree that grows a little
 // meanwhile. zstd only shrinks tar, so the archive fits unless the tree grew by more than a part: then the sandbox
 // stops before sending the extra part and answers 400 naming `urls`, this step aborts that upload, counts again and
 // signs twice as many (or the new bound's, if larger) for one more attempt; a second overflow fails the run naming
@@ -32,9 +33,9 @@
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
-import { storeSinglePassManifest } from "../single-pass.ts";
+import { baseManifestSource, storeSinglePassManifest } from "../single-pass.ts";
 import type { BackupTransfer } from "./backup-transfer.ts";
-import { sendInParts } from "./part-urls.ts";
+import { boundFrom, sendInParts } from "./part-urls.ts";
 import { tarOnly } from "./tar-only.ts";
 
 export { partUrlExpirySeconds, urlCountFor } from "./part-urls.ts";
@@ -45,17 +46,30 @@ export const presignedMultipartTransfer: BackupTransfer = {
   hashedByWorker: false,
   async transfer({ d, p, s, agent, key, started }) {
     const format = tarOnly(s);
-    const first = await agent.treeSize(p.path);
+    // A delta (tar-zst-delta): its base's manifest, and its tree's totals, which bound the delta's archive without a
+    // walk (it holds at most the whole tree: the URLs are signed for that, and are cheap; the sandbox uses two or so).
+    // The upload is opened meanwhile (a store round trip); should the sizing fail, it is aborted here (and by the
+    // step's cleanup otherwise: withUploadRecords records it).
+    const opened = d.presigner.createMultipartUpload(key);
+    const sized = (async () => {
+      const base = await baseManifestSource(d, p);
+      return { base, first: base ? { ...boundFrom(base.totals), ms: 0, by: "base" as const } : await agent.treeSize(p.path) };
+    })();
+    const [{ base, first }] = await Promise.all([sized, opened]).catch(async (e) => {
+      await opened.then((u) => u.abort(), () => {}).catch(() => {});
+      throw e;
+    });
     const sizing = { sizeMs: first.ms, sizeBy: first.by, tarMax: first.tarMax };
     const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
-    const source = { archive: { path: p.path, format, manifestOut, keepAs: p.snapshotId } };
+    const delta = base ? { base: base.source, ...(base.layerOver ? { layerOver: base.layerOver } : {}), ...(base.baseKept ? { baseKept: base.baseKept } : {}) } : {};
+    const source = { archive: { path: p.path, format, manifestOut, keepAs: p.snapshotId, ...delta } };
     const { sent: up, urls, attempts, storeChecksum } = await sendInParts(d, p, key, first, () => agent.treeSize(p.path), async (urls, partSize, tarMax) => {
       const up = await agent.uploadMultipart({ source, partSize, concurrency: p.tuning?.concurrency ?? 4, urls }, tarMax);
       if (!up.manifest) throw new SnapflowError("agent_error", `the agent in sandbox ${p.sandboxId} uploaded the archive without the manifest of what it archived (an agent older than this Worker?)`);
       return up;
-    });
+    }, { opened });
     // The manifest, too, goes from the sandbox to the store without the Worker (bound to its SHA-256).
-    const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest! }, { bySandbox: true });
+    const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest!, ...(up.delta ? { delta: up.delta } : {}) }, { bySandbox: true });
     const by = { ...(up.uploadedBy ? { uploadedBy: up.uploadedBy } : {}), ...(up.engine ? { engine: up.engine } : {}) };
     return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, urls, attempts, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes, ...sizing, ...by, ...made };
   },

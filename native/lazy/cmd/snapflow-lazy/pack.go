@@ -78,18 +78,15 @@ func packCmd(args []string) error {
 			os.Exit(1)
 		}
 	}()
+	if req.Delta != nil {
+		collectOnlyNear(incrementalHeap)
+	}
 	if *partSize > 0 {
-		if req.Delta != nil {
-			return errors.New("stdin: a delta is made to stdout; --part-size uploads full backups only")
-		}
-		return packUpload(pack.Options{Root: *root, Manifest: *manifest, Level: req.Level, Threads: req.Threads, Long: req.Long, Selection: req.Selection},
+		return packUpload(pack.Options{Root: *root, Manifest: *manifest, Level: req.Level, Threads: req.Threads, Long: req.Long, Selection: req.Selection}, req.Delta,
 			uploadSettings{partSize: *partSize, concurrency: *concurrency, retries: *retries, timeout: *timeout, urls: req.URLs, lie: req.Lie}, resultOut)
 	}
 	if len(req.URLs) > 0 || req.Lie {
 		return errors.New("stdin: urls and lie need --part-size")
-	}
-	if req.Delta != nil {
-		collectOnlyNear(incrementalHeap)
 	}
 	var out io.Writer = os.Stdout
 	if *outPath != "" {

@@ -23,19 +23,29 @@ type uploadSettings struct {
 // minPartSize is R2's (and S3's) least size of a part that is not the last.
 const minPartSize = 5 << 20
 
-// packUploadResult is pack's result plus the parts the Worker completes the upload with.
-type packUploadResult struct {
-	pack.Result
+// uploaded is what the Worker completes the upload with, beside the pass's own result.
+type uploaded struct {
 	Parts             []partupload.Part `json:"parts"`
 	PeakBufferedBytes int64             `json:"peakBufferedBytes"`
 	Retries           int               `json:"retries"`
 }
 
-// packUpload makes the pass with the archive cut into parts and PUT as it is written (internal/partupload): no byte of
-// it leaves through stdout. The result, or the error, goes to resultOut as in pack's stream mode; the upload itself is
-// left for the Worker to complete or abort.
-func packUpload(opts pack.Options, u uploadSettings, resultOut *os.File) error {
-	res, err := packUploadRun(opts, u)
+// packUploadResult is a full pass's result plus its parts; deltaUploadResult a delta's (pack.DeltaResult's fields).
+type packUploadResult struct {
+	pack.Result
+	uploaded
+}
+
+type deltaUploadResult struct {
+	pack.DeltaResult
+	uploaded
+}
+
+// packUpload makes the pass (a full one, or with delta a delta: pack.RunDelta) with the archive cut into parts and PUT
+// as it is written (internal/partupload): no byte of it leaves through stdout. The result, or the error, goes to
+// resultOut as in pack's stream mode; the upload itself is left for the Worker to complete or abort.
+func packUpload(opts pack.Options, delta *pack.Delta, u uploadSettings, resultOut *os.File) error {
+	res, err := packUploadRun(opts, delta, u)
 	if err != nil {
 		json.NewEncoder(resultOut).Encode(map[string]any{"error": uploadFailure(err)})
 		return err
@@ -43,34 +53,46 @@ func packUpload(opts pack.Options, u uploadSettings, resultOut *os.File) error {
 	return json.NewEncoder(resultOut).Encode(res)
 }
 
-func packUploadRun(opts pack.Options, u uploadSettings) (packUploadResult, error) {
+func packUploadRun(opts pack.Options, delta *pack.Delta, u uploadSettings) (any, error) {
 	if len(u.urls) == 0 {
-		return packUploadResult{}, &pack.Error{Code: "bad_request", Field: "urls", Message: "urls: upload mode needs the part URLs"}
+		return nil, &pack.Error{Code: "bad_request", Field: "urls", Message: "urls: upload mode needs the part URLs"}
 	}
 	if u.partSize < minPartSize {
-		return packUploadResult{}, &pack.Error{Code: "bad_request", Field: "partSize", Message: fmt.Sprintf("partSize: %d is below the store's least part size, %d", u.partSize, minPartSize)}
+		return nil, &pack.Error{Code: "bad_request", Field: "partSize", Message: fmt.Sprintf("partSize: %d is below the store's least part size, %d", u.partSize, minPartSize)}
 	}
 	w, err := partupload.New(context.Background(), partupload.Options{PartSize: u.partSize, Concurrency: u.concurrency, URLs: u.urls, Retries: u.retries, Timeout: u.timeout, Lie: u.lie})
 	if err != nil {
-		return packUploadResult{}, err
+		return nil, err
 	}
-	result, err := pack.Run(opts, w)
+	var full pack.Result
+	var inc pack.DeltaResult
+	if delta != nil {
+		inc, err = pack.RunDelta(opts, *delta, w)
+		full = inc.Result
+	} else {
+		full, err = pack.Run(opts, w)
+	}
 	if err != nil {
 		w.Abort()
-		// A write the upload refused reaches pack through zstd's writer: the upload's own error says why.
+		// A write the upload refused reaches pack through zstd's writer: the upload's own error says why. (A base the
+		// delta cannot use fails before a byte: its own error, base_unusable, is the answer.)
 		if cause := w.Err(); cause != nil {
-			return packUploadResult{}, cause
+			return nil, cause
 		}
-		return packUploadResult{}, err
+		return nil, err
 	}
 	up, err := w.Close()
 	if err != nil {
-		return packUploadResult{}, err
+		return nil, err
 	}
-	if up.Bytes != result.Bytes {
-		return packUploadResult{}, fmt.Errorf("the archive is %d bytes; %d were cut into parts", result.Bytes, up.Bytes)
+	if up.Bytes != full.Bytes {
+		return nil, fmt.Errorf("the archive is %d bytes; %d were cut into parts", full.Bytes, up.Bytes)
 	}
-	return packUploadResult{Result: result, Parts: up.Parts, PeakBufferedBytes: up.PeakBufferedBytes, Retries: up.Retries}, nil
+	parts := uploaded{Parts: up.Parts, PeakBufferedBytes: up.PeakBufferedBytes, Retries: up.Retries}
+	if delta != nil {
+		return deltaUploadResult{DeltaResult: inc, uploaded: parts}, nil
+	}
+	return packUploadResult{Result: full, uploaded: parts}, nil
 }
 
 // uploadFailure is the {code, message, field} the agent answers with: too few URLs is the caller's to fix (400 naming

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,10 +18,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
-// runPackUpload runs `pack --part-size` over root with n part URLs of a test store and returns its fd-3 answer.
-func runPackUpload(t *testing.T, root string, n int) (map[string]json.RawMessage, map[int][]byte, error) {
+// runPackUpload runs `pack --part-size` over root with n part URLs of a test store (and the request's other fields
+// from extra) and returns its fd-3 answer.
+func runPackUpload(t *testing.T, root string, n int, extra map[string]any) (map[string]json.RawMessage, map[int][]byte, error) {
 	t.Helper()
 	var mu sync.Mutex
 	parts := map[int][]byte{}
@@ -36,7 +41,11 @@ func runPackUpload(t *testing.T, root string, n int) (map[string]json.RawMessage
 	for i := range urls {
 		urls[i] = fmt.Sprintf("%s/a?partNumber=%d", srv.URL, i+1)
 	}
-	req, _ := json.Marshal(map[string]any{"level": 3, "urls": urls})
+	fields := map[string]any{"level": 3, "urls": urls}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	req, _ := json.Marshal(fields)
 	result, _ := os.CreateTemp(t.TempDir(), "result")
 	cmd := exec.Command(binary, "pack", "--root", root, "--manifest", filepath.Join(t.TempDir(), "m.json"), "--result-fd", "3", "--part-size", strconv.Itoa(5<<20), "--concurrency", "2")
 	cmd.Stdin = strings.NewReader(string(req))
@@ -58,7 +67,7 @@ func TestPackUploadsItsArchiveInEqualParts(t *testing.T) {
 	data := make([]byte, 11<<20) // incompressible: three parts of 5 MiB, the last shorter
 	rand.Read(data)
 	os.WriteFile(filepath.Join(root, "blob"), data, 0o644)
-	answer, parts, err := runPackUpload(t, root, 10)
+	answer, parts, err := runPackUpload(t, root, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +106,7 @@ func TestPackUploadWithTooFewURLsNamesUrls(t *testing.T) {
 	data := make([]byte, 11<<20)
 	rand.Read(data)
 	os.WriteFile(filepath.Join(root, "blob"), data, 0o644)
-	answer, _, err := runPackUpload(t, root, 2)
+	answer, _, err := runPackUpload(t, root, 2, nil)
 	if err == nil {
 		t.Fatal("pack succeeded with 2 URLs for 3 parts")
 	}
@@ -108,5 +117,58 @@ func TestPackUploadWithTooFewURLsNamesUrls(t *testing.T) {
 	json.Unmarshal(raw, &failure)
 	if failure.Error.Code != "bad_request" || failure.Error.Field != "urls" {
 		t.Fatalf("got %+v", failure)
+	}
+}
+
+// A delta in upload mode: the parts hold only what changed since the base (its kept manifest, checked against its
+// SHA-256), and the answer is a delta's (what changed, the layer it wrote over the base), as in stream mode.
+func TestPackUploadsADeltaOfWhatChanged(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "kept"), []byte("unchanged\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "edited"), []byte("before\n"), 0o644)
+	base := filepath.Join(t.TempDir(), "base.json")
+	full := exec.Command(binary, "pack", "--root", root, "--manifest", base, "--out", os.DevNull)
+	full.Stdin = strings.NewReader(`{"level":3}`)
+	if out, err := full.CombinedOutput(); err != nil {
+		t.Fatalf("base pass: %v: %s", err, out)
+	}
+	raw, _ := os.ReadFile(base)
+	sum := sha256.Sum256(raw)
+	data := make([]byte, 6<<20) // incompressible: two parts of the delta, one of 5 MiB
+	rand.Read(data)
+	os.WriteFile(filepath.Join(root, "edited"), data, 0o644)
+	delta := map[string]any{"base": base, "sha256": hex.EncodeToString(sum[:]), "layerOver": "bk-base"}
+	answer, parts, err := runPackUpload(t, root, 4, map[string]any{"delta": delta})
+	if err != nil {
+		t.Fatalf("%v: %s", err, answer["error"])
+	}
+	var res struct {
+		Archived int
+		LayerOf  string
+		Delta    struct{ Changed int }
+		Parts    []struct{ PartNumber int }
+	}
+	j, _ := json.Marshal(answer)
+	json.Unmarshal(j, &res)
+	if res.Archived != 1 || res.Delta.Changed != 1 || res.LayerOf != "bk-base" || len(res.Parts) != 2 || len(parts) != 2 {
+		t.Fatalf("answer %s; %d parts stored", j, len(parts))
+	}
+	// The parts make a tar.zst holding the edited file alone.
+	dec, _ := zstd.NewReader(io.MultiReader(bytes.NewReader(parts[1]), bytes.NewReader(parts[2])))
+	defer dec.Close()
+	tr := tar.NewReader(dec)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+	}
+	if len(names) != 1 || names[0] != "./edited" {
+		t.Fatalf("the delta's archive holds %q", names)
 	}
 }
