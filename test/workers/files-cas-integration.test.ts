@@ -177,6 +177,28 @@ describe("the file-level format (files-cas)", () => {
     await d.store.delete([below]);
   });
 
+  it("a backup's verify looks at its own pack, and at its parent's only once the parent's record is gone", async () => {
+    const d = depsFrom(env);
+    const parent = `bk-20260101000002-${Math.random().toString(16).slice(2, 10)}`;
+    const own = `bk-20260101000003-${Math.random().toString(16).slice(2, 10)}`;
+    const p = { snapshotId: own, tenant: "default" } as BackupParams;
+    const sent = { files: { parent, packs: [{ name: parent, bytes: 7 }, { name: own, bytes: 5 }] } } as unknown as TransferResult;
+    await d.store.put(`packs/default/${own}`, new Uint8Array(5));
+    await d.store.put(`snapshots/${parent}/snapshot.json`, "{}");
+    // The parent's record stands for its pack (the collector keeps what a record names): one look, not one per pack.
+    await expect(filesTransfer.verifyStored!({ d, p, key: "unused", sent })).resolves.toEqual({ packsChecked: 1, packsByParent: 1 });
+    // Its record gone (deleted meanwhile): each inherited pack is looked at, and the missing one named.
+    await d.store.delete([`snapshots/${parent}/snapshot.json`]);
+    await expect(filesTransfer.verifyStored!({ d, p, key: "unused", sent })).rejects.toMatchObject({ code: "snapshot_unusable", message: expect.stringContaining(`${parent} (missing)`) });
+    await d.store.put(`packs/default/${parent}`, new Uint8Array(7));
+    await expect(filesTransfer.verifyStored!({ d, p, key: "unused", sent })).resolves.toEqual({ packsChecked: 2 });
+    // Its own pack is always looked at.
+    await d.store.put(`snapshots/${parent}/snapshot.json`, "{}");
+    await d.store.delete([`packs/default/${own}`]);
+    await expect(filesTransfer.verifyStored!({ d, p, key: "unused", sent })).rejects.toMatchObject({ message: expect.stringContaining(`${own} (missing)`) });
+    await d.store.delete([`packs/default/${parent}`, `snapshots/${parent}/snapshot.json`]);
+  });
+
   it("a file-level backup that fails after its pack was stored leaves neither the pack nor a snapshot behind", async () => {
     const src = freshSandbox("fails");
     await agent(src, "POST", "/v1/datasets", { path: "/workspace/app", kind: "node-modules", seed: 14, files: 40, bytes: 300_000 });

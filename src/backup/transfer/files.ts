@@ -31,7 +31,7 @@ import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { AgentCallError, type AgentClient } from "../../sandbox/agent-client.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
-import type { FilesRecord } from "../../snapshots/records.ts";
+import { snapshotRecordKey, type FilesRecord } from "../../snapshots/records.ts";
 import { DEFAULT_TENANT } from "../../snapshots/tenant.ts";
 import type { BackupStrategy } from "../../strategies/registry.ts";
 import { compactionIds } from "../../compaction/compaction-params.ts";
@@ -186,15 +186,25 @@ export const filesTransfer: BackupTransfer = {
 
   // Every pack the index names is in the store at the size the engine reported, and every index object of its chain;
   // the new pack also with the SHA-256 checksum its parts make (the store checked each part at completion).
+  //
+  // The packs it shares with its parent are the parent's (transfer checked that before completing the pack): its
+  // record names them, so while it exists the pack collector keeps them (pack-gc.ts), and the parent's own verify
+  // found each in the store. One look at that record then stands for all of them, and only this backup's own pack is
+  // looked at itself; a parent gone meanwhile has each looked at. (A HEAD per pack grew with the lineage: one pack
+  // per sleep, 100 HEADs at the hundredth, and a Workers invocation may make 1,000 calls to R2 and KV in all.)
   async verifyStored({ d, p, sent }) {
     const files = sent.files;
     if (!files) throw new SnapflowError("transfer_damaged", `the file-level backup ${p.snapshotId} reported no packs`);
     const tenant = p.tenant ?? DEFAULT_TENANT;
     const chain = files.chain ?? [];
-    const [heads, chainHeads] = await Promise.all([
-      Promise.all(files.packs.map(async (x) => ({ x, head: await d.store.head(packKey(tenant, x.name)) }))),
+    const inherited = files.packs.filter((x) => x.name !== p.snapshotId);
+    const headPacks = (packs: typeof files.packs) => Promise.all(packs.map(async (x) => ({ x, head: await d.store.head(packKey(tenant, x.name)) })));
+    const [parentKept, ownHeads, chainHeads] = await Promise.all([
+      files.parent && inherited.length ? d.store.head(snapshotRecordKey(files.parent)) : null,
+      headPacks(files.packs.filter((x) => x.name === p.snapshotId)),
       Promise.all(chain.map(async (o) => ({ key: o.key, head: await d.store.head(o.key) }))),
     ]);
+    const heads = parentKept || !inherited.length ? ownHeads : [...ownHeads, ...(await headPacks(inherited))];
     const bad = heads.filter(({ x, head }) => head?.size !== x.bytes);
     if (bad.length) {
       throw new SnapflowError("snapshot_unusable", `${bad.length} of the ${files.packs.length} packs the index names are not in the store at their size, first: ${bad.slice(0, 3).map(({ x, head }) => `${x.name} (${head ? `${head.size} bytes, not ${x.bytes}` : "missing"})`).join(", ")}`);
@@ -207,6 +217,6 @@ export const filesTransfer: BackupTransfer = {
       const kept = await d.presigner.storedChecksum(packKey(tenant, files.pack.name));
       if (kept !== null && kept !== files.pack.storeChecksum) throw new SnapflowError("snapshot_unusable", `pack ${files.pack.name}: the store keeps SHA-256 checksum ${kept}, its parts make ${files.pack.storeChecksum}`);
     }
-    return { packsChecked: files.packs.length, ...(chain.length ? { chainChecked: chain.length } : {}) };
+    return { packsChecked: heads.length, ...(parentKept && inherited.length ? { packsByParent: inherited.length } : {}), ...(chain.length ? { chainChecked: chain.length } : {}) };
   },
 };
