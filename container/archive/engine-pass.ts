@@ -114,12 +114,20 @@ export async function enginePass(bin: string, dir: string, request: EngineReques
   try {
     return settle(exited, flowed, said, relayed, tool.child.exitCode, started, request.delta !== undefined, options.baseFrom?.());
   } catch (e) {
-    // The engine's half-written manifests have no name (O_TMPFILE) except on a filesystem without it; there the engine
-    // removes them itself, unless it was killed outright (SIGKILL, the OOM killer).
-    for (const file of [options.manifestOut, request.delta?.keep]) if (file) await rm(`${file}.tmp-${tool.child.pid}`, { force: true });
-    if (request.delta?.keep) await rm(request.delta.keep, { force: true }); // written, then the layer failed
+    await removeEngineLeftovers(tool.child.pid!, options.manifestOut, request);
     throw e;
   }
+}
+
+/**
+ * What a failed engine pass may leave: its half-written manifests, which have no name (O_TMPFILE) except on a
+ * filesystem without it, where the engine removes them itself unless it was killed outright (SIGKILL, the OOM
+ * killer); and a delta's tree manifest, written before the pass failed after it.
+ */
+export async function removeEngineLeftovers(pid: number, manifestOut: string, request: EngineRequest): Promise<void> {
+  const kept = request.delta?.keep;
+  for (const file of [manifestOut, kept]) if (file) await rm(`${file}.tmp-${pid}`, { force: true });
+  if (kept) await rm(kept, { force: true });
 }
 
 /**

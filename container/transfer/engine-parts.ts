@@ -13,11 +13,10 @@
 // base, walks, and PUTs only what changed, where the Worker used to relay it (tar-zst-delta took the multipart path).
 // The store checks each part against its reported SHA-256 at completion, so an engine that lied about a part (the
 // `lie` fault) is refused there, as the agent's own cutter is.
-import { rm } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import { AgentError } from "../http/agent-error.ts";
-import { EngineBaseUnusable, EngineDeltaResult, EngineResult, engineBinary, engineKeptFile, engineRequest, preferredEngine, withDelta } from "../archive/engine-pass.ts";
+import { EngineBaseUnusable, EngineDeltaResult, EngineResult, engineBinary, engineKeptFile, engineRequest, preferredEngine, removeEngineLeftovers, withDelta } from "../archive/engine-pass.ts";
 import type { SinglePassOptions, SinglePassResult } from "../archive/single-pass.ts";
 import type { TarFormat } from "../contract/protocol.ts";
 import { keepManifest } from "../manifest/manifest-kept.ts";
@@ -84,7 +83,6 @@ export async function enginePartsUpload(dir: string, format: TarFormat, pass: Si
   tool.child.stdin!.end(JSON.stringify({ ...request, urls: o.urls, ...(o.lie ? { lie: true } : {}) }));
   const [exited, said] = await Promise.allSettled([tool.done, readAll(tool.child.stdio[3] as Readable)]);
   const text = said.status === "fulfilled" ? said.value.trim() : "";
-  const keptTree = request.delta?.keep;
   try {
     const failure = text ? EnginePartsFailure.safeParse(safeJson(text)) : undefined;
     if (failure?.success && failure.data.error.code === "base_unusable") throw new EngineBaseUnusable(failure.data.error.message);
@@ -93,18 +91,18 @@ export async function enginePartsUpload(dir: string, format: TarFormat, pass: Si
       if (!text && LACKS_UPLOAD.test((exited.reason as Error).message)) return undefined;
       throw exited.reason;
     }
-    const parsed = (request.delta ? EngineDeltaPartsResult : EnginePartsResult).safeParse(safeJson(text));
-    if (!parsed.success) throw new AgentError("tool_failed", `snapflow-lazy pack answered what is not an upload's result: ${text.slice(0, 200)}`);
+    const answer = safeJson(text);
+    const parsed = EnginePartsResult.safeParse(answer);
+    const delta = request.delta ? EngineDeltaPartsResult.safeParse(answer) : undefined;
+    if (!parsed.success || delta?.success === false) throw new AgentError("tool_failed", `snapflow-lazy pack answered what is not an upload's result: ${text.slice(0, 200)}`);
     const r = parsed.data;
     const made = { manifest: { totals: r.totals, entries: r.entries, jsonBytes: r.jsonBytes, walkMs: r.walkMs, sha256: r.jsonSha256 } as SinglePassResult["manifest"] };
-    const result = "delta" in r ? withDelta(made, r as z.infer<typeof EngineDeltaPartsResult>, pass.baseFrom?.()) : made;
+    const result = delta ? withDelta(made, delta.data!, pass.baseFrom?.()) : made;
     // The tree's whole manifest is kept for the next delta: beside a layer the engine wrote it there itself.
     if (pass.keep) await keepManifest(pass.keep.dir, pass.keep.id, result.manifest.treeSha256 ? { moved: engineKeptFile(pass.keep) } : { from: pass.manifestOut });
     return { bytes: r.bytes, sha256: r.sha256, parts: r.parts, ms: Math.round(performance.now() - started), peakBufferedBytes: r.peakBufferedBytes, ...result, engine: "native", uploadedBy: "engine" };
   } catch (e) {
-    // Its half-written manifests have no name (O_TMPFILE) but where the filesystem lacks it (engine-pass.ts says more).
-    for (const file of [pass.manifestOut, keptTree]) if (file) await rm(`${file}.tmp-${tool.child.pid}`, { force: true });
-    if (keptTree) await rm(keptTree, { force: true }); // written, then the upload failed
+    await removeEngineLeftovers(tool.child.pid!, pass.manifestOut, request);
     throw e;
   }
 }
