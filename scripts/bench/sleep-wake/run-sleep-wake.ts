@@ -78,6 +78,8 @@ const FIRST_USE = {
  * medians.
  */
 const FIRST_USE_SAMPLES = 3;
+/** Wakes of each of the two snapshots (cycle 1's, the last cycle's) after the last cycle, alternated. */
+const FIRST_USE_ALTERNATED = 5;
 
 /**
  * The bench's own walks of a woken tree (tree-digest.ts) bounded: one of 100 cycles once never settled (2026-11-28,
@@ -149,11 +151,14 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     // Every snapshot made, oldest first (the garbage collection at the end keeps what the tip needs).
     const made = [latest];
     const runStarted = performance.now();
+    // What each cycle woke (wokenSnapshots[k - 1]: cycle k's), for the alternated first uses after the last cycle.
+    const wokenSnapshots: string[] = [];
 
     for (let k = 1; k <= o.cycles; k++) {
       const sandbox = `${source}-${k}`;
       try {
         await sh("sync");
+        wokenSnapshots.push(latest);
         const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command });
         // The deltas the wake laid over its image or compaction: the depth as resolved.
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
@@ -207,6 +212,29 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         break;
       } finally {
         await snap.dispose(sandbox, true).catch(() => api.destroySandbox(sandbox).catch(() => {}));
+      }
+    }
+    // The chain's own cost to first use, apart from what 100 cycles did to the machine: the snapshots cycle 1 and the
+    // last cycle woke, woken alternately now (a first-use-lineage experiment found the cycles' own ratio moving with
+    // the machine, not with the chain).
+    if (results.cycles.length >= 2 && results.cycles.length === o.cycles) {
+      const pair = { early: { cycle: 1, snapshotId: wokenSnapshots[0]!, ms: [] as number[] }, late: { cycle: o.cycles, snapshotId: wokenSnapshots[o.cycles - 1]!, ms: [] as number[] } };
+      try {
+        for (let i = 1; i <= FIRST_USE_ALTERNATED; i++) {
+          for (const which of i % 2 ? (["early", "late"] as const) : (["late", "early"] as const)) {
+            const other = `${source}-alternated-${which}-${i}`;
+            try {
+              await sh("sync");
+              pair[which].ms.push((await measureFirstUse(api, { snapshotId: pair[which].snapshotId, sandboxId: other, sandboxDir: join(stackDir, "sandboxes", other), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command })).commandMs);
+            } finally {
+              await snap.dispose(other, true).catch(() => api.destroySandbox(other).catch(() => {}));
+            }
+          }
+        }
+        results.firstUseAlternated = pair;
+        log(`sleep-wake: first use woken alternately: cycle 1's snapshot ${pair.early.ms.join(", ")} ms, cycle ${o.cycles}'s ${pair.late.ms.join(", ")} ms`);
+      } catch (e) {
+        errors.push(`alternated first use: ${(e as Error).message}`);
       }
     }
     // The end: compactions still running awaited, then what the tip does not need deleted and the chunks collected.
