@@ -30,6 +30,7 @@
 // its buffer before the PUT), and the completion lists them, so the store itself refuses an object whose parts are
 // not the ones reported (BadDigest: permanent, the run stops, the upload is aborted). The composite of the
 // reported hashes is what the store must then keep for the object: verify reads it back (backup-phases.ts).
+import type { UploadMultipartResult } from "../../../container/contract/protocol.ts";
 import { SnapflowError } from "../../errors.ts";
 import { since } from "../../phases/phase-runner.ts";
 import { sandboxPaths } from "../../sandbox/sandbox-paths.ts";
@@ -63,14 +64,22 @@ export const presignedMultipartTransfer: BackupTransfer = {
     const manifestOut = sandboxPaths.manifestOut(p.snapshotId);
     const delta = base ? { base: base.source, ...(base.layerOver ? { layerOver: base.layerOver } : {}), ...(base.baseKept ? { baseKept: base.baseKept } : {}) } : {};
     const source = { archive: { path: p.path, format, manifestOut, keepAs: p.snapshotId, ...delta } };
+    // The manifest, too, goes from the sandbox to the store without the Worker (bound to its SHA-256), while the
+    // upload is completed (alongside): the npm workspace's 9.9 MB took 118-135 ms after the completion before.
+    let made: Awaited<ReturnType<typeof storeSinglePassManifest>> | undefined;
+    let answeredAt = 0;
+    const storeManifest = async (up: UploadMultipartResult) => {
+      made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest!, ...(up.delta ? { delta: up.delta } : {}) }, { bySandbox: true });
+    };
     const { sent: up, urls, attempts, storeChecksum } = await sendInParts(d, p, key, first, () => agent.treeSize(p.path), async (urls, partSize, tarMax) => {
       const up = await agent.uploadMultipart({ source, partSize, concurrency: p.tuning?.concurrency ?? 4, urls }, tarMax);
       if (!up.manifest) throw new SnapflowError("agent_error", `the agent in sandbox ${p.sandboxId} uploaded the archive without the manifest of what it archived (an agent older than this Worker?)`);
+      answeredAt = since(started);
       return up;
-    }, { opened });
-    // The manifest, too, goes from the sandbox to the store without the Worker (bound to its SHA-256).
-    const made = await storeSinglePassManifest(d, p, agent, { bytes: up.bytes, sha256: up.sha256, ms: up.ms, manifest: up.manifest!, ...(up.delta ? { delta: up.delta } : {}) }, { bySandbox: true });
+    }, { opened, alongside: storeManifest });
     const by = { ...(up.uploadedBy ? { uploadedBy: up.uploadedBy } : {}), ...(up.engine ? { engine: up.engine } : {}) };
-    return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, urls, attempts, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes, ...sizing, ...by, ...made };
+    // answeredMs: the step's start → the sandbox's answer (the pass and its parts PUT); the rest is the completion
+    // and the manifest's PUT, together.
+    return { ms: since(started), bytes: up.bytes, sha256: up.sha256, parts: up.parts.length, urls, attempts, storeChecksum, agentPeakBufferedBytes: up.peakBufferedBytes, ...sizing, answeredMs: answeredAt, ...by, ...made! };
   },
 };
