@@ -70,4 +70,5 @@ export * from "./protocol/admin.ts";
 export * from "./protocol/answers.ts";
 export * from "./protocol/probe.ts";
 export * from "./protocol/filecas-unpack.ts";
+export * from "./protocol/filecas-check.ts";
 export * from "./protocol/filecas-pack.ts";

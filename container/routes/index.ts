@@ -5,6 +5,7 @@ import { archiveRoutes } from "./archive.ts";
 import { chunkRoutes } from "./chunks.ts";
 import { fileRoutes } from "./files.ts";
 import { filecasUnpackRoutes } from "./filecas-unpack.ts";
+import { filecasCheckRoutes } from "./filecas-check.ts";
 import { filecasPackRoutes } from "./filecas-pack.ts";
 import { filecasMountRoutes } from "./filecas-mount.ts";
 import { imageRoutes } from "./images.ts";
@@ -13,7 +14,7 @@ import { swapRoutes } from "./swaps.ts";
 import { transferRoutes } from "./transfer.ts";
 import { treeRoutes } from "./trees.ts";
 
-const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes, swapRoutes, filecasUnpackRoutes, filecasPackRoutes, filecasMountRoutes];
+const MODULES: Routes[] = [adminRoutes, treeRoutes, archiveRoutes, fileRoutes, transferRoutes, imageRoutes, chunkRoutes, swapRoutes, filecasUnpackRoutes, filecasCheckRoutes, filecasPackRoutes, filecasMountRoutes];
 
 export function allRoutes(): Map<string, Handler> {
   const table = new Map<string, Handler>();

@@ -24,3 +24,18 @@ export async function recordContentChecked(d: Deps, p: Pick<RestoreParams, "snap
   if (!record || record.contentChecked) return;
   await putJson(d.store, key, { ...record, contentChecked: { sandboxId: p.sandboxId, restoreId: p.restoreId, at: new Date().toISOString() } });
 }
+
+/**
+ * A file-level snapshot whose index is a layer (filecas/layer.go) holds, entry for entry, the index beneath it except
+ * the names its layer sets. When that index beneath was itself checked (its record says so, and it is that very
+ * object), only those names need hashing: a sleep's content check costs what the sleep changed, not the whole tree
+ * (the npm workspace's 0.5–1.5 GB hashed on every wake of a 100-cycle chain before). Answers the snapshot beneath,
+ * or undefined when the whole tree must be hashed.
+ */
+export async function checkedBeneath(d: Deps, chain: { key: string; sha256: string }[] | undefined): Promise<string | undefined> {
+  const below = chain?.at(-1);
+  if (!below) return undefined;
+  const id = below.key.split("/").at(-1)!;
+  const record = await getJson<SnapshotRecord>(d.store, snapshotRecordKey(id)).catch(() => null);
+  return record?.contentChecked && record.archive.key === below.key && record.archive.sha256 === below.sha256 ? id : undefined;
+}

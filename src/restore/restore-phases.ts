@@ -29,7 +29,8 @@ import { putJson, readSnapshot, restoreRecordKey, type StepResult } from "../sna
 import { releaseLease, takeLease } from "../snapshots/restore-leases.ts";
 import { pairFidelity } from "../strategies/fidelity.ts";
 import { findRestore, type RestoreStrategy } from "../strategies/registry.ts";
-import { contentCheckReason, recordContentChecked } from "./content-check.ts";
+import { checkedBeneath, contentCheckReason, recordContentChecked } from "./content-check.ts";
+import { signedChain } from "../snapshots/index-chain.ts";
 import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { planOf } from "./plans.ts";
@@ -149,7 +150,14 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
   // (content-check.ts). A walk would only read every inode of the fresh mount again, about 1 s for 31k entries cold
   // (issue 23), to learn nothing. deepVerify still hashes every file.
   // (Not the SDK's restore: its container downloads the image itself, unchecked, so its tree is walked: sdk-plan.ts.)
-  if (!probed.contentCheck && planOf(s).servesCheckedImage(s)) {
+  const served = planOf(s).servesCheckedImage(s, probed);
+  if (served === "index") {
+    // A file-level wake due its content check: its files hashed where they are served, by the engine (or only those
+    // its layer sets, over an index already checked); its metadata is the index's either way.
+    if (probed.contentCheck) return checkServedIndex(d, p, probed, path, t);
+    return { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "chunk-sha256", metadata: "index", by: "the index's SHA-256 (and its chain's) on arrival and each chunk's before it was served; its content was checked against the index once (or this sandbox made it), and the tree is that index served as it is, so it is not walked" } };
+  }
+  if (served && !probed.contentCheck) {
     return { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "image-sha256", metadata: "image", by: "the image's SHA-256 on arrival; its content was checked against the manifest once, so the mount is not walked" } };
   }
   // Every file hashed when asked, or when the image alone is not trusted here (content-check.ts).
@@ -160,6 +168,29 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
   const lazy = swappedInEarly(steps);
   const by = deep ? `every file hashed against the manifest (${probed.contentCheck})` : lazy ? "each chunk's SHA-256 before it was served, then a metadata walk" : "the image's SHA-256 on arrival, then a metadata walk";
   return { ms: since(t), bytes: v.totals.bytes, files: v.totals.files, dirs: v.totals.dirs, symlinks: v.totals.symlinks, agentMs: v.ms, verified: { ...v.verified, by } };
+}
+
+/**
+ * The content check of a file-level tree served from its index (a wake with no overlay delta): each file the index
+ * names hashed at the target by the engine (POST /v1/files/check) — or, over an index beneath already checked, each
+ * its own layer sets — and compared with the index. A difference fails the restore, naming the first few.
+ */
+async function checkServedIndex(d: Deps, p: RestoreParams, probed: RestoreProbeResult, path: string, t: number): Promise<StepResult> {
+  const base = probed.layers[0]!;
+  const beneath = probed.contentCheck === "deepVerify" ? undefined : await checkedBeneath(d, base.chain);
+  const [url, chain] = await Promise.all([d.presigner.url(base.archive.key, "GET"), signedChain(d.presigner, base.chain)]);
+  const { bytes, files, dirs, symlinks } = probed.snapshot.manifest;
+  const v = await new AgentClient(d.transport, p.sandboxId).filesCheck({ path, index: { url, sha256: base.archive.sha256, ...chain }, layerOnly: beneath !== undefined }, beneath ? undefined : bytes);
+  if (!v.equal) {
+    const first = v.differences.slice(0, 5).map((x) => `${x.kind} ${x.path}${x.field ? ` (${x.field})` : ""}`).join("; ");
+    throw new SnapflowError("snapshot_unusable", `restored tree differs from snapshot ${p.snapshotId}: ${v.counts.missing} missing, ${v.counts.changed} changed; first: ${first}`);
+  }
+  if (probed.contentCheck !== "deepVerify") await recordContentChecked(d, p);
+  const tree = "the tree is that index served as it is, so it is not walked";
+  const by = beneath
+    ? `the files its own layer sets hashed against the index (${probed.contentCheck}; the index beneath it, ${beneath}'s, was checked and holds the rest); ${tree}`
+    : `every file hashed against the index (${probed.contentCheck}); ${tree}`;
+  return { ms: since(t), bytes, files, dirs, symlinks, agentMs: v.ms, verified: { content: beneath ? "layer-hash" : "index-hash", metadata: "index", hashed: { files: v.files, bytes: v.bytes }, by } };
 }
 
 /** Did the tree go in at the target before verify (a lazy tree, at the end of materialize or of the transfer)? */

@@ -15,10 +15,10 @@ export interface RestorePlan {
    */
   keeps(s: RestoreStrategy): "tree" | "image" | "overlay";
   /**
-   * Whether the tree it makes is the stored image served as it is, whose SHA-256 was checked on arrival: verify
-   * then need not walk it (restore-phases.ts).
+   * Whether the tree it makes is the stored image served as it is, whose SHA-256 was checked on arrival (or a
+   * file-level index served as it is, under an empty upper: "index"): verify then need not walk it (restore-phases.ts).
    */
-  servesCheckedImage(s: RestoreStrategy): boolean;
+  servesCheckedImage(s: RestoreStrategy, probed?: Pick<RestoreProbeResult, "layers">): boolean | "index";
   /** Checks the snapshot fits, the sandbox can run the strategy and the target may be written; lists the layers. */
   probe(c: RestoreContext, snapshot: SnapshotRecord): Promise<Pick<RestoreProbeResult, "snapshot" | "layers">>;
   transfer(c: RestoreContext, probed: RestoreProbeResult): Promise<StepResult>;

@@ -9,7 +9,7 @@ import * as A from "../../container/contract/agent-answers.ts";
 import { AGENT_ERROR_STATUS, type AgentErrorCode } from "../../container/contract/agent-error-codes.ts";
 import type { Manifest } from "../../container/contract/protocol.ts";
 import type * as P from "../../container/contract/protocol.ts";
-import { FilesPackResult, FilesUnpackResult, SELECTION_HEADER, TreeSizeResult, UploadMultipartResult } from "../../container/contract/protocol.ts";
+import { FilesCheckResult, FilesPackResult, FilesUnpackResult, SELECTION_HEADER, TreeSizeResult, UploadMultipartResult } from "../../container/contract/protocol.ts";
 import { deadlineFor, DEFAULT_AGENT_DEADLINES, type AgentDeadlines, type CallKind } from "./agent-deadlines.ts";
 import { fetchWithDeadline } from "./deadline-fetch.ts";
 import type { SandboxTransport } from "./transport.ts";
@@ -261,6 +261,10 @@ export class AgentClient {
     return this.json(FilesPackResult, "file-level backup", "/v1/files/pack", body, "POST", { long: { bytes } });
   }
   /** The file-level restore (files-unpack): the tree made beneath `path` from the index and the packs' URLs. */
+  /** A file-level wake's content check (its files hashed where they are served); `bytes` what it reads, for the deadline. */
+  filesCheck(body: z.input<typeof P.FilesCheckBody>, bytes?: number): Promise<P.FilesCheckResult> {
+    return this.json(FilesCheckResult, "file-level content check", "/v1/files/check", body, "POST", { long: { bytes } });
+  }
   filesUnpack(body: z.input<typeof P.FilesUnpackBody>, bytes?: number): Promise<P.FilesUnpackResult> {
     return this.json(FilesUnpackResult, "file-level restore", "/v1/files/unpack", body, "POST", { long: { bytes } });
   }

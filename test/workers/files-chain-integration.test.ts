@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { introspectWorkflow } from "cloudflare:test";
 import { afterAll, expect, it } from "vitest";
 import { FILES_MAX_DEPTH, MAX_OVERLAY_CHAIN } from "../../container/contract/protocol.ts";
+import { depsFrom } from "../../src/deps.ts";
 import { agent, api, armAgentFault, firedAgentFaults, freshSandbox, putFile as put, runWorkflow as run } from "./helpers.ts";
 
 const PATH = "/workspace/app";
@@ -122,6 +123,9 @@ it("a file-level sleep of a wake reads only what changed since the wake, and sto
   used.push(w1);
   const woke = await run("restore", { snapshotId: base.snapshotId, sandboxId: w1, path: PATH, strategy: "files-overlay-restore" });
   expect(await walk(w1)).toEqual(slept);
+  // Its first restore outside its source: every file hashed where it is served (the engine's files-check), not walked.
+  expect(woke.steps.verify.verified).toMatchObject({ content: "index-hash", metadata: "index", hashed: { files: files.length } });
+  expect((await record(base.snapshotId)).contentChecked).toMatchObject({ sandboxId: w1 });
   await put(w1, `${PATH}/${files[0]}`, "edited after the wake\n");
   await put(w1, `${PATH}/s1/new.txt`, "n".repeat(40_000));
   await del(w1, files[1]!);
@@ -143,12 +147,40 @@ it("a file-level sleep of a wake reads only what changed since the wake, and sto
   expect(r2.files.chain).toHaveLength(2);
   slept = await walk(w1);
 
-  // Each wakes exact: lazily over its chain, and extracted whole.
+  // Each wakes exact: lazily over its chain, and extracted whole. s2's index beneath it (s1's) was never checked
+  // outside w1: its first wake elsewhere hashes every file.
   const w2 = freshSandbox("fsleep-w2");
   used.push(w2);
   const again = await run("restore", { snapshotId: s2.snapshotId, sandboxId: w2, path: PATH, strategy: "files-overlay-restore" });
   expect(again.steps.transfer.layers).toBe(1);
   expect(await walk(w2)).toEqual(slept);
+  expect(again.steps.verify.verified).toMatchObject({ content: "index-hash", hashed: { files: Object.values(slept).filter((e) => e.type === "file").length } });
+  // Checked now, s2 wakes elsewhere trusting its index (not walked, not hashed); and it is the index beneath that
+  // wake's sleep, whose first wake elsewhere hashes only its layer's files.
+  const w2b = freshSandbox("fsleep-w2b");
+  used.push(w2b);
+  const trusted = await run("restore", { snapshotId: s2.snapshotId, sandboxId: w2b, path: PATH, strategy: "files-overlay-restore" });
+  expect(trusted.steps.verify.verified).toMatchObject({ content: "chunk-sha256", metadata: "index" });
+  expect(await walk(w2b)).toEqual(slept);
+  await put(w2b, `${PATH}/s3/third.txt`, "t".repeat(30_000));
+  await put(w2b, `${PATH}/${files[2]}`, "edited in w2\n");
+  const s3 = await run("backup", { sandboxId: w2b, path: PATH, strategy: "files-cas" });
+  expect((await record(s3.snapshotId)).files.chain.at(-1)).toEqual({ key: (await record(s2.snapshotId)).archive.key, sha256: (await record(s2.snapshotId)).archive.sha256 });
+  const w3 = freshSandbox("fsleep-w3");
+  used.push(w3);
+  const third = await run("restore", { snapshotId: s3.snapshotId, sandboxId: w3, path: PATH, strategy: "files-overlay-restore" });
+  expect(third.steps.verify.verified).toMatchObject({ content: "layer-hash", metadata: "index", hashed: { files: 2, bytes: 30_000 + "edited in w2\n".length } });
+  expect(third.steps.verify.verified.by).toMatch(new RegExp(`the index beneath it, ${s2.snapshotId}'s, was checked`));
+  expect((await record(s3.snapshotId)).contentChecked).toMatchObject({ sandboxId: w3 });
+  // The engine's check reads the tree where it is served: a layer's file that is not what the index says is named.
+  const r3 = await record(s3.snapshotId);
+  const url = (key: string) => depsFrom(env).presigner.url(key, "GET");
+  const index = { url: await url(r3.archive.key), sha256: r3.archive.sha256, chain: await Promise.all(r3.files.chain.map(async (o: { key: string; sha256: string }) => ({ url: await url(o.key), sha256: o.sha256 }))) };
+  await put(w3, `${PATH}/s3/third.txt`, "T".repeat(30_000));
+  await put(w3, `${PATH}/${files[3]}`, "not in the layer: not read\n");
+  const lie = await agent(w3, "POST", "/v1/files/check", { path: PATH, index, layerOnly: true });
+  expect(lie).toMatchObject({ equal: false, files: 2, counts: { changed: 1, missing: 0 }, differences: [{ path: "s3/third.txt", kind: "changed", field: "sha256" }] });
+  await agent(w3, "DELETE", `/v1/mounts?path=${encodeURIComponent(PATH)}`);
   const x = freshSandbox("fsleep-x");
   used.push(x);
   await run("restore", { snapshotId: s2.snapshotId, sandboxId: x, path: PATH, strategy: "files-extract", deepVerify: true });

@@ -129,6 +129,17 @@ type indexSource struct {
 // snapshot's own with the SHA-256 the source gives, and composes, decodes and validates them within
 // filecas.DefaultLimits (each layer names the SHA-256 of the object beneath it).
 func readIndex(ctx context.Context, src indexSource, retries int, idle time.Duration) (*filecas.Index, error) {
+	bodies, err := readIndexObjects(ctx, src, retries, idle)
+	if err != nil {
+		return nil, err
+	}
+	x, _, err := filecas.DecodeChain(bodies, filecas.DefaultLimits)
+	return x, err
+}
+
+// readIndexObjects is readIndex's reading: the chain's objects, whole index first and the snapshot's own last, each
+// whole, the snapshot's checked against the source's SHA-256 (the others are checked as the chain is composed).
+func readIndexObjects(ctx context.Context, src indexSource, retries int, idle time.Duration) ([][]byte, error) {
 	if src.File == "" && src.URL == "" {
 		return nil, &filecas.Error{Code: "bad_request", Field: "index", Message: "index: neither a file nor a url"}
 	}
@@ -151,8 +162,7 @@ func readIndex(ctx context.Context, src indexSource, retries int, idle time.Dura
 			return nil, &filecas.Error{Code: "verify_failed", Field: "index", Message: fmt.Sprintf("index: the stored index has sha256 %s, its snapshot's record says %s", got, src.Sha256)}
 		}
 	}
-	x, _, err := filecas.DecodeChain(bodies, filecas.DefaultLimits)
-	return x, err
+	return bodies, nil
 }
 
 // readIndexObject reads one object whole within filecas.DefaultLimits.MaxCompressed: the file when it names one (a

@@ -66,6 +66,9 @@ const usage = `usage:
                                                                  a file-level index's tree beneath DIR, result JSON to fd N
   snapflow-lazy files-manifest --out FILE [--result-fd N] < JSON line {index:{file}|{url,sha256},selection,…}
                                                                  the snapshot's manifest, made from its index, to FILE
+  snapflow-lazy files-check --root DIR [--result-fd N] < JSON line {index:{url,sha256,chain},layerOnly,…}
+                                                                 each file the index (or its own layer) names hashed
+                                                                 beneath DIR: {"equal","files","differences",…}
 `
 
 func main() {
@@ -74,21 +77,22 @@ func main() {
 		os.Exit(2)
 	}
 	commands := map[string]func([]string) error{
-		"chunk":    chunkCmd,
-		"upload":   uploadCmd,
-		"mount":    mountCmd,
-		"verify":   verifyCmd,
-		"merge":    mergeCmd,
-		"remove":   removeCmd,
-		"opaque":   opaqueCmd,
-		"relink":   relinkCmd,
-		"setid":    setidCmd,
-		"sanitize": sanitizeCmd,
-		"pack":     packCmd,
-		"unpack":   unpackCmd,
-		"size":     sizeCmd,
-		"get":      getCmd,
-		"version":  versionCmd,
+		"chunk":       chunkCmd,
+		"upload":      uploadCmd,
+		"mount":       mountCmd,
+		"verify":      verifyCmd,
+		"files-check": filesCheckCmd,
+		"merge":       mergeCmd,
+		"remove":      removeCmd,
+		"opaque":      opaqueCmd,
+		"relink":      relinkCmd,
+		"setid":       setidCmd,
+		"sanitize":    sanitizeCmd,
+		"pack":        packCmd,
+		"unpack":      unpackCmd,
+		"size":        sizeCmd,
+		"get":         getCmd,
+		"version":     versionCmd,
 		// the file-level format (issue 24)
 		"files-pack":     filesPackCmd,
 		"files-unpack":   filesUnpackCmd,

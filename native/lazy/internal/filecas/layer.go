@@ -219,3 +219,21 @@ func placeOf(entries []Entry, path string) (int, bool, error) {
 	})
 	return at, found, err
 }
+
+// LayerNames answers the names a layer object sets (its own entries, in walk order): what it changed over the index
+// beneath it. A content check of a snapshot whose index beneath was checked need hash only these (files-check). A
+// whole index is not a layer: refused, naming layerOnly.
+func LayerNames(object []byte, l Limits) (map[string]struct{}, error) {
+	x, err := decodeBytes(object, l)
+	if err != nil {
+		return nil, err
+	}
+	if x.Layer == nil {
+		return nil, &Error{Code: "bad_request", Field: "layerOnly", Message: "layerOnly: the snapshot's index is whole, not a layer over another"}
+	}
+	names := make(map[string]struct{}, len(x.Entries))
+	for i := range x.Entries {
+		names[x.Entries[i].Path] = struct{}{}
+	}
+	return names, nil
+}
