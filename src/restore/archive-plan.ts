@@ -71,7 +71,7 @@ async function ownMountAt(c: RestoreContext, probed: RestoreProbeResult): Promis
 
 export const archivePlan: RestorePlan = {
   keeps: (s) => materializationFor(s).keeps,
-  servesCheckedImage: (s) => materializationFor(s).keeps === "image",
+  servesCheckedImage: (s) => materializationFor(s).keeps === "image" || materializationFor(s).servesImage === true,
   async probe(c, snapshot) {
     const { d, p, s, agent } = c;
     if (snapshot.delta?.kind === "overlay-upper") throw new SnapflowError("snapshot_unusable", `snapshot ${p.snapshotId} is an overlay delta: restore it with overlay-restore`, { field: "strategy" });

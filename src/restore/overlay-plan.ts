@@ -72,11 +72,12 @@ const isLazy = (l: Layer) => isChunked(l) || isFiles(l);
 export const overlayPlan: RestorePlan = {
   keeps: () => "overlay",
   // Its tree is a merged view of the base image and the layers: walked (and hashed where content-check.ts asks). But a
-  // file-level base with no overlay delta over it (every wake of a file-level sleep: its layers are the index's own)
-  // is the index served as it is — its SHA-256 and its chain's checked on arrival, each chunk's before it is read —
-  // under an empty upper: a walk would read back, through FUSE, what the helper made of that same index. The npm
-  // workspace's walk took ~3.5 s of the agent's CPU on every such wake, while first use ran beside it.
-  servesCheckedImage: (_s, probed) => (probed?.layers.length === 1 && isFiles(probed.layers[0]!) ? "index" : false),
+  // lazy base with no overlay delta over it (every wake of a file-level sleep: its layers are the index's own) is the
+  // base served as it is under an empty upper — a file-level index (its SHA-256 and its chain's checked on arrival,
+  // each chunk's before it is read), or a chunked image (each chunk's) —: a walk would read back, through FUSE, what
+  // the helper made of what was checked. The npm workspace's walk took ~3.5 s of the agent's CPU on every such wake,
+  // while first use ran beside it.
+  servesCheckedImage: (_s, probed) => (probed?.layers.length !== 1 ? false : isFiles(probed.layers[0]!) ? "index" : isChunked(probed.layers[0]!)),
   async probe(c, snapshot) {
     // Three independent questions (the sandbox's tools, its target, the chain's records), asked at once: a wake waits
     // for this step. Failures are answered in the order they were asked before: what the sandbox cannot run first.

@@ -158,7 +158,10 @@ async function verifyStaged(d: Deps, p: RestoreParams, s: RestoreStrategy, probe
     return { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "chunk-sha256", metadata: "index", by: "the index's SHA-256 (and its chain's) on arrival and each chunk's before it was served; its content was checked against the index once (or this sandbox made it), and the tree is that index served as it is, so it is not walked" } };
   }
   if (served && !probed.contentCheck) {
-    return { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "image-sha256", metadata: "image", by: "the image's SHA-256 on arrival; its content was checked against the manifest once, so the mount is not walked" } };
+    // A lazy mount (swapped in before verify) is the image too, checked chunk by chunk as it is read.
+    return swappedInEarly(steps)
+      ? { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "chunk-sha256", metadata: "image", by: "each chunk's SHA-256 (against the index the record vouches for) before any byte of it was served; the image's content was checked against the manifest once, so the mount is not walked" } }
+      : { ms: since(t), bytes, files, dirs, symlinks, verified: { content: "image-sha256", metadata: "image", by: "the image's SHA-256 on arrival; its content was checked against the manifest once, so the mount is not walked" } };
   }
   // Every file hashed when asked, or when the image alone is not trusted here (content-check.ts).
   const deep = probed.contentCheck !== undefined;

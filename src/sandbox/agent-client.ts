@@ -260,11 +260,11 @@ export class AgentClient {
   filesPack(body: z.input<typeof P.FilesPackBody>, bytes?: number): Promise<P.FilesPackResult> {
     return this.json(FilesPackResult, "file-level backup", "/v1/files/pack", body, "POST", { long: { bytes } });
   }
-  /** The file-level restore (files-unpack): the tree made beneath `path` from the index and the packs' URLs. */
   /** A file-level wake's content check (its files hashed where they are served); `bytes` what it reads, for the deadline. */
   filesCheck(body: z.input<typeof P.FilesCheckBody>, bytes?: number): Promise<P.FilesCheckResult> {
     return this.json(FilesCheckResult, "file-level content check", "/v1/files/check", body, "POST", { long: { bytes } });
   }
+  /** The file-level restore (files-unpack): the tree made beneath `path` from the index and the packs' URLs. */
   filesUnpack(body: z.input<typeof P.FilesUnpackBody>, bytes?: number): Promise<P.FilesUnpackResult> {
     return this.json(FilesUnpackResult, "file-level restore", "/v1/files/unpack", body, "POST", { long: { bytes } });
   }

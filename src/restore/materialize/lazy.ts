@@ -154,6 +154,9 @@ async function deliverRemainingUrls(c: RestoreContext, work: string, snapshotId:
 export const lazyMaterialization = (overlay: boolean): Materialization => ({
   mounts: true,
   keeps: "tree", // its chunk cache grows to the image's size; counted as the tree's footprint, as before
+  // The image as stored (lazy-overlay: under a fresh empty upper), every chunk checked before it is read: not walked
+  // once its content was checked (a walk of the npm workspace's 31.7k entries took ~1 s of the 1.3 s to complete).
+  servesImage: true,
   // The tree is made once, at the target, by the swap: materialize starts the FUSE file (and, for lazy-overlay, mounts
   // the image at the lower) and leaves the staged place empty; the agent's swap mounts the image (or lays the overlay)
   // at the target over what runs, in the same call. Mounting beside the target first and again at it cost an image

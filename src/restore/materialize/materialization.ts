@@ -25,6 +25,12 @@ export interface Materialization {
    */
   readonly keeps: "tree" | "image";
   /**
+   * true: the tree is the stored image served as it is, without a whole-image hash (a lazy mount: each chunk checked
+   * against an index the record vouches for before any byte of it is read): as for a mounted image whose SHA-256 was
+   * checked, verify does not walk it once its content was checked against the manifest (restore-phases.ts).
+   */
+  readonly servesImage?: true;
+  /**
    * For a tree whose making is costly (a lazy mount signs URLs and starts its helper): materialize starts what backs
    * it and leaves `dir` empty, and the swap makes the tree once, at the target: the agent's swap mounts `mount` there
    * over what still runs, in the same call (a 404 when that is gone, after an agent restart: the swap then

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"snapflow/native/lazy/internal/pack"
 )
@@ -32,4 +33,25 @@ func readRequestLine(r *bufio.Reader, v any) error {
 		return &pack.Error{Code: "bad_request", Message: "stdin: the request line: " + err.Error()}
 	}
 	return nil
+}
+
+// rootedCommand is the start of a command shaped `NAME --root DIR [--result-fd N] < one JSON line` (files-unpack,
+// files-check): its flags parsed, its request line read into req. It answers the root, where the result goes, and
+// how a failure is answered there; a request line that does not decode has been answered already (err non-nil).
+func rootedCommand(name, rootUsage string, args []string, req any) (root string, resultOut *os.File, answerError func(error) error, err error) {
+	fs := newFlags(name)
+	rootFlag := fs.String("root", "", rootUsage)
+	resultFd := fs.Int("result-fd", 2, "the descriptor the result JSON is written to")
+	if err := fs.Parse(args); err != nil {
+		return "", nil, nil, err
+	}
+	if err := required(fs, "root"); err != nil {
+		return "", nil, nil, err
+	}
+	resultOut = os.NewFile(uintptr(*resultFd), "result")
+	answerError = func(err error) error { return writeErrorAnswer(resultOut, err) }
+	if err := readRequestLine(bufio.NewReaderSize(os.Stdin, 1<<20), req); err != nil {
+		return "", nil, nil, answerError(err)
+	}
+	return *rootFlag, resultOut, answerError, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -63,20 +62,10 @@ const checkWorkers = 4
 // compared: this is the content check of a tree served from the index itself (a file-level wake), whose entries are
 // the index's. The answer (equal, the differences) or {"error": …} goes to --result-fd.
 func filesCheckCmd(args []string) error {
-	fs := newFlags("files-check")
-	root := fs.String("root", "", "the tree to check (a file-level wake's target)")
-	resultFd := fs.Int("result-fd", 2, "the descriptor the result JSON is written to")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := required(fs, "root"); err != nil {
-		return err
-	}
-	resultOut := os.NewFile(uintptr(*resultFd), "result")
-	answerError := func(err error) error { return writeErrorAnswer(resultOut, err) }
 	var req filesCheckRequest
-	if err := readRequestLine(bufio.NewReaderSize(os.Stdin, 1<<20), &req); err != nil {
-		return answerError(err)
+	root, resultOut, answerError, err := rootedCommand("files-check", "the tree to check (a file-level wake's target)", args, &req)
+	if err != nil {
+		return err
 	}
 	if req.IdleSeconds <= 0 || req.Retries < 0 || req.Limit < 0 {
 		return answerError(&filecas.Error{Code: "bad_request", Message: "stdin: idleSeconds must be positive, retries and limit not negative"})
@@ -102,7 +91,7 @@ func filesCheckCmd(args []string) error {
 		}
 	}
 	indexMs := time.Since(started).Milliseconds()
-	rootFd, err := beneath.OpenRoot(*root)
+	rootFd, err := beneath.OpenRoot(root)
 	if err != nil {
 		return answerError(&filecas.Error{Code: "bad_request", Field: "root", Message: "root: " + err.Error()})
 	}

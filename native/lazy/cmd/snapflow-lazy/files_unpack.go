@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -55,20 +54,10 @@ type filesUnpackResult struct {
 // its entry. The result, or {"error": {code, message, field}}, goes to --result-fd. On any failure --root holds a
 // partial tree: the caller discards it (it is a staging directory).
 func filesUnpackCmd(args []string) error {
-	fs := newFlags("files-unpack")
-	root := fs.String("root", "", "the empty staging directory the tree is made in")
-	resultFd := fs.Int("result-fd", 2, "the descriptor the result JSON is written to")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := required(fs, "root"); err != nil {
-		return err
-	}
-	resultOut := os.NewFile(uintptr(*resultFd), "result")
-	answerError := func(err error) error { return writeErrorAnswer(resultOut, err) }
 	var req filesUnpackRequest
-	if err := readRequestLine(bufio.NewReaderSize(os.Stdin, 1<<20), &req); err != nil {
-		return answerError(err)
+	root, resultOut, answerError, err := rootedCommand("files-unpack", "the empty staging directory the tree is made in", args, &req)
+	if err != nil {
+		return err
 	}
 	if req.IdleSeconds <= 0 || req.Retries < 0 || req.Concurrency < 0 {
 		return answerError(&filecas.Error{Code: "bad_request", Message: "stdin: idleSeconds must be positive, retries and concurrency not negative"})
@@ -99,7 +88,7 @@ func filesUnpackCmd(args []string) error {
 	}
 	indexMs := time.Since(started).Milliseconds()
 	res, err := filecas.Unpack(ctx, x, filecas.UnpackOptions{
-		Root: *root, Packs: req.Packs, KeepOwners: req.KeepOwners, Walk: req.Walk,
+		Root: root, Packs: req.Packs, KeepOwners: req.KeepOwners, Walk: req.Walk,
 		Idle: idle, Retries: req.Retries, Concurrency: req.Concurrency, Limit: req.Limit,
 	})
 	if err != nil {
@@ -107,7 +96,7 @@ func filesUnpackCmd(args []string) error {
 	}
 	out := filesUnpackResult{UnpackResult: res, IndexMs: indexMs, ManifestAgreed: req.Manifest != nil}
 	if req.StatsOut != "" && req.Index.Sha256 != "" && res.Equal {
-		n, err := filecas.WriteStats(*root, x, req.Index.Sha256, req.StatsOut)
+		n, err := filecas.WriteStats(root, x, req.Index.Sha256, req.StatsOut)
 		if err != nil {
 			return answerError(fmt.Errorf("statsOut: %w", err))
 		}
