@@ -112,6 +112,17 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
     const store = peerStore(stackDir, stack.s3Endpoint, BUCKET);
     const storeTotal = () => storedBytes(store);
     const workspace = (id: string) => join(stackDir, "sandboxes", id, "workspace");
+    /** A wake of the snapshot into `sandboxId`, first use timed (forks/first-use.ts). */
+    const wake = (snapshotId: string, sandboxId: string) => measureFirstUse(api, { snapshotId, sandboxId, sandboxDir: join(stackDir, "sandboxes", sandboxId), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command });
+    /** One more first-use sample of the snapshot, in a sandbox of its own that is ended after (its tree not compared). */
+    const sampleFirstUse = async (snapshotId: string, sandboxId: string) => {
+      try {
+        await sh("sync");
+        return (await wake(snapshotId, sandboxId)).commandMs;
+      } finally {
+        await snap.dispose(sandboxId, true).catch(() => api.destroySandbox(sandboxId).catch(() => {}));
+      }
+    };
     const firstUse = FIRST_USE[o.dataset];
 
     const source = `sw-${o.dataset}`;
@@ -159,7 +170,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
       try {
         await sh("sync");
         wokenSnapshots.push(latest);
-        const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command });
+        const woke = await wake(latest, sandbox);
         // The deltas the wake laid over its image or compaction: the depth as resolved.
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
         const woken = await bounded(digestTree(workspace(sandbox)), `cycle ${k}: the woken tree's walk`);
@@ -167,15 +178,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         if (diff.count) errors.push(`cycle ${k}: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
         const firstUseSamplesMs = [woke.commandMs];
         if (k === 1 || k === o.cycles) {
-          for (let i = 2; i <= FIRST_USE_SAMPLES; i++) {
-            const other = `${sandbox}-first-use-${i}`;
-            try {
-              await sh("sync");
-              firstUseSamplesMs.push((await measureFirstUse(api, { snapshotId: latest, sandboxId: other, sandboxDir: join(stackDir, "sandboxes", other), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command })).commandMs);
-            } finally {
-              await snap.dispose(other, true).catch(() => api.destroySandbox(other).catch(() => {}));
-            }
-          }
+          for (let i = 2; i <= FIRST_USE_SAMPLES; i++) firstUseSamplesMs.push(await sampleFirstUse(latest, `${sandbox}-first-use-${i}`));
           log(`sleep-wake: cycle ${k}: first use over ${FIRST_USE_SAMPLES} wakes: ${firstUseSamplesMs.join(", ")} ms`);
         }
         const written = await applyCycleChange(workspace(sandbox), k, o.changeBytes, baseChoices);
@@ -222,13 +225,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
       try {
         for (let i = 1; i <= FIRST_USE_ALTERNATED; i++) {
           for (const which of i % 2 ? (["early", "late"] as const) : (["late", "early"] as const)) {
-            const other = `${source}-alternated-${which}-${i}`;
-            try {
-              await sh("sync");
-              pair[which].ms.push((await measureFirstUse(api, { snapshotId: pair[which].snapshotId, sandboxId: other, sandboxDir: join(stackDir, "sandboxes", other), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command })).commandMs);
-            } finally {
-              await snap.dispose(other, true).catch(() => api.destroySandbox(other).catch(() => {}));
-            }
+            pair[which].ms.push(await sampleFirstUse(pair[which].snapshotId, `${source}-alternated-${which}-${i}`));
           }
         }
         results.firstUseAlternated = pair;
@@ -247,7 +244,7 @@ export async function runSleepWake(o: SleepWakeOptions, log: (line: string) => v
         const gc = await collectAllButTip(api, latest, made);
         const after = await storeTotal();
         const sandbox = `${source}-after-gc`;
-        const woke = await measureFirstUse(api, { snapshotId: latest, sandboxId: sandbox, sandboxDir: join(stackDir, "sandboxes", sandbox), strategy: WAKE[o.base], marker: firstUse.marker, command: firstUse.command });
+        const woke = await wake(latest, sandbox);
         const resolvedDepth = ((await api.restore(woke.restoreId)).steps.transfer as { layers?: number } | undefined)?.layers! - 1;
         const diff = compareDigests(slept, (await bounded(digestTree(workspace(sandbox)), "after gc: the woken tree's walk")).digest);
         if (diff.count) errors.push(`after gc: the woken tree differs from what slept in ${diff.count} entries: ${diff.first.join("; ")}`);
