@@ -35,7 +35,7 @@ import type { RestoreContext } from "./restore-context.ts";
 import type { RestoreParams, RestoreProbeResult } from "./restore-params.ts";
 import { planOf } from "./plans.ts";
 import { settled } from "../phases/settled.ts";
-import { checkRestoreSpace } from "./space-check.ts";
+import { checkRestoreSpace, spacePaths } from "./space-check.ts";
 import { checkTarget } from "./target-check.ts";
 import { swappedInByTransfer, usableStep } from "./usable-step.ts";
 
@@ -47,10 +47,21 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   // Asked at once, while the store is read; each answer is taken (and its failure reported) where the plan's probe
   // needs it, and none is left unhandled if the probe ends before.
   c.asked = { tools: c.agent.probe(), target: checkTarget(c) };
-  for (const asked of Object.values(c.asked)) (asked as Promise<unknown>).catch(() => {});
+  // So are the swap's journal (where the new tree goes, so a cleanup after any later failure finds it; rolled back
+  // below if anything refuses the restore), the free space where the strategy writes (its paths depend on the
+  // strategy alone) and, for `replace`, what the target holds: a wake waits for this step, and these answers no
+  // longer wait for the record and the plan (~10-15 ms of agent round trips after them, before).
+  const early = {
+    spaces: new Map(spacePaths(s, p.path).map((path) => [path, c.agent.space(path)] as const)),
+    stated: p.replace ? c.agent.stat(p.path) : undefined,
+    journaled: c.agent.planSwap(p.path, p.restoreId),
+  };
+  for (const asked of [...Object.values(c.asked), ...early.spaces.values(), early.stated, early.journaled]) (asked as Promise<unknown> | undefined)?.catch(() => {});
   // Where the probe's time goes, each part ending at (ms since the step began): a wake waits for all of it.
   const parts: Record<string, number> = {};
   const mark = (part: string) => (parts[part] = since(t));
+  c.asked.tools.then(() => mark("tools"), () => {});
+  early.journaled.then(() => mark("journal"), () => {});
   // The lease before the record is read: a delete either sees the lease or this probe sees no record
   // (restore-leases.ts). Taken by the request already (leasedByRequest), it is only refreshed, beside the read.
   const leased = takeLease(d.store, p.snapshotId, p.restoreId);
@@ -66,11 +77,9 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     mark("plan");
     // Can the sandbox hold the new tree beside the old one (and a staged archive)? And whether the swap will replace
     // anything: a fresh sandbox's /workspace exists (the agent makes its roots) but holds nothing, and without
-    // `replace` the target was found empty; the swap's own hadTarget means "existed". Beside them, the journal that
-    // says where the new tree goes, so a cleanup after any later failure finds it: asked at once (a wake waits for
-    // this step), and rolled back if a check refuses the restore. A shortage of space is answered first.
-    const [spaced, stated, journaled] = await Promise.allSettled([checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned), p.replace ? c.agent.stat(p.path) : undefined, c.agent.planSwap(p.path, p.restoreId)]);
-    if (journaled.status === "fulfilled" && (spaced.status === "rejected" || stated.status === "rejected")) await c.agent.rollbackSwap(p.path, p.restoreId).catch(() => {});
+    // `replace` the target was found empty; the swap's own hadTarget means "existed". A shortage of space is
+    // answered first.
+    const [spaced, stated, journaled] = await Promise.allSettled([checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned, early.spaces), early.stated, early.journaled]);
     const space = settled(spaced);
     const target = settled(stated);
     planned = { ...planned, space, replacing: !!target?.exists && (target.type !== "dir" || (target.entries ?? 0) > 0) };
@@ -79,8 +88,10 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     mark("swapPlan");
     planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };
   } catch (e) {
-    // The restore never started: it holds nothing. (A lease the request took stays until the run ends: a retried
-    // probe reads the record beside refreshing it, so it must be there already; the run's failure path releases it.)
+    // The restore never started: the journal asked above is rolled back, and it holds nothing. (A lease the request
+    // took stays until the run ends: a retried probe reads the record beside refreshing it, so it must be there
+    // already; the run's failure path releases it.)
+    await early.journaled.then(() => c.agent.rollbackSwap(p.path, p.restoreId), () => {}).catch(() => {});
     if (!p.leasedByRequest) await releaseLease(d.store, p.snapshotId, p.restoreId);
     throw e;
   }

@@ -36,9 +36,20 @@ export function restoreNeeds(s: RestoreStrategy, target: string, probed: Pick<Re
   return [tree, { path: SANDBOX_DIRS.staging, bytes: archives, what: "the staged archive" }];
 }
 
-export async function checkRestoreSpace(agent: AgentClient, sandboxId: string, s: RestoreStrategy, target: string, probed: Pick<RestoreProbeResult, "snapshot" | "layers">): Promise<{ checked: { path: string; needBytes: number; freeBytes: number }[] }> {
+type Space = Awaited<ReturnType<AgentClient["space"]>>;
+
+/**
+ * Where a restore by `s` into `target` writes: the paths its space check asks about, which depend on the strategy
+ * alone, so the probe asks the sandbox as it starts, beside its read of the record (`asked` below).
+ */
+export function spacePaths(s: RestoreStrategy, target: string): string[] {
+  const nothing = { snapshot: { manifest: { bytes: 0, files: 0, dirs: 0, symlinks: 0 } }, layers: [] } as unknown as Pick<RestoreProbeResult, "snapshot" | "layers">;
+  return restoreNeeds(s, target, nothing).map((n) => n.path);
+}
+
+export async function checkRestoreSpace(agent: AgentClient, sandboxId: string, s: RestoreStrategy, target: string, probed: Pick<RestoreProbeResult, "snapshot" | "layers">, asked?: ReadonlyMap<string, Promise<Space>>): Promise<{ checked: { path: string; needBytes: number; freeBytes: number }[] }> {
   const needs = restoreNeeds(s, target, probed);
-  const spaces = await Promise.all(needs.map((n) => agent.space(n.path)));
+  const spaces = await Promise.all(needs.map((n) => asked?.get(n.path) ?? agent.space(n.path)));
   // Needs on one filesystem share its free space.
   const byDevice = new Map<string, { free: number; needs: Need[] }>();
   needs.forEach((n, i) => {
