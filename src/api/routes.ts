@@ -210,6 +210,7 @@ const routes: [string, string, Handler][] = [
   }],
 
   ["POST", "/api/backups", async (req, env, d) => {
+    const arrived = new Date().toISOString(); // the run's clock starts here, its base's read included
     const body = await parseBody(req, BackupRequest);
     // The schema admitted only backup preset names.
     const strategy = findBackup(body.strategy)!;
@@ -236,7 +237,7 @@ const routes: [string, string, Handler][] = [
       throw apiError("bad_request", `baseSnapshotId: an overlay delta sits on a squashfs image or a file-level snapshot; ${base.id} is ${formatName(base.format)}`, "baseSnapshotId");
     }
     const id = newId("bk");
-    const params: BackupParams = { snapshotId: id, ...body, startedAt: new Date().toISOString() };
+    const params: BackupParams = { snapshotId: id, ...body, startedAt: arrived };
     // A mistyped sandbox id or path is refused (404, naming it) rather than recorded as a snapshot of nothing.
     await startRunUnderLease(env, d, "backup", id, { sandboxId: params.sandboxId, path: params.path }, params, () => checkSource(new AgentClient(d.transport, body.sandboxId), body.path));
     return json({ id, snapshotId: id, status: "queued", strategy: body.strategy }, 202, { location: `/api/backups/${id}` });
@@ -245,6 +246,8 @@ const routes: [string, string, Handler][] = [
   ["GET", "/api/backups/:id", async (req, env, d, { id }) => runStatus(req, env.BACKUP_WORKFLOW, d.kv, idParam(id, RUN_ID, "id"))],
 
   ["POST", "/api/restores", async (req, env, d) => {
+    // The run's clock starts as the request arrives: a wake's usableMs counts this request's own reads and leases.
+    const arrived = new Date().toISOString();
     const body = await parseBody(req, RestoreRequest);
     const found = await readSnapshot(d.store, d.kv, body.snapshotId);
     // Another tenant's snapshot is answered exactly as a missing one: the restore would read that tenant's chunks
@@ -259,7 +262,7 @@ const routes: [string, string, Handler][] = [
     const lease = takeLease(d.store, body.snapshotId, id);
     lease.catch(() => {});
     try {
-      return await startRestoreRun(env, d, body, snapshot, id, lease);
+      return await startRestoreRun(env, d, body, snapshot, id, lease, arrived);
     } catch (e) {
       await lease.then(() => releaseLease(d.store, body.snapshotId, id), () => {}).catch(() => {});
       throw e;

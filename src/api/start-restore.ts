@@ -16,7 +16,7 @@ import { defaultRestore } from "./default-restore.ts";
 import { json } from "./http.ts";
 import type { RestoreRequest } from "./schemas.ts";
 
-export async function startRestoreRun(env: Env, d: Deps, body: z.infer<typeof RestoreRequest>, snapshot: SnapshotRecord, id: string, lease: Promise<void>): Promise<Response> {
+export async function startRestoreRun(env: Env, d: Deps, body: z.infer<typeof RestoreRequest>, snapshot: SnapshotRecord, id: string, lease: Promise<void>, arrived = new Date().toISOString()): Promise<Response> {
   // An overlay delta is restored over its chain's image (or the compaction it resolves through): its format says
   // which restores can mount it.
   const base = snapshot.delta?.kind === "overlay-upper" ? (await readOverlayChain(d, snapshot)).image : null;
@@ -27,7 +27,7 @@ export async function startRestoreRun(env: Env, d: Deps, body: z.infer<typeof Re
   if (!strategy || !fits.some((s) => s.name === strategy)) {
     throw new SnapflowError("bad_request", `strategy: ${body.strategy} cannot restore a ${kindOf}; use one of: ${fits.map((s) => s.name).join(", ")}`, { field: "strategy" });
   }
-  const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: new Date().toISOString(), leasedByRequest: true };
+  const params: RestoreParams = { restoreId: id, ...body, strategy, startedAt: arrived, leasedByRequest: true };
   // A target that holds files without `replace` is refused here (409); the Workflow checks again before writing.
   await startRunUnderLease(env, d, "restore", id, { sandboxId: params.sandboxId, path: params.path }, params, async () => {
     await refuseNonEmptyTarget(new AgentClient(d.transport, body.sandboxId), body.path, body.replace);
