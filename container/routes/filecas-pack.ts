@@ -41,6 +41,7 @@ export const filecasPackRoutes: Routes = {
       dir, ...(body.manifestOut !== undefined ? { manifestOut: await c.path(body.manifestOut, "manifestOut") } : {}), indexOut, name: body.name,
       avgChunk: body.avgChunk, level: body.level, selection, base, urls: body.urls, partSize: body.partSize, concurrency: body.concurrency,
       retries: body.retries, signal: ended.signal, ...(body.layer ? { layer: true } : {}), ...(statsOut ? { statsOut } : {}),
+      ...(c.agent.faults.lie(`${c.sandboxId} POST /v1/files/pack`) ? { lie: true } : {}),
     });
     // The index is kept (the next backup's parent): the oldest kept beyond a few go, as kept manifests do.
     await pruneKeptIndexes(dirname(indexOut)).catch(() => {});

@@ -39,6 +39,8 @@ export interface FilesPackRun {
   retries: number;
   /** the request ended before the engine did: stop it (it leaves neither the manifest nor the index) */
   signal?: AbortSignal;
+  /** test-only (faults.ts `lie`): one file's SHA-256 in the index and the manifest is not its content's */
+  lie?: boolean;
 }
 
 const EngineFailure = z.object({
@@ -57,7 +59,7 @@ export async function filesPack(o: FilesPackRun): Promise<FilesPackResult> {
   const request = {
     name: o.name, ...(o.avgChunk ? { avgChunk: o.avgChunk } : {}), ...(o.level !== undefined ? { level: o.level } : {}),
     ...(o.selection ? { selection: o.selection } : {}), ...(o.base ? { base: o.base } : {}), urls: o.urls,
-    ...(o.layer ? { layer: true } : {}), ...(o.statsOut ? { statsOut: o.statsOut } : {}),
+    ...(o.layer ? { layer: true } : {}), ...(o.statsOut ? { statsOut: o.statsOut } : {}), ...(o.lie ? { lie: true } : {}),
   };
   const tool = startTool(argv, { stdin: "pipe", stdout: "ignore", fd3: "pipe" });
   const stop = () => tool.child.exitCode === null && tool.child.kill("SIGTERM");

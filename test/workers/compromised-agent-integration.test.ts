@@ -74,6 +74,26 @@ describe("a file-level index's chain is the record's, never the sandbox's", () =
   });
 });
 
+describe("a file-level index is checked against what it serves before it is trusted", () => {
+  it("files-index-content-lie: a source's index giving a file a SHA-256 not its content's fails its first wake elsewhere, which leaves nothing", async () => {
+    const src = freshSandbox("files-content-liar");
+    const dst = freshSandbox("files-content-wake");
+    used.push(src, dst);
+    await putFile(src, "/workspace/app/a.txt", "what the file holds\n");
+    await putFile(src, "/workspace/app/b.txt", "another\n");
+    // The source's engine writes its index and manifest with a.txt's hash replaced (the agent's own test-only fault,
+    // native/lazy/internal/filecas Options.Lie): every chunk is honest, so only hashing the file as served can tell.
+    await agent(src, "POST", "/v1/faults", { route: "POST /v1/files/pack", times: 1, action: "lie" });
+    const b = await runWorkflow("backup", { sandboxId: src, path: "/workspace/app", strategy: "files-cas", contentCheck: "off" });
+    const woken = await runWorkflow("restore", { snapshotId: b.snapshotId, sandboxId: dst, path: "/workspace/app", strategy: "files-overlay-restore" }, "errored");
+    expect(woken.error).toMatch(new RegExp(`restored tree differs from snapshot ${b.snapshotId}: 0 missing, 1 changed; first: changed a\\.txt \\(sha256\\)`));
+    // Rolled back: nothing at the target, no mount left in the sandbox, and the snapshot is not recorded as checked.
+    expect((await agent(dst, "GET", "/v1/stat?path=/workspace/app")).exists).toBe(false);
+    expect((await api("GET", `/api/sandboxes/${dst}/mounts`)).json.mounts).toEqual([]);
+    expect((await getJson<SnapshotRecord>(depsFrom(env).store, snapshotRecordKey(b.snapshotId)))!.contentChecked).toBeUndefined();
+  });
+});
+
 describe("a layer manifest's URL is bound and create-only", () => {
   it("overlay-manifest-empty-hash: a layer manifest reported with an empty SHA-256 ends the backup; nothing is signed or recorded", async () => {
     const src = freshSandbox("liar-layer-src");

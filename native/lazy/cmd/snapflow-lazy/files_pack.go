@@ -30,6 +30,9 @@ type filesPackRequest struct {
 	StatsOut string `json:"statsOut"`
 	// urls[i]: the presigned UploadPart URL of the pack's part i + 1. On stdin, never on argv (a URL is a credential).
 	URLs []string `json:"urls"`
+	// Lie is a test-only fault (the agent arms it through its faults.ts, never in production): a compromised
+	// source's index and manifest, one file's SHA-256 not its content's (filecas Options.Lie).
+	Lie bool `json:"lie"`
 }
 
 // filesPackResult is the pass's result and the pack's parts, which the Worker completes the upload with.
@@ -91,7 +94,7 @@ func filesPackCmd(args []string) error {
 		}
 		os.Exit(1)
 	}()
-	opts := filecas.Options{Root: *root, Manifest: *manifest, Index: *index, Name: req.Name, AvgChunk: req.AvgChunk, Level: req.Level, Selection: req.Selection, Base: req.Base, Layer: req.Layer, Stats: req.StatsOut}
+	opts := filecas.Options{Root: *root, Manifest: *manifest, Index: *index, Name: req.Name, AvgChunk: req.AvgChunk, Level: req.Level, Selection: req.Selection, Base: req.Base, Layer: req.Layer, Stats: req.StatsOut, Lie: req.Lie}
 	var res filesPackResult
 	var err error
 	if *outPath != "" {

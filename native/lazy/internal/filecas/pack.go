@@ -56,6 +56,9 @@ type Options struct {
 	Stats string
 	// Threads compress at once (0: one per CPU).
 	Threads int
+	// Lie is a test-only fault: the first non-empty regular file's SHA-256, in the manifest and the index, is not its
+	// content's — what a compromised source can write, for the tests that watch a restore refuse it.
+	Lie bool
 }
 
 // Sink takes the pack's bytes. Close is called after the last one and before the index and the manifest are named,
@@ -210,7 +213,7 @@ func Backup(opts Options, out Sink) (Result, error) {
 		return fail(err)
 	}
 	r := &reader{root: pass.Root(), avg: avg, table: table, frames: frames, whole: sha256.New(), dir: -1, layered: layered}
-	emit, err := newEmitter(pass, func(i int) string { return r.table.refs[i].Sha256 })
+	emit, err := newEmitter(pass, func(i int) string { return r.table.refs[i].Sha256 }, opts.Lie)
 	if err != nil {
 		frames.close()
 		return fail(err)
