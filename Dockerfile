@@ -15,11 +15,13 @@ RUN bun build container/agent.ts --target=bun --outfile=/build/agent.js
 RUN bun build container/tool-versions.ts --target=bun --outfile=/build/tool-versions.js
 
 # Stage 2: snapflow-lazy (native/lazy): the FUSE helper for lazy restores and the backup engine (`pack`, the default
-# backup's single pass); a static Go binary (CGO off). Its modules (go-fuse, fastcdc, klauspost/compress) come from go.sum.
+# backup's single pass); a static Go binary, built as native/lazy/build.sh builds it: cgo only for zstd's C library
+# (DataDog/zstd's vendored sources; the golang image has gcc), linked statically. Its modules (go-fuse, fastcdc,
+# klauspost/compress, DataDog/zstd) come from go.sum.
 FROM docker.io/library/golang:1.26 AS lazy-build
 WORKDIR /build
 COPY native/lazy/ ./
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /build/snapflow-lazy ./cmd/snapflow-lazy
+RUN CGO_ENABLED=1 GOFLAGS="-mod=readonly -trimpath -tags=netgo,osusergo" go build -ldflags="-s -w -linkmode external -extldflags -static" -o /build/snapflow-lazy ./cmd/snapflow-lazy
 
 # Stage 3: the sandbox.
 FROM docker.io/cloudflare/sandbox:0.12.10

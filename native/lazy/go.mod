@@ -10,11 +10,14 @@ require (
 
 require github.com/goccy/go-json v0.12.0
 
-require github.com/klauspost/compress v1.20.4
+require (
+	github.com/DataDog/zstd v1.5.7
+	github.com/klauspost/compress v1.20.4
+	github.com/tinylib/msgp v1.6.5
+)
 
 require (
 	github.com/philhofer/fwd v1.2.0 // indirect
-	github.com/tinylib/msgp v1.6.5 // indirect
 	golang.org/x/mod v0.18.0 // indirect
 	golang.org/x/tools v0.22.0 // indirect
 )

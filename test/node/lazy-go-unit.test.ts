@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { expect, it } from "vitest";
 
 it("native/lazy's Go unit tests pass", () => {
-  const r = spawnSync("go", ["test", "-count=1", "./..."], { cwd: join(import.meta.dirname, "../../native/lazy"), encoding: "utf8", env: { ...process.env, GOFLAGS: "-mod=readonly" } });
+  const r = spawnSync("go", ["test", "-count=1", "./..."], { cwd: join(import.meta.dirname, "../../native/lazy"), encoding: "utf8", env: { ...process.env, GOFLAGS: "-mod=readonly -trimpath -tags=netgo,osusergo" } }); // build.sh's flags: its cgo zstd is compiled once
   expect(r.error).toBeUndefined();
   expect(`${r.stdout}\n${r.stderr}`).not.toMatch(/^(FAIL|--- FAIL)/m);
   expect(r.status).toBe(0);

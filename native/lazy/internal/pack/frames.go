@@ -4,7 +4,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/klauspost/compress/zstd"
+	"snapflow/native/lazy/internal/czstd"
 )
 
 // frameWriter compresses its input as independent zstd frames of frameSize bytes, up to `workers` at once, and writes
@@ -22,7 +22,7 @@ import (
 // before it, pack.go), a pack of the npm workspace took 2.62 CPU-s instead of 2.81 (BenchmarkPackTree, 3 × 3 alternated).
 type frameWriter struct {
 	out       io.Writer
-	enc       *zstd.Encoder
+	enc       czstd.Encoder
 	frameSize int
 	ins       chan []byte // input buffers free again: at most workers + 1 exist (one filling, one per frame encoding)
 	outs      chan []byte // output buffers free again: at most workers exist (one per frame between dispatch and write)
@@ -41,7 +41,7 @@ type frame struct {
 	done chan struct{}
 }
 
-func newFrameWriter(out io.Writer, enc *zstd.Encoder, frameSize, workers int) *frameWriter {
+func newFrameWriter(out io.Writer, enc czstd.Encoder, frameSize, workers int) *frameWriter {
 	f := &frameWriter{out: out, enc: enc, frameSize: frameSize, ins: make(chan []byte, workers+1), outs: make(chan []byte, workers), queue: make(chan *frame, workers), slots: make(chan struct{}, workers), written: make(chan struct{})}
 	go f.writeInOrder()
 	return f
