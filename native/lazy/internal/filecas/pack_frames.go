@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"snapflow/native/lazy/internal/czstd"
 )
 
 // framer compresses each new chunk as its own zstd frame, up to `threads` at once (EncodeAll on one shared encoder,
@@ -17,7 +19,7 @@ import (
 // Memory: the chunks waiting or being compressed hold at most `budget` bytes of input (the reader waits for room),
 // plus their frames until written.
 type framer struct {
-	enc    *zstd.Encoder
+	enc    czstd.Encoder
 	out    *counted
 	work   chan *job
 	order  chan *job
@@ -59,7 +61,14 @@ func newFramer(out io.Writer, level, threads, avg int) (*framer, error) {
 	}
 	// No frame checksum: a restore checks each chunk's SHA-256 against its name, which says more (xxhash was ~3 % of
 	// a full backup's CPU, 4 bytes a frame).
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(threads), zstd.WithEncoderCRC(false))
+	// zstd's C library where the build has it, as the tar archive's frames (pack/frames.go, internal/czstd).
+	var enc czstd.Encoder
+	var err error
+	if czstd.Native {
+		enc, err = czstd.New(level, false)
+	} else {
+		enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(threads), zstd.WithEncoderCRC(false))
+	}
 	if err != nil {
 		return nil, err
 	}
