@@ -47,21 +47,20 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
   // Asked at once, while the store is read; each answer is taken (and its failure reported) where the plan's probe
   // needs it, and none is left unhandled if the probe ends before.
   c.asked = { tools: c.agent.probe(), target: checkTarget(c) };
-  // So are the swap's journal (where the new tree goes, so a cleanup after any later failure finds it; rolled back
-  // below if anything refuses the restore), the free space where the strategy writes (its paths depend on the
-  // strategy alone) and, for `replace`, what the target holds: a wake waits for this step, and these answers no
-  // longer wait for the record and the plan (~10-15 ms of agent round trips after them, before).
+  // So are the free space where the strategy writes (its paths depend on the strategy alone) and, for `replace`,
+  // what the target holds: a wake waits for this step, and these answers no longer wait for the record and the plan
+  // (~10-15 ms of agent round trips after them, before). Nothing here writes in the sandbox: the swap's journal, which
+  // makes the target's parent, is asked only once the plan accepted the restore.
   const early = {
     spaces: new Map(spacePaths(s, p.path).map((path) => [path, c.agent.space(path)] as const)),
     stated: p.replace ? c.agent.stat(p.path) : undefined,
-    journaled: c.agent.planSwap(p.path, p.restoreId),
   };
-  for (const asked of [...Object.values(c.asked), ...early.spaces.values(), early.stated, early.journaled]) (asked as Promise<unknown> | undefined)?.catch(() => {});
+  for (const asked of [...Object.values(c.asked), ...early.spaces.values(), early.stated]) (asked as Promise<unknown> | undefined)?.catch(() => {});
+  let journaled: ReturnType<AgentClient["planSwap"]> | undefined;
   // Where the probe's time goes, each part ending at (ms since the step began): a wake waits for all of it.
   const parts: Record<string, number> = {};
   const mark = (part: string) => (parts[part] = since(t));
   c.asked.tools.then(() => mark("tools"), () => {});
-  early.journaled.then(() => mark("journal"), () => {});
   // The lease before the record is read: a delete either sees the lease or this probe sees no record
   // (restore-leases.ts). Taken by the request already (leasedByRequest), it is only refreshed, beside the read.
   const leased = takeLease(d.store, p.snapshotId, p.restoreId);
@@ -77,21 +76,23 @@ export async function probePhase(d: Deps, p: RestoreParams, s: RestoreStrategy):
     mark("plan");
     // Can the sandbox hold the new tree beside the old one (and a staged archive)? And whether the swap will replace
     // anything: a fresh sandbox's /workspace exists (the agent makes its roots) but holds nothing, and without
-    // `replace` the target was found empty; the swap's own hadTarget means "existed". A shortage of space is
-    // answered first.
-    const [spaced, stated, journaled] = await Promise.allSettled([checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned, early.spaces), early.stated, early.journaled]);
+    // `replace` the target was found empty; the swap's own hadTarget means "existed". Beside them, the journal that
+    // says where the new tree goes, so a cleanup after any later failure finds it (rolled back below if a check
+    // refuses the restore). A shortage of space is answered first.
+    journaled = c.agent.planSwap(p.path, p.restoreId);
+    const [spaced, stated, journal] = await Promise.allSettled([checkRestoreSpace(c.agent, p.sandboxId, s, p.path, planned, early.spaces), early.stated, journaled]);
     const space = settled(spaced);
     const target = settled(stated);
     planned = { ...planned, space, replacing: !!target?.exists && (target.type !== "dir" || (target.entries ?? 0) > 0) };
     mark("space");
-    const journal = settled(journaled);
+    const swap = settled(journal);
     mark("swapPlan");
-    planned = { ...planned, swap: { staged: journal.staged, old: journal.old } };
+    planned = { ...planned, swap: { staged: swap.staged, old: swap.old } };
   } catch (e) {
-    // The restore never started: the journal asked above is rolled back, and it holds nothing. (A lease the request
+    // The restore never started: a journal asked above is rolled back, and it holds nothing. (A lease the request
     // took stays until the run ends: a retried probe reads the record beside refreshing it, so it must be there
     // already; the run's failure path releases it.)
-    await early.journaled.then(() => c.agent.rollbackSwap(p.path, p.restoreId), () => {}).catch(() => {});
+    await journaled?.then(() => c.agent.rollbackSwap(p.path, p.restoreId), () => {}).catch(() => {});
     if (!p.leasedByRequest) await releaseLease(d.store, p.snapshotId, p.restoreId);
     throw e;
   }

@@ -24,27 +24,31 @@ interface Need {
   what: string;
 }
 
+/** Where a restore by `s` into `target` writes, and what: the archives' bytes, or the tree's footprint. */
+function placesOf(s: RestoreStrategy, target: string): { path: string; holds: "archives" | "tree"; what: string }[] {
+  // The plan says what it keeps (its materialization's, for an archive).
+  const keeps = planOf(s).keeps(s);
+  if (keeps === "overlay") return [{ path: SANDBOX_DIRS.images, holds: "archives", what: "the base image and the overlay's layer" }];
+  if (keeps === "image") return [{ path: SANDBOX_DIRS.images, holds: "archives", what: "the image to mount" }];
+  const tree = { path: target, holds: "tree" as const, what: "the restored tree" };
+  if (RESTORE_TRANSFERS[s.path].piped) return [tree];
+  return [tree, { path: SANDBOX_DIRS.staging, holds: "archives", what: "the staged archive" }];
+}
+
 /** What a restore writes, and where. */
 export function restoreNeeds(s: RestoreStrategy, target: string, probed: Pick<RestoreProbeResult, "snapshot" | "layers">): Need[] {
   const archives = probed.layers.reduce((n, l) => n + l.archive.bytes, 0);
-  // The plan says what it keeps (its materialization's, for an archive).
-  const keeps = planOf(s).keeps(s);
-  if (keeps === "overlay") return [{ path: SANDBOX_DIRS.images, bytes: archives, what: "the base image and the overlay's layer" }];
-  if (keeps === "image") return [{ path: SANDBOX_DIRS.images, bytes: archives, what: "the image to mount" }];
-  const tree: Need = { path: target, bytes: treeFootprint(probed.snapshot.manifest), what: "the restored tree" };
-  if (RESTORE_TRANSFERS[s.path].piped) return [tree];
-  return [tree, { path: SANDBOX_DIRS.staging, bytes: archives, what: "the staged archive" }];
+  return placesOf(s, target).map(({ path, holds, what }) => ({ path, what, bytes: holds === "archives" ? archives : treeFootprint(probed.snapshot.manifest) }));
 }
 
 type Space = Awaited<ReturnType<AgentClient["space"]>>;
 
 /**
- * Where a restore by `s` into `target` writes: the paths its space check asks about, which depend on the strategy
- * alone, so the probe asks the sandbox as it starts, beside its read of the record (`asked` below).
+ * The paths a restore by `s` into `target` checks for space: they depend on the strategy alone, so the probe asks the
+ * sandbox as it starts, beside its read of the record (`asked` below).
  */
 export function spacePaths(s: RestoreStrategy, target: string): string[] {
-  const nothing = { snapshot: { manifest: { bytes: 0, files: 0, dirs: 0, symlinks: 0 } }, layers: [] } as unknown as Pick<RestoreProbeResult, "snapshot" | "layers">;
-  return restoreNeeds(s, target, nothing).map((n) => n.path);
+  return placesOf(s, target).map((p) => p.path);
 }
 
 export async function checkRestoreSpace(agent: AgentClient, sandboxId: string, s: RestoreStrategy, target: string, probed: Pick<RestoreProbeResult, "snapshot" | "layers">, asked?: ReadonlyMap<string, Promise<Space>>): Promise<{ checked: { path: string; needBytes: number; freeBytes: number }[] }> {
