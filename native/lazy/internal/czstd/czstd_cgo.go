@@ -44,8 +44,9 @@ type encoder struct {
 	ctxs     sync.Pool // *C.ZSTD_CCtx, one per goroutine encoding at once
 }
 
-// New is an encoder at level; checksum asks for the frame's content checksum (XXH64).
-func New(level int, checksum bool) (Encoder, error) {
+// New is an encoder at level; checksum asks for the frame's content checksum (XXH64). Its contexts are made as
+// concurrent calls need them, so concurrency is only the pure-Go build's bound.
+func New(level int, checksum bool, concurrency int) (Encoder, error) {
 	e := &encoder{level: level, checksum: checksum}
 	ctx, err := e.newCtx()
 	if err != nil {

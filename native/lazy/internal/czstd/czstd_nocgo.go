@@ -10,7 +10,7 @@ const Native = false
 // Version: no C library in this build.
 func Version() string { return "" }
 
-// New is klauspost's encoder at the nearest level (its EncodeAll is safe for concurrent use).
-func New(level int, checksum bool) (Encoder, error) {
-	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderCRC(checksum))
+// New is klauspost's encoder at the nearest level (its EncodeAll is safe for up to concurrency calls at once).
+func New(level int, checksum bool, concurrency int) (Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderCRC(checksum), zstd.WithEncoderConcurrency(concurrency))
 }

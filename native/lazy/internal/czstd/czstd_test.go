@@ -17,7 +17,7 @@ func TestFramesDecodeCarryTheirChecksumAndShareTheEncoder(t *testing.T) {
 	if !Native {
 		t.Log("built without cgo: klauspost's encoder stands in")
 	}
-	enc, err := New(3, true)
+	enc, err := New(3, true, 8)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/klauspost/compress/zstd"
-
 	"snapflow/native/lazy/internal/czstd"
 )
 
@@ -62,13 +60,7 @@ func newFramer(out io.Writer, level, threads, avg int) (*framer, error) {
 	// No frame checksum: a restore checks each chunk's SHA-256 against its name, which says more (xxhash was ~3 % of
 	// a full backup's CPU, 4 bytes a frame).
 	// zstd's C library where the build has it, as the tar archive's frames (pack/frames.go, internal/czstd).
-	var enc czstd.Encoder
-	var err error
-	if czstd.Native {
-		enc, err = czstd.New(level, false)
-	} else {
-		enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(threads), zstd.WithEncoderCRC(false))
-	}
+	enc, err := czstd.New(level, false, threads)
 	if err != nil {
 		return nil, err
 	}
